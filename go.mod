@@ -1,0 +1,8 @@
+module github.com/spillwaylb/spillway
+
+go 1.26.8
+
+require (
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/net v0.62.0 // indirect
+)

@@ -1,0 +1,447 @@
+// Package config holds Spillway's configuration model: Google Cloud's REST
+// resource shapes (camelCase field names, so exported resources load as they
+// are) plus Spillway's own top-level lists (regions, frontends).
+//
+// The package is pure: it decodes bytes, applies defaults and validates. It
+// does no I/O except in Load, which reads one file.
+package config
+
+// Config is one Spillway configuration file.
+type Config struct {
+	HealthChecks          []HealthCheck          `json:"healthChecks,omitempty"`
+	ServiceLbPolicies     []ServiceLbPolicy      `json:"serviceLbPolicies,omitempty"`
+	NetworkEndpointGroups []NetworkEndpointGroup `json:"networkEndpointGroups,omitempty"`
+	InstanceGroups        []InstanceGroup        `json:"instanceGroups,omitempty"`
+	BackendServices       []BackendService       `json:"backendServices,omitempty"`
+	URLMaps               []URLMap               `json:"urlMaps,omitempty"`
+
+	// Regions is a Spillway extension: where regions are, for proximity.
+	Regions []Region `json:"regions,omitempty"`
+	// Frontends is a Spillway extension: what a forwarding rule plus a
+	// target proxy are in Google Cloud.
+	Frontends []Frontend `json:"frontends,omitempty"`
+	// Spillway holds process-wide tuning that has no Google Cloud
+	// equivalent (a Spillway extension).
+	Spillway *Tuning `json:"spillway,omitempty"`
+
+	// File is the path the config was loaded from (not decoded).
+	File string `json:"-"`
+}
+
+// Tuning is the `spillway:` block: knobs that Google Cloud fixes and
+// Spillway exposes, each documented in docs/extensions.md.
+type Tuning struct {
+	// UndrainHoldSec overrides the 60 s a drained group must stay at or
+	// above 35% healthy before it is undrained. Default 60.
+	UndrainHoldSec *int `json:"undrainHoldSec,omitempty"`
+	// DemandWindowSec is the window over which offered request rates are
+	// measured for RATE capacity. Default 1.
+	DemandWindowSec *int `json:"demandWindowSec,omitempty"`
+}
+
+// Duration is Google's protobuf Duration as it appears in REST JSON.
+type Duration struct {
+	Seconds int64 `json:"seconds,omitempty"`
+	Nanos   int32 `json:"nanos,omitempty"`
+}
+
+// HealthCheck is a compute#healthCheck.
+type HealthCheck struct {
+	Name               string `json:"name"`
+	Description        string `json:"description,omitempty"`
+	Kind               string `json:"kind,omitempty"`
+	SelfLink           string `json:"selfLink,omitempty"`
+	Type               string `json:"type,omitempty"`
+	CheckIntervalSec   *int   `json:"checkIntervalSec,omitempty"`
+	TimeoutSec         *int   `json:"timeoutSec,omitempty"`
+	HealthyThreshold   *int   `json:"healthyThreshold,omitempty"`
+	UnhealthyThreshold *int   `json:"unhealthyThreshold,omitempty"`
+
+	HTTPHealthCheck  *HTTPHealthCheck `json:"httpHealthCheck,omitempty"`
+	HTTPSHealthCheck *HTTPHealthCheck `json:"httpsHealthCheck,omitempty"`
+	HTTP2HealthCheck *HTTPHealthCheck `json:"http2HealthCheck,omitempty"`
+	TCPHealthCheck   *TCPHealthCheck  `json:"tcpHealthCheck,omitempty"`
+
+	// CheckIntervalMs and TimeoutMs are Spillway extensions that override
+	// the second-granular fields, for fast labs and tests.
+	CheckIntervalMs *int `json:"checkIntervalMs,omitempty"`
+	TimeoutMs       *int `json:"timeoutMs,omitempty"`
+}
+
+// HTTPHealthCheck is the httpHealthCheck / httpsHealthCheck / http2HealthCheck block.
+type HTTPHealthCheck struct {
+	Port              *int   `json:"port,omitempty"`
+	PortName          string `json:"portName,omitempty"`
+	PortSpecification string `json:"portSpecification,omitempty"`
+	Host              string `json:"host,omitempty"`
+	RequestPath       string `json:"requestPath,omitempty"`
+	Response          string `json:"response,omitempty"`
+	ProxyHeader       string `json:"proxyHeader,omitempty"`
+}
+
+// TCPHealthCheck is the tcpHealthCheck block.
+type TCPHealthCheck struct {
+	Port              *int   `json:"port,omitempty"`
+	PortName          string `json:"portName,omitempty"`
+	PortSpecification string `json:"portSpecification,omitempty"`
+	Request           string `json:"request,omitempty"`
+	Response          string `json:"response,omitempty"`
+	ProxyHeader       string `json:"proxyHeader,omitempty"`
+}
+
+// ServiceLbPolicy is a networkservices ServiceLbPolicy.
+type ServiceLbPolicy struct {
+	Name                   string             `json:"name"`
+	Description            string             `json:"description,omitempty"`
+	Labels                 map[string]string  `json:"labels,omitempty"`
+	LoadBalancingAlgorithm string             `json:"loadBalancingAlgorithm,omitempty"`
+	AutoCapacityDrain      *AutoCapacityDrain `json:"autoCapacityDrain,omitempty"`
+	FailoverConfig         *FailoverConfig    `json:"failoverConfig,omitempty"`
+	IsolationConfig        *IsolationConfig   `json:"isolationConfig,omitempty"`
+	CreateTime             string             `json:"createTime,omitempty"`
+	UpdateTime             string             `json:"updateTime,omitempty"`
+}
+
+// AutoCapacityDrain is serviceLbPolicy.autoCapacityDrain.
+type AutoCapacityDrain struct {
+	Enable bool `json:"enable"`
+}
+
+// FailoverConfig is serviceLbPolicy.failoverConfig.
+type FailoverConfig struct {
+	FailoverHealthThreshold *int `json:"failoverHealthThreshold,omitempty"`
+}
+
+// IsolationConfig is serviceLbPolicy.isolationConfig (accepted, not enforced).
+type IsolationConfig struct {
+	IsolationGranularity string `json:"isolationGranularity,omitempty"`
+	IsolationMode        string `json:"isolationMode,omitempty"`
+}
+
+// NetworkEndpointGroup is a zonal NEG with its endpoints inline (in Google
+// Cloud they are attached by a separate call).
+type NetworkEndpointGroup struct {
+	Name                string            `json:"name"`
+	Description         string            `json:"description,omitempty"`
+	SelfLink            string            `json:"selfLink,omitempty"`
+	Zone                string            `json:"zone"`
+	Region              string            `json:"region,omitempty"`
+	NetworkEndpointType string            `json:"networkEndpointType,omitempty"`
+	DefaultPort         int               `json:"defaultPort,omitempty"`
+	Endpoints           []NetworkEndpoint `json:"endpoints,omitempty"`
+}
+
+// NetworkEndpoint is one NEG endpoint.
+type NetworkEndpoint struct {
+	IPAddress string `json:"ipAddress"`
+	Port      int    `json:"port,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+}
+
+// InstanceGroup is a zonal (unmanaged or managed) instance group with its
+// instances inline.
+type InstanceGroup struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	SelfLink    string      `json:"selfLink,omitempty"`
+	Zone        string      `json:"zone"`
+	Region      string      `json:"region,omitempty"`
+	NamedPorts  []NamedPort `json:"namedPorts,omitempty"`
+	Instances   []Instance  `json:"instances,omitempty"`
+}
+
+// NamedPort maps a port name to a number.
+type NamedPort struct {
+	Name string `json:"name"`
+	Port int    `json:"port"`
+}
+
+// Instance is one VM of an instance group.
+type Instance struct {
+	Name      string `json:"name"`
+	IPAddress string `json:"ipAddress"`
+}
+
+// BackendService is a global compute#backendService.
+type BackendService struct {
+	Name                 string            `json:"name"`
+	Description          string            `json:"description,omitempty"`
+	Kind                 string            `json:"kind,omitempty"`
+	SelfLink             string            `json:"selfLink,omitempty"`
+	LoadBalancingScheme  string            `json:"loadBalancingScheme,omitempty"`
+	Protocol             string            `json:"protocol,omitempty"`
+	PortName             string            `json:"portName,omitempty"`
+	Port                 int               `json:"port,omitempty"`
+	TimeoutSec           *int              `json:"timeoutSec,omitempty"`
+	HealthChecks         []string          `json:"healthChecks,omitempty"`
+	Backends             []Backend         `json:"backends,omitempty"`
+	ServiceLbPolicy      string            `json:"serviceLbPolicy,omitempty"`
+	LocalityLbPolicy     string            `json:"localityLbPolicy,omitempty"`
+	SessionAffinity      string            `json:"sessionAffinity,omitempty"`
+	AffinityCookieTTLSec *int              `json:"affinityCookieTtlSec,omitempty"`
+	ConsistentHash       *ConsistentHash   `json:"consistentHash,omitempty"`
+	OutlierDetection     *OutlierDetection `json:"outlierDetection,omitempty"`
+	ConnectionDraining   *struct {
+		DrainingTimeoutSec int `json:"drainingTimeoutSec,omitempty"`
+	} `json:"connectionDraining,omitempty"`
+	CustomRequestHeaders  []string `json:"customRequestHeaders,omitempty"`
+	CustomResponseHeaders []string `json:"customResponseHeaders,omitempty"`
+	EnableCDN             bool     `json:"enableCDN,omitempty"`
+	Fingerprint           string   `json:"fingerprint,omitempty"`
+	CreationTimestamp     string   `json:"creationTimestamp,omitempty"`
+	ID                    string   `json:"id,omitempty"`
+}
+
+// Backend is one backends[] entry of a backend service.
+type Backend struct {
+	Group                     string   `json:"group"`
+	Description               string   `json:"description,omitempty"`
+	BalancingMode             string   `json:"balancingMode,omitempty"`
+	CapacityScaler            *float64 `json:"capacityScaler,omitempty"`
+	MaxRate                   *int     `json:"maxRate,omitempty"`
+	MaxRatePerInstance        *float64 `json:"maxRatePerInstance,omitempty"`
+	MaxRatePerEndpoint        *float64 `json:"maxRatePerEndpoint,omitempty"`
+	MaxUtilization            *float64 `json:"maxUtilization,omitempty"`
+	MaxConnections            *int     `json:"maxConnections,omitempty"`
+	MaxConnectionsPerInstance *int     `json:"maxConnectionsPerInstance,omitempty"`
+	MaxConnectionsPerEndpoint *int     `json:"maxConnectionsPerEndpoint,omitempty"`
+	Preference                string   `json:"preference,omitempty"`
+	Failover                  bool     `json:"failover,omitempty"`
+}
+
+// ConsistentHash is backendService.consistentHash.
+type ConsistentHash struct {
+	HTTPCookie *struct {
+		Name string    `json:"name,omitempty"`
+		Path string    `json:"path,omitempty"`
+		TTL  *Duration `json:"ttl,omitempty"`
+	} `json:"httpCookie,omitempty"`
+	HTTPHeaderName  string `json:"httpHeaderName,omitempty"`
+	MinimumRingSize *int64 `json:"minimumRingSize,omitempty"`
+}
+
+// OutlierDetection is backendService.outlierDetection.
+type OutlierDetection struct {
+	ConsecutiveErrors                  *int      `json:"consecutiveErrors,omitempty"`
+	ConsecutiveGatewayFailure          *int      `json:"consecutiveGatewayFailure,omitempty"`
+	EnforcingConsecutiveErrors         *int      `json:"enforcingConsecutiveErrors,omitempty"`
+	EnforcingConsecutiveGatewayFailure *int      `json:"enforcingConsecutiveGatewayFailure,omitempty"`
+	EnforcingSuccessRate               *int      `json:"enforcingSuccessRate,omitempty"`
+	Interval                           *Duration `json:"interval,omitempty"`
+	BaseEjectionTime                   *Duration `json:"baseEjectionTime,omitempty"`
+	MaxEjectionPercent                 *int      `json:"maxEjectionPercent,omitempty"`
+	SuccessRateMinimumHosts            *int      `json:"successRateMinimumHosts,omitempty"`
+	SuccessRateRequestVolume           *int      `json:"successRateRequestVolume,omitempty"`
+	SuccessRateStdevFactor             *int      `json:"successRateStdevFactor,omitempty"`
+}
+
+// URLMap is a compute#urlMap.
+type URLMap struct {
+	Name               string              `json:"name"`
+	Description        string              `json:"description,omitempty"`
+	Kind               string              `json:"kind,omitempty"`
+	SelfLink           string              `json:"selfLink,omitempty"`
+	DefaultService     string              `json:"defaultService,omitempty"`
+	DefaultRouteAction *HTTPRouteAction    `json:"defaultRouteAction,omitempty"`
+	DefaultURLRedirect *HTTPRedirectAction `json:"defaultUrlRedirect,omitempty"`
+	HeaderAction       *HTTPHeaderAction   `json:"headerAction,omitempty"`
+	HostRules          []HostRule          `json:"hostRules,omitempty"`
+	PathMatchers       []PathMatcher       `json:"pathMatchers,omitempty"`
+	Tests              []URLMapTest        `json:"tests,omitempty"`
+	Fingerprint        string              `json:"fingerprint,omitempty"`
+	CreationTimestamp  string              `json:"creationTimestamp,omitempty"`
+	ID                 string              `json:"id,omitempty"`
+}
+
+// HostRule maps hosts to a path matcher.
+type HostRule struct {
+	Hosts       []string `json:"hosts"`
+	PathMatcher string   `json:"pathMatcher"`
+	Description string   `json:"description,omitempty"`
+}
+
+// PathMatcher is urlMap.pathMatchers[].
+type PathMatcher struct {
+	Name               string              `json:"name"`
+	Description        string              `json:"description,omitempty"`
+	DefaultService     string              `json:"defaultService,omitempty"`
+	DefaultRouteAction *HTTPRouteAction    `json:"defaultRouteAction,omitempty"`
+	DefaultURLRedirect *HTTPRedirectAction `json:"defaultUrlRedirect,omitempty"`
+	HeaderAction       *HTTPHeaderAction   `json:"headerAction,omitempty"`
+	PathRules          []PathRule          `json:"pathRules,omitempty"`
+	RouteRules         []HTTPRouteRule     `json:"routeRules,omitempty"`
+}
+
+// PathRule is a simple path → action rule.
+type PathRule struct {
+	Paths       []string            `json:"paths"`
+	Service     string              `json:"service,omitempty"`
+	RouteAction *HTTPRouteAction    `json:"routeAction,omitempty"`
+	URLRedirect *HTTPRedirectAction `json:"urlRedirect,omitempty"`
+}
+
+// HTTPRouteRule is pathMatchers[].routeRules[].
+type HTTPRouteRule struct {
+	Priority     int                  `json:"priority"`
+	Description  string               `json:"description,omitempty"`
+	MatchRules   []HTTPRouteRuleMatch `json:"matchRules,omitempty"`
+	Service      string               `json:"service,omitempty"`
+	RouteAction  *HTTPRouteAction     `json:"routeAction,omitempty"`
+	URLRedirect  *HTTPRedirectAction  `json:"urlRedirect,omitempty"`
+	HeaderAction *HTTPHeaderAction    `json:"headerAction,omitempty"`
+}
+
+// HTTPRouteRuleMatch is one matchRules[] entry.
+type HTTPRouteRuleMatch struct {
+	PrefixMatch           string                    `json:"prefixMatch,omitempty"`
+	FullPathMatch         string                    `json:"fullPathMatch,omitempty"`
+	RegexMatch            string                    `json:"regexMatch,omitempty"`
+	PathTemplateMatch     string                    `json:"pathTemplateMatch,omitempty"`
+	IgnoreCase            bool                      `json:"ignoreCase,omitempty"`
+	HeaderMatches         []HTTPHeaderMatch         `json:"headerMatches,omitempty"`
+	QueryParameterMatches []HTTPQueryParameterMatch `json:"queryParameterMatches,omitempty"`
+}
+
+// HTTPHeaderMatch is a header predicate.
+type HTTPHeaderMatch struct {
+	HeaderName   string      `json:"headerName"`
+	ExactMatch   *string     `json:"exactMatch,omitempty"`
+	PrefixMatch  *string     `json:"prefixMatch,omitempty"`
+	SuffixMatch  *string     `json:"suffixMatch,omitempty"`
+	RegexMatch   *string     `json:"regexMatch,omitempty"`
+	PresentMatch *bool       `json:"presentMatch,omitempty"`
+	RangeMatch   *Int64Range `json:"rangeMatch,omitempty"`
+	InvertMatch  bool        `json:"invertMatch,omitempty"`
+}
+
+// Int64Range is [rangeStart, rangeEnd).
+type Int64Range struct {
+	RangeStart int64 `json:"rangeStart"`
+	RangeEnd   int64 `json:"rangeEnd"`
+}
+
+// HTTPQueryParameterMatch is a query-parameter predicate.
+type HTTPQueryParameterMatch struct {
+	Name         string  `json:"name"`
+	ExactMatch   *string `json:"exactMatch,omitempty"`
+	PresentMatch *bool   `json:"presentMatch,omitempty"`
+	RegexMatch   *string `json:"regexMatch,omitempty"`
+}
+
+// HTTPRouteAction is a route action.
+type HTTPRouteAction struct {
+	WeightedBackendServices []WeightedBackendService `json:"weightedBackendServices,omitempty"`
+	URLRewrite              *URLRewrite              `json:"urlRewrite,omitempty"`
+	Timeout                 *Duration                `json:"timeout,omitempty"`
+	RetryPolicy             *RetryPolicy             `json:"retryPolicy,omitempty"`
+	RequestMirrorPolicy     *RequestMirrorPolicy     `json:"requestMirrorPolicy,omitempty"`
+	FaultInjectionPolicy    *FaultInjectionPolicy    `json:"faultInjectionPolicy,omitempty"`
+}
+
+// WeightedBackendService is one weighted target.
+type WeightedBackendService struct {
+	BackendService string            `json:"backendService"`
+	Weight         int               `json:"weight"`
+	HeaderAction   *HTTPHeaderAction `json:"headerAction,omitempty"`
+}
+
+// URLRewrite rewrites host and path before forwarding.
+type URLRewrite struct {
+	HostRewrite         string `json:"hostRewrite,omitempty"`
+	PathPrefixRewrite   string `json:"pathPrefixRewrite,omitempty"`
+	PathTemplateRewrite string `json:"pathTemplateRewrite,omitempty"`
+}
+
+// RetryPolicy is routeAction.retryPolicy.
+type RetryPolicy struct {
+	RetryConditions []string  `json:"retryConditions,omitempty"`
+	NumRetries      *int      `json:"numRetries,omitempty"`
+	PerTryTimeout   *Duration `json:"perTryTimeout,omitempty"`
+}
+
+// RequestMirrorPolicy is routeAction.requestMirrorPolicy.
+type RequestMirrorPolicy struct {
+	BackendService string   `json:"backendService"`
+	MirrorPercent  *float64 `json:"mirrorPercent,omitempty"`
+}
+
+// FaultInjectionPolicy is routeAction.faultInjectionPolicy.
+type FaultInjectionPolicy struct {
+	Delay *struct {
+		FixedDelay *Duration `json:"fixedDelay,omitempty"`
+		Percentage *float64  `json:"percentage,omitempty"`
+	} `json:"delay,omitempty"`
+	Abort *struct {
+		HTTPStatus int      `json:"httpStatus,omitempty"`
+		Percentage *float64 `json:"percentage,omitempty"`
+	} `json:"abort,omitempty"`
+}
+
+// HTTPRedirectAction is a redirect.
+type HTTPRedirectAction struct {
+	HostRedirect         string `json:"hostRedirect,omitempty"`
+	PathRedirect         string `json:"pathRedirect,omitempty"`
+	PrefixRedirect       string `json:"prefixRedirect,omitempty"`
+	HTTPSRedirect        bool   `json:"httpsRedirect,omitempty"`
+	StripQuery           bool   `json:"stripQuery,omitempty"`
+	RedirectResponseCode string `json:"redirectResponseCode,omitempty"`
+}
+
+// HTTPHeaderAction adds and removes request and response headers.
+type HTTPHeaderAction struct {
+	RequestHeadersToAdd     []HTTPHeaderOption `json:"requestHeadersToAdd,omitempty"`
+	RequestHeadersToRemove  []string           `json:"requestHeadersToRemove,omitempty"`
+	ResponseHeadersToAdd    []HTTPHeaderOption `json:"responseHeadersToAdd,omitempty"`
+	ResponseHeadersToRemove []string           `json:"responseHeadersToRemove,omitempty"`
+}
+
+// HTTPHeaderOption is one header to add.
+type HTTPHeaderOption struct {
+	HeaderName  string `json:"headerName"`
+	HeaderValue string `json:"headerValue,omitempty"`
+	Replace     *bool  `json:"replace,omitempty"`
+}
+
+// URLMapTest is urlMaps[].tests[].
+type URLMapTest struct {
+	Description                  string       `json:"description,omitempty"`
+	Host                         string       `json:"host,omitempty"`
+	Path                         string       `json:"path"`
+	Headers                      []TestHeader `json:"headers,omitempty"`
+	Service                      string       `json:"service,omitempty"`
+	ExpectedOutputURL            string       `json:"expectedOutputUrl,omitempty"`
+	ExpectedRedirectResponseCode int          `json:"expectedRedirectResponseCode,omitempty"`
+}
+
+// TestHeader is a header of a URL map test.
+type TestHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Region is a Spillway extension: a region's location, for proximity.
+type Region struct {
+	Name      string   `json:"name"`
+	Latitude  *float64 `json:"latitude,omitempty"`
+	Longitude *float64 `json:"longitude,omitempty"`
+	// RTTMs gives explicit round-trip times in milliseconds to other
+	// regions; it wins over coordinates.
+	RTTMs map[string]float64 `json:"rttMs,omitempty"`
+}
+
+// Frontend is a Spillway extension: a listener (forwarding rule + target
+// proxy in Google Cloud terms).
+type Frontend struct {
+	Name         string        `json:"name"`
+	Address      string        `json:"address"`
+	Protocol     string        `json:"protocol,omitempty"`
+	URLMap       string        `json:"urlMap,omitempty"`
+	Region       string        `json:"region,omitempty"`
+	Certificates []Certificate `json:"certificates,omitempty"`
+}
+
+// Certificate is a PEM certificate and key pair on disk.
+type Certificate struct {
+	CertificateFile string `json:"certificateFile"`
+	PrivateKeyFile  string `json:"privateKeyFile"`
+}
