@@ -7,6 +7,9 @@
 package config
 
 // Config is one Spillway configuration file.
+//
+// Top-level keys that start with "x-" are ignored, so that a file can hold
+// YAML anchors to reuse (x-defaults: &d {...}; then <<: *d).
 type Config struct {
 	HealthChecks          []HealthCheck          `json:"healthChecks,omitempty"`
 	ServiceLbPolicies     []ServiceLbPolicy      `json:"serviceLbPolicies,omitempty"`

@@ -1,0 +1,466 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads the configuration file at path and parses it with Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a YAML or JSON configuration strictly and validates it.
+// file names the source in error messages. On failure the error is an
+// Errors value listing up to 20 problems with file, line, field path and a
+// fix; decoding problems (unknown fields, wrong types, duplicate keys) are
+// reported without validating, because a half-decoded file would only add
+// follow-on noise. Parse does not fill in defaults: absent fields stay at
+// their zero value (see defaults.go).
+func Parse(data []byte, file string) (*Config, error) {
+	cfg := &Config{}
+	d := &decoder{file: file, pos: map[string]position{}, budget: nodeBudget}
+	d.document(data, cfg)
+	if len(d.errs) > 0 {
+		return nil, sortAndCap(d.errs)
+	}
+	cfg.File = file
+	if errs := validate(cfg, d.pos); len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// nodeBudget bounds how many YAML nodes one Parse visits, counting every
+// alias expansion, so that a small file of nested aliases ("billion
+// laughs") cannot make Parse run for ever.
+const nodeBudget = 1 << 20
+
+// position is where a field was written.
+type position struct{ line, col int }
+
+// decoder walks a yaml.Node tree against Go types, strictly.
+type decoder struct {
+	file   string
+	errs   Errors
+	pos    map[string]position // field path → position of its key or item
+	budget int
+}
+
+func (d *decoder) errorf(n *yaml.Node, path, fix, format string, args ...any) {
+	if len(d.errs) >= maxErrors {
+		return
+	}
+	e := &FieldError{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...), Fix: fix}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	d.errs = append(d.errs, e)
+}
+
+// document decodes the single YAML document in data into cfg.
+func (d *decoder) document(data []byte, cfg *Config) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if !errors.Is(err, io.EOF) {
+			d.syntaxError(err)
+		}
+		return // an empty file is an empty configuration
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		d.errorf(&extra, "", "keep one configuration per file, or merge the documents",
+			"the file holds more than one YAML document (a second one starts here)")
+		return
+	case !errors.Is(err, io.EOF):
+		d.syntaxError(err)
+		return
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return
+		}
+		root = root.Content[0]
+	}
+	d.pos[""] = position{root.Line, root.Column}
+	d.value(root, reflect.ValueOf(cfg).Elem(), "")
+}
+
+// syntaxError turns a YAML parser error ("yaml: line 3: did not find …")
+// into a FieldError with a line number.
+func (d *decoder) syntaxError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, tail, ok := strings.Cut(rest, ": "); ok {
+			if n, convErr := strconv.Atoi(num); convErr == nil {
+				line, msg = n, tail
+			}
+		}
+	}
+	d.errs = append(d.errs, &FieldError{
+		File: d.file, Line: line, Msg: "invalid YAML: " + msg,
+		Fix: "check indentation, quoting and brackets near this line",
+	})
+}
+
+// value decodes n into v (which must be settable); path is v's field path.
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	if d.budget--; d.budget < 0 {
+		if d.budget == -1 {
+			d.errorf(n, path, "write the values out instead of nesting aliases",
+				"the document expands to too many values (more than %d)", nodeBudget)
+		}
+		return
+	}
+	for n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			d.errorf(n, path, "define the anchor before using it", "alias to an unknown anchor")
+			return
+		}
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // null means "not set", as in JSON exports
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		elem := reflect.New(v.Type().Elem())
+		d.value(n, elem.Elem(), path)
+		v.Set(elem)
+	case reflect.Struct:
+		d.structValue(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.typeError(n, path, v.Type())
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			d.pos[p] = position{item.Line, item.Column}
+			d.value(item, s.Index(i), p)
+		}
+		v.Set(s)
+	case reflect.Map:
+		d.mapValue(n, v, path)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.typeError(n, path, v.Type())
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+			d.typeError(n, path, v.Type())
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		i, ok := scalarInt(n)
+		if !ok {
+			d.typeError(n, path, v.Type())
+			return
+		}
+		if v.OverflowInt(i) {
+			d.errorf(n, path, "use a smaller number", "%s does not fit in a %d-bit integer", n.Value, v.Type().Bits())
+			return
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		f, ok := scalarFloat(n)
+		if !ok {
+			d.typeError(n, path, v.Type())
+			return
+		}
+		v.SetFloat(f)
+	default:
+		// Unreachable for the types in types.go; fail loudly for new ones.
+		panic(fmt.Sprintf("config: decoder does not support %s at %s", v.Type(), path))
+	}
+}
+
+// scalarInt reads an integer from a plain number, a quoted decimal string
+// (Google's REST JSON writes int64 as "1024") or a float with no fraction.
+func scalarInt(n *yaml.Node) (int64, bool) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	switch n.ShortTag() {
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err != nil {
+			return 0, false
+		}
+		return i, true
+	case "!!str":
+		i, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 64)
+		return i, err == nil
+	case "!!float":
+		f, ok := scalarFloat(n)
+		if !ok || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// scalarFloat reads a finite number, plain or quoted.
+func scalarFloat(n *yaml.Node) (float64, bool) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	var f float64
+	switch n.ShortTag() {
+	case "!!int", "!!float":
+		if err := n.Decode(&f); err != nil {
+			return 0, false
+		}
+	case "!!str":
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(n.Value), 64); err != nil {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return f, !math.IsInf(f, 0) && !math.IsNaN(f)
+}
+
+// typeError reports that n cannot be decoded into a value of type t.
+func (d *decoder) typeError(n *yaml.Node, path string, t reflect.Type) {
+	want, fix := describeType(t)
+	d.errorf(n, path, fix, "want %s, got %s", want, describeNode(n))
+}
+
+// describeType names a Go type for a YAML author, with an example.
+func describeType(t reflect.Type) (want, fix string) {
+	switch t.Kind() {
+	case reflect.Struct:
+		return "a mapping of fields", "write the fields indented under the key, one `name: value` per line"
+	case reflect.Map:
+		return "a mapping", "write `key: value` pairs indented under the key"
+	case reflect.Slice:
+		return "a list", "write each item on its own line starting with `- `, or as [a, b]"
+	case reflect.String:
+		return "a string", "write a single value, quoted if it contains special characters"
+	case reflect.Bool:
+		return "true or false", "write true or false, without quotes"
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "an integer", "write a whole number such as 30"
+	case reflect.Float64:
+		return "a number", "write a number such as 0.5"
+	}
+	return t.String(), ""
+}
+
+// describeNode renders what the author wrote, briefly.
+func describeNode(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	if n.ShortTag() == "!!str" {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// structValue decodes a mapping into the struct v, field by field, using
+// the names of the json tags.
+func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.typeError(n, path, v.Type())
+		return
+	}
+	t := v.Type()
+	var names []string
+	index := map[string]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		names = append(names, name)
+		index[name] = i
+	}
+	seen := map[string]int{}
+	for _, kv := range d.entries(n, path) {
+		key := kv.key.Value
+		i, ok := index[key]
+		if !ok && path == "" && strings.HasPrefix(key, "x-") {
+			continue // top-level x-… keys hold YAML anchors; see Config
+		}
+		if !ok {
+			d.unknownField(kv.key, path, key, names)
+			continue
+		}
+		p := joinPath(path, key)
+		if first, dup := seen[key]; dup {
+			if !kv.merged {
+				d.errorf(kv.key, p, fmt.Sprintf("keep only one %q", key), "duplicate key (first set on line %d)", first)
+			}
+			continue
+		}
+		seen[key] = kv.key.Line
+		d.pos[p] = position{kv.key.Line, kv.key.Column}
+		d.value(kv.value, v.Field(i), p)
+	}
+}
+
+// jsonName is the decoded name of a struct field: the json tag before the
+// comma, or "" for fields that are not decoded.
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	switch name {
+	case "-":
+		return ""
+	case "":
+		return f.Name
+	}
+	return name
+}
+
+// unknownField reports a key that the struct at path does not have.
+func (d *decoder) unknownField(key *yaml.Node, path, name string, known []string) {
+	if c := closest(name, known); c != "" {
+		d.errorf(key, path, fmt.Sprintf("did you mean %q?", c), "unknown field %q", name)
+		return
+	}
+	if unsupportedGoogleField(name) {
+		d.errorf(key, path, "remove it", "field %q is a Google Cloud field that Spillway does not support yet", name)
+		return
+	}
+	d.errorf(key, path, "remove it; fields here are: "+strings.Join(known, ", "), "unknown field %q", name)
+}
+
+// unsupportedGoogleField reports whether name is a field of the Google
+// Cloud resources that Spillway knowingly does not implement, so that
+// pasted exports get a clearer message than "unknown field".
+func unsupportedGoogleField(name string) bool {
+	switch name {
+	case "corsPolicy", "logConfig", "cdnPolicy", "iap", "securityPolicy", "edgeSecurityPolicy",
+		"circuitBreakers", "compressionMode", "ipAddressSelectionPolicy", "maxStreamDuration",
+		"customErrorResponsePolicy", "defaultCustomErrorResponsePolicy", "metadataFilters",
+		"strongSessionAffinityCookie", "localityLbPolicies", "customMetrics", "subsetting",
+		"tlsSettings", "sourceRegions", "grpcHealthCheck", "grpcTlsHealthCheck", "sslHealthCheck",
+		"maxInFlightRequests", "maxInFlightRequestsPerInstance", "maxInFlightRequestsPerEndpoint",
+		"trafficDuration", "cachePolicy", "network", "subnetwork":
+		return true
+	}
+	return false
+}
+
+// entry is one key/value pair of a mapping; merged marks pairs that come
+// from a YAML merge key (<<), which explicit keys override.
+type entry struct {
+	key, value *yaml.Node
+	merged     bool
+}
+
+// entries lists the pairs of mapping n with merge keys (<<: *anchor)
+// expanded; explicit keys come first so that they win over merged ones.
+func (d *decoder) entries(n *yaml.Node, path string) []entry {
+	var explicit, merged []entry
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			merged = append(merged, d.mergeEntries(val, path)...)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, path, "use plain names as keys", "want a field name, got %s as a key", describeNode(k))
+			continue
+		}
+		explicit = append(explicit, entry{key: k, value: val})
+	}
+	return append(explicit, merged...)
+}
+
+// mergeEntries expands the value of a merge key: a mapping, an alias to
+// one, or a list of those.
+func (d *decoder) mergeEntries(n *yaml.Node, path string) []entry {
+	if d.budget--; d.budget < 0 {
+		return nil
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	var out []entry
+	switch n.Kind {
+	case yaml.MappingNode:
+		for _, e := range d.entries(n, path) {
+			e.merged = true
+			out = append(out, e)
+		}
+	case yaml.SequenceNode:
+		for _, item := range n.Content {
+			out = append(out, d.mergeEntries(item, path)...)
+		}
+	default:
+		d.errorf(n, path, "merge a mapping: <<: *anchor", "want a mapping to merge, got %s", describeNode(n))
+	}
+	return out
+}
+
+// mapValue decodes a mapping into a map with string keys.
+func (d *decoder) mapValue(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.typeError(n, path, v.Type())
+		return
+	}
+	m := reflect.MakeMap(v.Type())
+	seen := map[string]int{}
+	for _, kv := range d.entries(n, path) {
+		key := kv.key.Value
+		p := joinPath(path, key)
+		if first, dup := seen[key]; dup {
+			if !kv.merged {
+				d.errorf(kv.key, p, fmt.Sprintf("keep only one %q", key), "duplicate key (first set on line %d)", first)
+			}
+			continue
+		}
+		seen[key] = kv.key.Line
+		d.pos[p] = position{kv.key.Line, kv.key.Column}
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.value(kv.value, elem, p)
+		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
+	}
+	v.Set(m)
+}
+
+// joinPath appends a field name to a path.
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

@@ -1,0 +1,75 @@
+package config
+
+// Defaults of fields that are absent from a configuration. Parse leaves
+// absent fields unset; the plan package applies these values. Where Google
+// Cloud documents a default, the constant follows the API reference.
+const (
+	// DefaultCheckIntervalSec is healthChecks[].checkIntervalSec when unset.
+	DefaultCheckIntervalSec = 5
+	// DefaultTimeoutSec is healthChecks[].timeoutSec when unset.
+	DefaultTimeoutSec = 5
+	// DefaultHealthyThreshold is healthChecks[].healthyThreshold when unset:
+	// consecutive successes that make an unhealthy endpoint healthy.
+	DefaultHealthyThreshold = 2
+	// DefaultUnhealthyThreshold is healthChecks[].unhealthyThreshold when
+	// unset: consecutive failures that make a healthy endpoint unhealthy.
+	DefaultUnhealthyThreshold = 2
+	// DefaultFailoverHealthThreshold is
+	// serviceLbPolicies[].failoverConfig.failoverHealthThreshold when unset
+	// (70 for the global external Application Load Balancer).
+	DefaultFailoverHealthThreshold = 70
+	// DefaultBackendTimeoutSec is backendServices[].timeoutSec when unset.
+	DefaultBackendTimeoutSec = 30
+	// DefaultUndrainHoldSec is spillway.undrainHoldSec when unset: how long
+	// a drained group must stay healthy enough before it is undrained.
+	DefaultUndrainHoldSec = 60
+	// DefaultDemandWindowSec is spillway.demandWindowSec when unset.
+	DefaultDemandWindowSec = 1
+	// DefaultNumRetries is routeAction.retryPolicy.numRetries when unset
+	// (one retry: up to two attempts).
+	DefaultNumRetries = 1
+	// DefaultPortName is backendServices[].portName when unset, for
+	// instance-group backends.
+	DefaultPortName = "http"
+	// DefaultMinimumRingSize is consistentHash.minimumRingSize when unset.
+	DefaultMinimumRingSize = 1024
+	// DefaultCapacityScaler is backends[].capacityScaler when unset.
+	DefaultCapacityScaler = 1.0
+)
+
+// Defaults of outlierDetection fields, from the Compute Engine API v1
+// reference (they differ from Envoy's and from older Terraform texts; see
+// research/gcp-model.md §1.2). They apply only when outlierDetection is
+// present: an absent block disables outlier detection.
+const (
+	// DefaultOutlierIntervalSec is outlierDetection.interval, in seconds.
+	DefaultOutlierIntervalSec = 1
+	// DefaultOutlierBaseEjectionTimeSec is outlierDetection.baseEjectionTime,
+	// in seconds; an endpoint stays ejected base × times-ejected.
+	DefaultOutlierBaseEjectionTimeSec = 30
+	// DefaultOutlierMaxEjectionPercent caps the share of endpoints ejected.
+	DefaultOutlierMaxEjectionPercent = 50
+	// DefaultOutlierConsecutiveErrors is outlierDetection.consecutiveErrors.
+	DefaultOutlierConsecutiveErrors = 5
+	// DefaultOutlierConsecutiveGatewayFailure is
+	// outlierDetection.consecutiveGatewayFailure (502/503/504).
+	DefaultOutlierConsecutiveGatewayFailure = 3
+	// DefaultOutlierEnforcingConsecutiveErrors is the percent chance of
+	// ejecting on consecutiveErrors: 0, so plain 5xx ejection is off.
+	DefaultOutlierEnforcingConsecutiveErrors = 0
+	// DefaultOutlierEnforcingConsecutiveGatewayFailure is the percent chance
+	// of ejecting on consecutiveGatewayFailure.
+	DefaultOutlierEnforcingConsecutiveGatewayFailure = 100
+	// DefaultOutlierEnforcingSuccessRate is the percent chance of ejecting a
+	// success-rate outlier.
+	DefaultOutlierEnforcingSuccessRate = 100
+	// DefaultOutlierSuccessRateMinimumHosts is the number of endpoints with
+	// enough volume needed to run success-rate detection.
+	DefaultOutlierSuccessRateMinimumHosts = 5
+	// DefaultOutlierSuccessRateRequestVolume is the requests per interval an
+	// endpoint needs to count for success-rate detection.
+	DefaultOutlierSuccessRateRequestVolume = 100
+	// DefaultOutlierSuccessRateStdevFactor sets the success-rate threshold:
+	// mean − (factor/1000)·stdev.
+	DefaultOutlierSuccessRateStdevFactor = 1900
+)
