@@ -1,0 +1,145 @@
+package config
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// regions validates regions[].
+func (v *validator) regions() {
+	known := slices.Sorted(mapKeys(v.regionNames))
+	for i := range v.c.Regions {
+		r := &v.c.Regions[i]
+		p := at("regions[%d]", i)
+		v.floatRange(p+".latitude", r.Latitude, -90, 90)
+		v.floatRange(p+".longitude", r.Longitude, -180, 180)
+		if (r.Latitude == nil) != (r.Longitude == nil) {
+			v.add(p, "set both latitude and longitude, or neither", "latitude and longitude go together")
+		}
+		for _, other := range slices.Sorted(mapKeys(r.RTTMs)) {
+			op := p + ".rttMs." + other
+			if _, ok := v.regionNames[other]; !ok {
+				v.add(op, didYouMean(other, known, "region"), "unknown region %q", other)
+			}
+			if ms := r.RTTMs[other]; ms < 0 {
+				v.add(op, "use 0 or more milliseconds", "%s is negative", fmtFloat(ms))
+			}
+		}
+	}
+}
+
+// frontends validates frontends[].
+func (v *validator) frontends() {
+	addrs := map[string]int{}
+	for i := range v.c.Frontends {
+		f := &v.c.Frontends[i]
+		p := at("frontends[%d]", i)
+		if v.address(p+".address", f.Address) {
+			if first, dup := addrs[f.Address]; dup {
+				v.add(p+".address", "give each frontend its own address or port", "%q is already the address of frontends[%d]", f.Address, first)
+			} else {
+				addrs[f.Address] = i
+			}
+		}
+		proto := f.Protocol
+		if proto == "" {
+			proto = "HTTP"
+		}
+		if !v.enum(p+".protocol", f.Protocol, "HTTP", "HTTPS", "DNS") {
+			proto = ""
+		}
+		switch {
+		case f.URLMap != "":
+			v.ref(p+".urlMap", f.URLMap, "URL map", map[string]map[string]int{"urlMaps": v.urlMapNames})
+		case proto == "HTTP" || proto == "HTTPS":
+			v.add(p+".urlMap", "name the URL map that routes this frontend's requests", "a URL map is required for %s", proto)
+		}
+		switch {
+		case proto == "HTTPS" && len(f.Certificates) == 0:
+			v.add(p+".certificates", "add certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}]", "HTTPS needs at least one certificate")
+		case proto != "HTTPS" && proto != "" && len(f.Certificates) > 0:
+			v.add(p+".certificates", "remove them, or use protocol HTTPS", "certificates are only used with HTTPS")
+		}
+		for j, c := range f.Certificates {
+			cp := at("%s.certificates[%d]", p, j)
+			if c.CertificateFile == "" {
+				v.add(cp+".certificateFile", "give the path of a PEM certificate (chain) file", "a certificate file is required")
+			}
+			if c.PrivateKeyFile == "" {
+				v.add(cp+".privateKeyFile", "give the path of the PEM private key file", "a private key file is required")
+			}
+		}
+		if f.Region != "" && len(v.regionNames) > 0 {
+			if _, ok := v.regionNames[RefName(f.Region)]; !ok {
+				v.unknownRef(p+".region", RefName(f.Region), "region", "regions", v.regionNames)
+			}
+		}
+	}
+}
+
+// address checks a listen address host:port; host may be empty (all
+// interfaces), an IP literal (IPv6 in brackets) or a host name. It
+// reports whether the address is usable.
+func (v *validator) address(path, s string) bool {
+	const fix = "write host:port, e.g. 0.0.0.0:8080, :8080 or [::1]:8443"
+	if s == "" {
+		v.add(path, fix, "an address is required")
+		return false
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		v.add(path, fix, "%q has no port", s)
+		return false
+	}
+	host, port := s[:i], s[i+1:]
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		a, err := netip.ParseAddr(host[1 : len(host)-1])
+		if err != nil || !a.Is6() {
+			v.add(path, fix, "%q is not an IPv6 address", host)
+			return false
+		}
+	} else if strings.Contains(host, ":") {
+		v.add(path, fix, "%q: an IPv6 address needs brackets", s)
+		return false
+	} else if _, err := netip.ParseAddr(host); err != nil && host != "" && !isHostName(host) {
+		v.add(path, fix, "%q is not an IP address or host name", host)
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		v.add(path, fix, "port %q is not a number between 0 and 65535", port)
+		return false
+	}
+	return true
+}
+
+// isHostName reports whether s looks like a DNS host name.
+func isHostName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := range len(label) {
+			ch := label[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// tuning validates the spillway: block.
+func (v *validator) tuning() {
+	t := v.c.Spillway
+	if t == nil {
+		return
+	}
+	v.intRange("spillway.undrainHoldSec", t.UndrainHoldSec, 0, 3600)
+	v.intRange("spillway.demandWindowSec", t.DemandWindowSec, 1, 60)
+}
