@@ -96,14 +96,19 @@ func (v *validator) names(list, what, example string, n int, name func(int) stri
 	for i := range n {
 		p := at("%s[%d].name", list, i)
 		nm := name(i)
-		if !v.name(p, nm, what, example) {
+		valid := v.name(p, nm, what, example)
+		if nm == "" {
 			continue
 		}
 		if first, dup := idx[nm]; dup {
-			v.add(p, "give each "+what+" its own name",
-				"%q is already the name of %s[%d]", nm, list, first)
+			if valid {
+				v.add(p, "give each "+what+" its own name",
+					"%q is already the name of %s[%d]", nm, list, first)
+			}
 			continue
 		}
+		// Invalid names are indexed too, so that references to them do
+		// not add a second, misleading error.
 		idx[nm] = i
 	}
 	return idx
@@ -152,8 +157,14 @@ func (v *validator) ref(path, ref, what string, known map[string]map[string]int)
 	if coll := refCollection(ref); coll != "" {
 		if _, ok := known[coll]; !ok {
 			colls := slices.Sorted(mapKeys(known))
-			v.add(path, fmt.Sprintf("link to …/%s/%s, or write just the name", colls[0], name),
-				"%q is a link into %s, not to a %s", ref, coll, what)
+			want := colls[0]
+			for _, c := range colls {
+				if _, ok := known[c][name]; ok {
+					want = c
+				}
+			}
+			v.add(path, fmt.Sprintf("link to …/%s/%s, or write just the name", want, name),
+				"%q is a link into %s, not to %s", ref, coll, article(what))
 			return "", ""
 		}
 		if _, ok := known[coll][name]; ok {
@@ -305,6 +316,14 @@ func (v *validator) exactlyOne(path, what string, names []string, flags ...bool)
 	default:
 		v.add(path, "keep exactly one of "+strings.Join(names, ", "), "%s are all set; they exclude each other", joinAnd(set))
 	}
+}
+
+// article prefixes a noun with "a" or "an".
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("aeiouAEIOU", rune(noun[0])) {
+		return "an " + noun
+	}
+	return "a " + noun
 }
 
 // joinAnd joins words as "a, b and c".

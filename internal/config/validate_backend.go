@@ -45,8 +45,8 @@ func (v *validator) backendService(p string, bs *BackendService) {
 		v.add(p+".sessionAffinity", "use GENERATED_COOKIE or HTTP_COOKIE", "STRONG_COOKIE_AFFINITY is not supported yet")
 	case "HEADER_FIELD":
 		if bs.ConsistentHash == nil || bs.ConsistentHash.HTTPHeaderName == "" {
-			v.add(p+".consistentHash.httpHeaderName", "name the header to hash, e.g. consistentHash: {httpHeaderName: X-User}",
-				"sessionAffinity HEADER_FIELD needs a header name")
+			v.add(p+".sessionAffinity", "name the header to hash, e.g. consistentHash: {httpHeaderName: X-User}",
+				"HEADER_FIELD needs consistentHash.httpHeaderName")
 		}
 	default:
 		v.enum(p+".sessionAffinity", bs.SessionAffinity, "NONE", "CLIENT_IP", "GENERATED_COOKIE", "HTTP_COOKIE", "HEADER_FIELD")
@@ -239,7 +239,7 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, nBackends int
 	}
 	for _, f := range perKind {
 		if f.set && kind != kindUnknown && kind != f.kind {
-			v.add(bp+"."+f.field, fmt.Sprintf("use %s or maxRate/maxConnections", f.alt),
+			v.add(bp+"."+f.field, fmt.Sprintf("use %s instead", f.alt),
 				"%s applies to %ss only", f.field, kindName(f.kind))
 		}
 	}

@@ -1,0 +1,259 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// baseConfig is a small valid configuration; the invalid cases below each
+// change one piece of it. The line numbers in the expected messages refer
+// to this text (the comments give the line numbers).
+const baseConfig = `healthChecks:
+- name: hc-web
+  type: HTTP
+  checkIntervalSec: 5
+  httpHealthCheck: {requestPath: /healthz}
+serviceLbPolicies:
+- name: policy-web
+  failoverConfig: {failoverHealthThreshold: 70}
+networkEndpointGroups:
+- name: neg-east
+  zone: us-east1-b
+  defaultPort: 8080
+  endpoints:
+  - {ipAddress: 10.0.0.1}
+- name: neg-south
+  zone: us-south1-a
+  endpoints:
+  - {ipAddress: 10.0.1.1, port: 8080}
+instanceGroups:
+- name: ig-west
+  zone: us-west1-a
+  namedPorts: [{name: http, port: 80}]
+  instances: [{name: vm-1, ipAddress: 10.0.2.1}]
+backendServices:
+- name: bs-east-pref
+  healthChecks: [hc-web]
+  serviceLbPolicy: policy-web
+  backends:
+  - group: neg-east
+    balancingMode: RATE
+    maxRatePerEndpoint: 100
+  - group: neg-south
+    balancingMode: RATE
+    maxRatePerEndpoint: 100
+    capacityScaler: 1
+- name: bs-south-pref
+  backends:
+  - group: ig-west
+urlMaps:
+- name: web-map
+  defaultRouteAction:
+    weightedBackendServices:
+    - {backendService: bs-south-pref, weight: 50}
+    - {backendService: bs-east-pref, weight: 50}
+  hostRules:
+  - hosts: [example.com]
+    pathMatcher: paths
+  pathMatchers:
+  - name: paths
+    defaultService: bs-east-pref
+    pathRules:
+    - paths: [/api/*]
+      service: bs-south-pref
+  - name: routes
+    defaultService: bs-east-pref
+    routeRules:
+    - priority: 1
+      matchRules: [{prefixMatch: /a}]
+      service: bs-east-pref
+regions:
+- {name: us-east1, latitude: 33.2, longitude: -80.0}
+frontends:
+- name: web
+  address: 127.0.0.1:8080
+  urlMap: web-map
+spillway: {undrainHoldSec: 60}
+`
+
+// edit is one text substitution applied to baseConfig: old must occur
+// exactly once.
+type edit struct{ old, new string }
+
+// apply returns baseConfig with the edits applied.
+func apply(t *testing.T, edits []edit) string {
+	t.Helper()
+	s := baseConfig
+	for _, e := range edits {
+		if n := strings.Count(s, e.old); n != 1 {
+			t.Fatalf("edit %q matches %d times in the base config, want 1", e.old, n)
+		}
+		s = strings.Replace(s, e.old, e.new, 1)
+	}
+	return s
+}
+
+func TestBaseConfigIsValid(t *testing.T) {
+	if _, err := Parse([]byte(baseConfig), "test.yaml"); err != nil {
+		t.Fatalf("base config: %v", err)
+	}
+}
+
+func TestInvalidConfigs(t *testing.T) {
+	tests := []struct {
+		name  string
+		edits []edit
+		want  string
+	}{
+		{"capacity scaler between 0 and 0.1", []edit{{"capacityScaler: 1", "capacityScaler: 0.05"}},
+			`test.yaml:35: backendServices[0].backends[1].capacityScaler: 0.05 is out of range (fix: use 0 to drain the backend, or a value between 0.1 and 1.0)`},
+		{"capacity scaler above 1", []edit{{"capacityScaler: 1", "capacityScaler: 1.5"}},
+			`test.yaml:35: backendServices[0].backends[1].capacityScaler: 1.5 is out of range (fix: use 0 to drain the backend, or a value between 0.1 and 1.0)`},
+		{"dangling weighted backend service", []edit{{"{backendService: bs-south-pref, weight: 50}", "{backendService: bs-sotuh-pref, weight: 50}"}},
+			`test.yaml:43: urlMaps[0].defaultRouteAction.weightedBackendServices[0].backendService: unknown backend service "bs-sotuh-pref" (fix: did you mean "bs-south-pref"? known: bs-east-pref, bs-south-pref)`},
+		{"unknown field with suggestion", []edit{{"{backendService: bs-east-pref, weight: 50}", "{backendService: bs-east-pref, weigth: 50}"}},
+			`test.yaml:44: urlMaps[0].defaultRouteAction.weightedBackendServices[1]: unknown field "weigth" (fix: did you mean "weight"?)`},
+		{"integer field given text", []edit{{"  serviceLbPolicy: policy-web\n", "  timeoutSec: abc\n"}},
+			`test.yaml:27: backendServices[0].timeoutSec: want an integer, got "abc" (fix: write a whole number such as 30)`},
+		{"duplicate key", []edit{{"    maxRatePerEndpoint: 100\n    capacityScaler: 1", "    maxRatePerEndpoint: 100\n    maxRatePerEndpoint: 200"}},
+			`test.yaml:35: backendServices[0].backends[1].maxRatePerEndpoint: duplicate key (first set on line 34) (fix: keep only one "maxRatePerEndpoint")`},
+		{"missing name", []edit{{"- name: policy-web", "- description: no name"}, {"  serviceLbPolicy: policy-web\n", "\n"}},
+			`test.yaml:7: serviceLbPolicies[0].name: a name is required (fix: give the service LB policy a name, e.g. name: policy-web)`},
+		{"invalid name", []edit{{"- name: neg-south\n", "- name: NEG_South\n"}, {"  - group: neg-south\n", "  - group: NEG_South\n"}},
+			`test.yaml:15: networkEndpointGroups[1].name: "NEG_South" is not a valid name (fix: use 1-63 lowercase letters, digits and '-', starting with a letter and not ending with '-', e.g. "neg-us-east1-b")`},
+		{"duplicate name", []edit{{"- name: bs-south-pref", "- name: bs-east-pref"}},
+			"test.yaml:36: backendServices[1].name: \"bs-east-pref\" is already the name of backendServices[0] (fix: give each backend service its own name)\ntest.yaml:43: urlMaps[0].defaultRouteAction.weightedBackendServices[0].backendService: unknown backend service \"bs-south-pref\" (fix: known: bs-east-pref)\ntest.yaml:53: urlMaps[0].pathMatchers[0].pathRules[0].service: unknown backend service \"bs-south-pref\" (fix: known: bs-east-pref)"},
+		{"health check type not supported", []edit{{"  type: HTTP\n", "  type: GRPC\n"}},
+			`test.yaml:3: healthChecks[0].type: type GRPC is not supported yet (fix: use HTTP, HTTPS, HTTP2 or TCP)`},
+		{"health check sub-object does not match type", []edit{{"  type: HTTP\n", "  type: TCP\n"}},
+			`test.yaml:5: healthChecks[0].httpHealthCheck: httpHealthCheck does not match type TCP (fix: rename it to tcpHealthCheck, or set type: HTTP)`},
+		{"named port specification", []edit{{"{requestPath: /healthz}", "{portSpecification: USE_NAMED_PORT}"}},
+			`test.yaml:5: healthChecks[0].httpHealthCheck.portSpecification: USE_NAMED_PORT is not supported by the load balancer (fix: use USE_SERVING_PORT (the backend service's port) or USE_FIXED_PORT)`},
+		{"probe timeout longer than interval", []edit{{"  checkIntervalSec: 5\n", "  checkIntervalSec: 5\n  timeoutSec: 10\n"}},
+			`test.yaml:5: healthChecks[0].timeoutSec: timeoutSec 10 is longer than checkIntervalSec 5 (fix: make the timeout at most the check interval)`},
+		{"probe interval shorter than default timeout", []edit{{"  checkIntervalSec: 5\n", "  checkIntervalSec: 2\n"}},
+			`test.yaml:4: healthChecks[0].checkIntervalSec: checkIntervalSec 2 is shorter than timeoutSec 5 (the default) (fix: set timeoutSec to at most the check interval)`},
+		{"threshold out of range", []edit{{"  checkIntervalSec: 5\n", "  healthyThreshold: 11\n"}},
+			`test.yaml:4: healthChecks[0].healthyThreshold: 11 is out of range (fix: use a value between 1 and 10)`},
+		{"request path without slash", []edit{{"{requestPath: /healthz}", "{requestPath: healthz}"}},
+			`test.yaml:5: healthChecks[0].httpHealthCheck.requestPath: "healthz" does not start with '/' (fix: write it as "/healthz")`},
+		{"spray to world", []edit{{"  failoverConfig: {failoverHealthThreshold: 70}", "  loadBalancingAlgorithm: SPRAY_TO_WORLD"}},
+			`test.yaml:8: serviceLbPolicies[0].loadBalancingAlgorithm: SPRAY_TO_WORLD is not supported by Spillway yet (fix: use WATERFALL_BY_REGION, SPRAY_TO_REGION or WATERFALL_BY_ZONE)`},
+		{"failover threshold out of range", []edit{{"failoverHealthThreshold: 70", "failoverHealthThreshold: 100"}},
+			`test.yaml:8: serviceLbPolicies[0].failoverConfig.failoverHealthThreshold: 100 is out of range (fix: use a value between 1 and 99)`},
+		{"zone without letter", []edit{{"zone: us-east1-b", "zone: us-east1"}},
+			`test.yaml:11: networkEndpointGroups[0].zone: "us-east1" is not a zone name (fix: write a zone as <region>-<letter>, e.g. us-south1-a, or set region explicitly)`},
+		{"endpoint IP with port", []edit{{"{ipAddress: 10.0.0.1}", "{ipAddress: \"10.0.0.1:80\"}"}},
+			`test.yaml:14: networkEndpointGroups[0].endpoints[0].ipAddress: "10.0.0.1:80" is not an IP address (fix: write an IPv4 or IPv6 address such as 10.0.0.5 or 2001:db8::5, without a port)`},
+		{"duplicate endpoint", []edit{{"  - {ipAddress: 10.0.0.1}\n", "  - {ipAddress: 10.0.0.1}\n  - {ipAddress: 10.0.0.1, port: 8080}\n"}},
+			`test.yaml:15: networkEndpointGroups[0].endpoints[1]: 10.0.0.1:8080 is already endpoints[0] of this group (fix: remove the duplicate endpoint)`},
+		{"endpoint without port", []edit{{"  defaultPort: 8080\n", "  description: no default port\n"}},
+			`test.yaml:14: networkEndpointGroups[0].endpoints[0].port: a port is required (fix: set port on the endpoint, or defaultPort on the group)`},
+		{"missing named port", []edit{{"- name: bs-south-pref\n", "- name: bs-south-pref\n  portName: web\n"}},
+			`test.yaml:37: backendServices[1].portName: instance group "ig-west" has no named port "web" (fix: add namedPorts: [{name: web, port: 80}] to instance group "ig-west", or set portName to one of http)`},
+		{"unknown group", []edit{{"  - group: neg-south\n", "  - group: neg-sotuh\n"}},
+			`test.yaml:32: backendServices[0].backends[1].group: unknown instance group or network endpoint group "neg-sotuh" (fix: did you mean "neg-south"? known: ig-west, neg-east, neg-south)`},
+		{"group is a link to the wrong kind", []edit{{"  - group: neg-south\n", "  - group: projects/p/global/backendServices/neg-south\n"}},
+			`test.yaml:32: backendServices[0].backends[1].group: "projects/p/global/backendServices/neg-south" is a link into backendServices, not to an instance group or network endpoint group (fix: link to …/networkEndpointGroups/neg-south, or write just the name)`},
+		{"mixed group kinds", []edit{{"  - group: neg-south\n", "  - group: ig-west\n"}},
+			"test.yaml:32: backendServices[0].backends[1].group: instance group \"ig-west\" cannot be mixed with the network endpoint group of backends[0] (fix: use a separate backend service for instance groups and for network endpoint groups)\ntest.yaml:34: backendServices[0].backends[1].maxRatePerEndpoint: maxRatePerEndpoint applies to network endpoint groups only (fix: use maxRatePerInstance instead)"},
+		{"same group twice", []edit{{"  - group: neg-south\n", "  - group: zones/us-east1-b/networkEndpointGroups/neg-east\n"}},
+			`test.yaml:32: backendServices[0].backends[1].group: group "neg-east" is already backends[0] (fix: list each group once per backend service)`},
+		{"utilization on a NEG", []edit{{"    balancingMode: RATE\n    maxRatePerEndpoint: 100\n    capacityScaler: 1", "    balancingMode: UTILIZATION\n    maxRatePerEndpoint: 100\n    capacityScaler: 1"}},
+			`test.yaml:33: backendServices[0].backends[1].balancingMode: UTILIZATION is not available for network endpoint groups (fix: use RATE with maxRatePerEndpoint (or CONNECTION))`},
+		{"rate without target", []edit{{"    maxRatePerEndpoint: 100\n    capacityScaler: 1", "    capacityScaler: 1"}},
+			`test.yaml:33: backendServices[0].backends[1].balancingMode: balancingMode RATE needs a target rate (fix: set one of maxRate, maxRatePerEndpoint)`},
+		{"rate with two targets", []edit{{"    maxRatePerEndpoint: 100\n    capacityScaler: 1", "    maxRatePerEndpoint: 100\n    maxRate: 1000"}},
+			`test.yaml:34: backendServices[0].backends[1].maxRatePerEndpoint: maxRate and maxRatePerEndpoint are both set; balancingMode RATE takes one target (fix: keep exactly one of maxRate, maxRatePerEndpoint)`},
+		{"per-instance rate on a NEG", []edit{{"    maxRatePerEndpoint: 100\n    capacityScaler: 1", "    maxRatePerInstance: 100"}},
+			`test.yaml:34: backendServices[0].backends[1].maxRatePerInstance: maxRatePerInstance applies to instance groups only (fix: use maxRatePerEndpoint instead)`},
+		{"draining the only backend", []edit{{"  - group: ig-west\n", "  - group: ig-west\n    capacityScaler: 0\n"}},
+			`test.yaml:39: backendServices[1].backends[0].capacityScaler: 0 would drain the only backend of the service (fix: add another backend before draining this one, or use a value between 0.1 and 1.0)`},
+		{"max utilization with rate", []edit{{"    maxRatePerEndpoint: 100\n    capacityScaler: 1", "    maxRatePerEndpoint: 100\n    maxUtilization: 0.8"}},
+			`test.yaml:35: backendServices[0].backends[1].maxUtilization: maxUtilization does not apply with balancingMode RATE (fix: remove it, or use balancingMode UTILIZATION)`},
+		{"two health checks", []edit{{"[hc-web]", "[hc-web, hc-web]"}},
+			`test.yaml:26: backendServices[0].healthChecks: 2 health checks are listed; a backend service takes at most one (fix: keep one health check)`},
+		{"unknown health check", []edit{{"[hc-web]", "[hc-wbe]"}},
+			`test.yaml:26: backendServices[0].healthChecks[0]: unknown health check "hc-wbe" (fix: did you mean "hc-web"? known: hc-web)`},
+		{"service LB policy link to the wrong collection", []edit{{"serviceLbPolicy: policy-web", "serviceLbPolicy: projects/p/locations/global/healthChecks/policy-web"}},
+			`test.yaml:27: backendServices[0].serviceLbPolicy: "projects/p/locations/global/healthChecks/policy-web" is a link into healthChecks, not to a service LB policy (fix: link to …/serviceLbPolicies/policy-web, or write just the name)`},
+		{"header affinity without header", []edit{{"  serviceLbPolicy: policy-web\n", "  sessionAffinity: HEADER_FIELD\n"}},
+			`test.yaml:27: backendServices[0].sessionAffinity: HEADER_FIELD needs consistentHash.httpHeaderName (fix: name the header to hash, e.g. consistentHash: {httpHeaderName: X-User})`},
+		{"misspelt enum", []edit{{"  serviceLbPolicy: policy-web\n", "  localityLbPolicy: ROUND_ROBBIN\n"}},
+			`test.yaml:27: backendServices[0].localityLbPolicy: unknown value "ROUND_ROBBIN" (fix: did you mean "ROUND_ROBIN"? use one of ROUND_ROBIN, LEAST_REQUEST, RING_HASH, RANDOM, MAGLEV, WEIGHTED_ROUND_ROBIN)`},
+		{"custom header without colon", []edit{{"  serviceLbPolicy: policy-web\n", "  customRequestHeaders: [X-Region-us]\n"}},
+			`test.yaml:27: backendServices[0].customRequestHeaders[0]: "X-Region-us" is not of the form "Name: value" (fix: write it as "Name: value", e.g. "X-Client-Region: {client_region}")`},
+		{"outlier percentage", []edit{{"  serviceLbPolicy: policy-web\n", "  outlierDetection: {maxEjectionPercent: 101}\n"}},
+			`test.yaml:27: backendServices[0].outlierDetection.maxEjectionPercent: 101 is out of range (fix: use a value between 0 and 100)`},
+		{"all weights zero", []edit{{"bs-south-pref, weight: 50}", "bs-south-pref, weight: 0}"}, {"bs-east-pref, weight: 50}", "bs-east-pref, weight: 0}"}},
+			`test.yaml:42: urlMaps[0].defaultRouteAction.weightedBackendServices: all weights are 0, so no traffic can be sent (fix: give at least one backend service a weight above 0)`},
+		{"weight too large", []edit{{"bs-south-pref, weight: 50}", "bs-south-pref, weight: 1001}"}},
+			`test.yaml:43: urlMaps[0].defaultRouteAction.weightedBackendServices[0].weight: 1001 is out of range (fix: use a value between 0 and 1000)`},
+		{"two default actions", []edit{{"- name: web-map\n", "- name: web-map\n  defaultService: bs-east-pref\n"}},
+			`test.yaml:40: urlMaps[0]: defaultService and defaultRouteAction.weightedBackendServices are both set; they exclude each other (fix: keep exactly one of defaultService, defaultUrlRedirect, defaultRouteAction.weightedBackendServices)`},
+		{"no default action", []edit{{"    defaultService: bs-east-pref\n    pathRules:", "    pathRules:"}},
+			`test.yaml:49: urlMaps[0].pathMatchers[0]: no default action is set (fix: set one of defaultService, defaultUrlRedirect, defaultRouteAction.weightedBackendServices)`},
+		{"path rules and route rules", []edit{{"    routeRules:\n", "    pathRules: [{paths: [/b], service: bs-east-pref}]\n    routeRules:\n"}},
+			`test.yaml:57: urlMaps[0].pathMatchers[1].routeRules: a path matcher takes pathRules or routeRules, not both (fix: move the pathRules into routeRules (prefixMatch or fullPathMatch), or use a second path matcher)`},
+		{"duplicate priority", []edit{{"      service: bs-east-pref\n", "      service: bs-east-pref\n    - {priority: 1, matchRules: [{prefixMatch: /b}], service: bs-east-pref}\n"}},
+			`test.yaml:60: urlMaps[0].pathMatchers[1].routeRules[1].priority: priority 1 is already used by routeRules[0] (fix: give each route rule of the path matcher its own priority (gaps are fine))`},
+		{"two path matches", []edit{{"[{prefixMatch: /a}]", "[{prefixMatch: /a, fullPathMatch: /a}]"}},
+			`test.yaml:58: urlMaps[0].pathMatchers[1].routeRules[0].matchRules[0]: prefixMatch and fullPathMatch are both set; they exclude each other (fix: keep exactly one of prefixMatch, fullPathMatch, regexMatch, pathTemplateMatch)`},
+		{"invalid regex", []edit{{"[{prefixMatch: /a}]", "[{regexMatch: \"/a(\"}]"}},
+			"test.yaml:58: urlMaps[0].pathMatchers[1].routeRules[0].matchRules[0].regexMatch: invalid regular expression: missing closing ): `/a(` (fix: write an RE2 regular expression (see https://github.com/google/re2/wiki/Syntax))"},
+		{"ignore case with regex", []edit{{"[{prefixMatch: /a}]", "[{regexMatch: /a.*, ignoreCase: true}]"}},
+			`test.yaml:58: urlMaps[0].pathMatchers[1].routeRules[0].matchRules[0].ignoreCase: ignoreCase does not apply to regexMatch (fix: remove it and write (?i) at the start of the regex)`},
+		{"header match with two matchers", []edit{{"[{prefixMatch: /a}]", "[{prefixMatch: /a, headerMatches: [{headerName: x-a, exactMatch: a, presentMatch: true}]}]"}},
+			`test.yaml:58: urlMaps[0].pathMatchers[1].routeRules[0].matchRules[0].headerMatches[0]: exactMatch and presentMatch are both set; they exclude each other (fix: keep exactly one of exactMatch, prefixMatch, suffixMatch, regexMatch, presentMatch, rangeMatch)`},
+		{"empty header range", []edit{{"[{prefixMatch: /a}]", "[{prefixMatch: /a, headerMatches: [{headerName: x-a, rangeMatch: {rangeStart: 5, rangeEnd: 5}}]}]"}},
+			`test.yaml:58: urlMaps[0].pathMatchers[1].routeRules[0].matchRules[0].headerMatches[0].rangeMatch: rangeStart 5 is not below rangeEnd 5 (fix: make rangeStart smaller than rangeEnd (rangeEnd is exclusive))`},
+		{"misplaced star in path", []edit{{"[/api/*]", "[/api*]"}},
+			`test.yaml:52: urlMaps[0].pathMatchers[0].pathRules[0].paths[0]: "/api*" has a misplaced '*' (fix: use '*' only as the last character, right after '/', e.g. /videos/*)`},
+		{"query in path", []edit{{"[/api/*]", "[\"/api?x=1\"]"}},
+			`test.yaml:52: urlMaps[0].pathMatchers[0].pathRules[0].paths[0]: "/api?x=1" contains '?' or '#' (fix: remove the query or fragment; paths match without them)`},
+		{"misplaced star in host", []edit{{"[example.com]", "[\"www.*.example.com\"]"}},
+			`test.yaml:46: urlMaps[0].hostRules[0].hosts[0]: "www.*.example.com" has a misplaced '*' (fix: use '*' only as the first character, followed by '.' or '-' (e.g. *.example.com), or alone)`},
+		{"duplicate host", []edit{{"    pathMatcher: paths\n", "    pathMatcher: paths\n  - {hosts: [example.com], pathMatcher: routes}\n"}},
+			`test.yaml:48: urlMaps[0].hostRules[1].hosts[0]: "example.com" is already listed in hostRules[0] (fix: list each host in one host rule only)`},
+		{"unknown path matcher", []edit{{"pathMatcher: paths", "pathMatcher: pahts"}},
+			`test.yaml:47: urlMaps[0].hostRules[0].pathMatcher: unknown path matcher "pahts" (fix: did you mean "paths"? known: paths, routes)`},
+		{"retries out of range", []edit{{"    - {backendService: bs-east-pref, weight: 50}\n", "    - {backendService: bs-east-pref, weight: 50}\n    retryPolicy: {numRetries: 30, retryConditions: [5xx, gateway_error]}\n"}},
+			"test.yaml:45: urlMaps[0].defaultRouteAction.retryPolicy.numRetries: 30 is out of range (fix: use a value between 1 and 25)\ntest.yaml:45: urlMaps[0].defaultRouteAction.retryPolicy.retryConditions[1]: unknown value \"gateway_error\" (fix: did you mean \"gateway-error\"? use one of 5xx, gateway-error, connect-failure, retriable-4xx, refused-stream, cancelled, deadline-exceeded, internal, resource-exhausted, unavailable)"},
+		{"fault abort status", []edit{{"    - {backendService: bs-east-pref, weight: 50}\n", "    - {backendService: bs-east-pref, weight: 50}\n    faultInjectionPolicy: {abort: {httpStatus: 600, percentage: 10}}\n"}},
+			`test.yaml:45: urlMaps[0].defaultRouteAction.faultInjectionPolicy.abort.httpStatus: 600 is out of range (fix: use an HTTP status between 200 and 599, e.g. 503)`},
+		{"redirect code", []edit{{"    defaultService: bs-east-pref\n    pathRules:", "    defaultUrlRedirect: {redirectResponseCode: MOVED, pathRedirect: /a, prefixRedirect: /b}\n    pathRules:"}},
+			"test.yaml:50: urlMaps[0].pathMatchers[0].defaultUrlRedirect: pathRedirect and prefixRedirect are both set; they exclude each other (fix: keep one of pathRedirect and prefixRedirect)\ntest.yaml:50: urlMaps[0].pathMatchers[0].defaultUrlRedirect.redirectResponseCode: unknown value \"MOVED\" (fix: use one of MOVED_PERMANENTLY_DEFAULT, FOUND, SEE_OTHER, TEMPORARY_REDIRECT, PERMANENT_REDIRECT)"},
+		{"url map test without expectation", []edit{{"  pathMatchers:\n", "  tests: [{host: example.com, path: /}]\n  pathMatchers:\n"}},
+			`test.yaml:48: urlMaps[0].tests[0]: the test expects nothing (fix: set service (the backend service expected), or expectedOutputUrl and expectedRedirectResponseCode for a redirect)`},
+		{"latitude out of range", []edit{{"latitude: 33.2", "latitude: 91"}},
+			`test.yaml:61: regions[0].latitude: 91 is out of range (fix: use a value between -90 and 90)`},
+		{"frontend address without port", []edit{{"127.0.0.1:8080", "127.0.0.1"}},
+			`test.yaml:64: frontends[0].address: "127.0.0.1" has no port (fix: write host:port, e.g. 0.0.0.0:8080, :8080 or [::1]:8443)`},
+		{"https frontend without certificate", []edit{{"  urlMap: web-map\n", "  urlMap: web-map\n  protocol: HTTPS\n"}},
+			`test.yaml:63: frontends[0].certificates: HTTPS needs at least one certificate (fix: add certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}])`},
+		{"frontend without URL map", []edit{{"  urlMap: web-map\n", "  region: us-east1\n"}},
+			`test.yaml:63: frontends[0].urlMap: a URL map is required for HTTP (fix: name the URL map that routes this frontend's requests)`},
+		{"frontend in unknown region", []edit{{"  urlMap: web-map\n", "  urlMap: web-map\n  region: us-east2\n"}},
+			`test.yaml:66: frontends[0].region: unknown region "us-east2" (fix: did you mean "us-east1"? known: us-east1)`},
+		{"tuning out of range", []edit{{"{undrainHoldSec: 60}", "{undrainHoldSec: 60, demandWindowSec: 0}"}},
+			`test.yaml:66: spillway.demandWindowSec: 0 is out of range (fix: use a value between 1 and 60)`},
+		{"several errors at once", []edit{{"capacityScaler: 1", "capacityScaler: 0.05"}, {"latitude: 33.2", "latitude: 91"}, {"failoverHealthThreshold: 70", "failoverHealthThreshold: 0"}},
+			"test.yaml:8: serviceLbPolicies[0].failoverConfig.failoverHealthThreshold: 0 is out of range (fix: use a value between 1 and 99)\ntest.yaml:35: backendServices[0].backends[1].capacityScaler: 0.05 is out of range (fix: use 0 to drain the backend, or a value between 0.1 and 1.0)\ntest.yaml:61: regions[0].latitude: 91 is out of range (fix: use a value between -90 and 90)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(apply(t, tt.edits)), "test.yaml")
+			if err == nil {
+				t.Fatalf("Parse succeeded, want error:\n%s", tt.want)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("Parse error:\n got: %s\nwant: %s", got, tt.want)
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.File != "test.yaml" || fe.Path == "" || fe.Fix == "" {
+				t.Errorf("first error %+v lacks file, path or fix", fe)
+			}
+		})
+	}
+}
