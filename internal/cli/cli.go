@@ -1,0 +1,125 @@
+// Package cli implements the spillway command line: subcommand dispatch,
+// flags and the --help texts.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const usage = `spillway: a self-hostable global load balancer with Google Cloud's traffic model.
+
+Usage:
+  spillway <command> [flags]
+
+Commands:
+  lab        start a real local lab (six zones of backends on loopback, the proxy,
+             the seed's failure scenarios) and print the results table
+  serve      run the proxy: HTTP/1.1 + HTTP/2 frontends, health checks, hot reload
+  simulate   predict how a config splits traffic under failures, on a virtual clock
+  validate   check a config and run its URL map tests[]
+  get-health print a running instance's health view (like gcloud get-health)
+  version    print the version
+
+Configs use Google Cloud's REST field names (weightedBackendServices,
+preference, maxRatePerInstance, autoCapacityDrain, ...), so exported resources
+load as they are. Run 'spillway <command> --help' for a command's flags and
+examples; docs/ in the repository explains the model.
+`
+
+// Version is the program version.
+const Version = "0.1.0-dev"
+
+// Main runs the command line and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "simulate", "sim":
+		err = runSimulate(ctx, rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "spillway", Version)
+	case "help", "-h", "--help":
+		if len(rest) > 0 {
+			return Main(ctx, []string{rest[0], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+	default:
+		if run, ok := extraCommands(cmd); ok {
+			err = run(ctx, rest, stdout, stderr)
+			break
+		}
+		fmt.Fprintf(stderr, "spillway: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	var ec exitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ec):
+		return int(ec)
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintf(stderr, "spillway %s: %v\n", cmd, err)
+	return 1
+}
+
+// exitCode is an error that only carries an exit status (the command has
+// already reported why).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+var errUsage = errors.New("usage")
+
+// newFlags returns a FlagSet whose --help prints text (the command's
+// teaching help) followed by the flag defaults.
+func newFlags(name, text string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, strings.TrimLeft(text, "\n"))
+		fmt.Fprintln(out, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags and rejects positional arguments.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "spillway %s: unexpected argument %q (flags start with --)\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// listFlag is a comma-separated, repeatable list flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/sim"
+)
+
+const simulateHelp = `
+Usage: spillway simulate --config FILE [flags]
+
+Predict how a config splits traffic, on a virtual clock, with the same decision
+engine 'spillway serve' uses. Chosen zones or endpoints fail their health
+checks; the simulation runs probes, healthy/unhealthy thresholds, auto-capacity
+drain and undrain in virtual time, then counts requests after convergence.
+
+Count mode (default) sends --requests requests at low load: capacity never
+binds, so only weights, preference, proximity, health and drain decide.
+Rate mode (--rate and --duration) sends requests evenly over the duration and
+measures the offered rate per backend service, so RATE capacity
+(maxRate, maxRatePerInstance, maxRatePerEndpoint) and spillover apply.
+
+Examples:
+  # The seed's 70/30 pattern with two of three primary zones down:
+  spillway simulate --config examples/seed-70-30/with-policy.yaml \
+      --down us-south1-a,us-south1-b --requests 20000
+
+  # 4,500 rps of European clients against 2 x 3,000 rps of RATE capacity:
+  spillway simulate --config examples/spillover/config.yaml \
+      --client-region europe-west1 --rate 4500 --duration 60s
+
+  # A timeline: us-south1 fails at 30 s and recovers at 90 s (watch the
+  # 35%/60 s undrain rule):
+  spillway simulate --config examples/seed-70-30/with-policy.yaml \
+      --rate 100 --duration 4m --step 15s \
+      --at 30s:down=us-south1 --at 90s:up=us-south1
+
+--down and --at targets are zones (us-south1-a), regions (us-south1), group
+names, instance names or ip:port endpoints. --json prints
+{"requests": N, "regions": {...}, "zones": {...}, "status": {"200": N, "503": N}, ...}
+with counts; every zone of the config is present.
+`
+
+func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("simulate", simulateHelp, stderr)
+	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
+	requests := fs.Int("requests", 1000, "requests to count in count mode")
+	rate := fs.Float64("rate", 0, "requests per second (rate mode; needs --duration)")
+	duration := fs.Duration("duration", 0, "how long rate mode runs, e.g. 60s")
+	step := fs.Duration("step", 0, "timeline step in rate mode (default duration/10)")
+	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same result")
+	client := fs.String("client-region", "", "region the requests come from (default: the frontend's region)")
+	urlMap := fs.String("url-map", "", "URL map to use (default: the first frontend's)")
+	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")
+	path := fs.String("path", "/", "request path, matched against the URL map's path matchers")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	var down listFlag
+	fs.Var(&down, "down", "comma-separated `LIST` of zones, regions or ip:port endpoints that fail health checks before counting")
+	var at listFlag
+	fs.Var(&atFlag{&at}, "at", "scripted event `OFFSET:down=LIST` or OFFSET:up=LIST (rate mode; repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "spillway simulate: --config is required (try --config examples/seed-70-30/with-policy.yaml)")
+		return errUsage
+	}
+	events, err := parseEvents(at)
+	if err != nil {
+		return err
+	}
+	if len(events) > 0 && *rate <= 0 {
+		return fmt.Errorf("--at needs rate mode: add --rate RPS --duration D")
+	}
+	p, err := loadPlan(*cfgPath)
+	if err != nil {
+		return err
+	}
+	opts := sim.Options{
+		Requests: *requests, Rate: *rate, Duration: *duration, Step: *step, Seed: *seed,
+		ClientRegion: *client, URLMap: *urlMap, Host: *host, Path: *path, Down: down, Events: events,
+	}
+	res, err := sim.Run(p, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printResult(stdout, p, opts, res)
+	return nil
+}
+
+// loadPlan loads, validates and compiles a config file.
+func loadPlan(path string) (*plan.Plan, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Compile(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// atFlag collects --at values whole (they contain commas).
+type atFlag struct{ l *listFlag }
+
+func (a *atFlag) String() string {
+	if a.l == nil {
+		return ""
+	}
+	return a.l.String()
+}
+func (a *atFlag) Set(v string) error { *a.l = append(*a.l, v); return nil }
+
+func parseEvents(specs []string) ([]sim.Event, error) {
+	var evs []sim.Event
+	for _, s := range specs {
+		off, rest, ok := strings.Cut(s, ":")
+		if !ok {
+			return nil, fmt.Errorf("--at %q: want OFFSET:down=LIST or OFFSET:up=LIST, e.g. 30s:down=us-south1-a", s)
+		}
+		d, err := time.ParseDuration(off)
+		if err != nil {
+			return nil, fmt.Errorf("--at %q: bad offset %q: %w", s, off, err)
+		}
+		verb, list, ok := strings.Cut(rest, "=")
+		if !ok || (verb != "down" && verb != "up") {
+			return nil, fmt.Errorf("--at %q: want down=LIST or up=LIST after the offset", s)
+		}
+		var targets listFlag
+		_ = targets.Set(list)
+		evs = append(evs, sim.Event{At: d, Down: verb == "down", Targets: targets})
+	}
+	return evs, nil
+}
+
+func pct(n, total int) string {
+	if total == 0 {
+		return "  0.0%"
+	}
+	return fmt.Sprintf("%5.1f%%", 100*float64(n)/float64(total))
+}
+
+func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
+	mode := fmt.Sprintf("%d requests at low load", r.Requests)
+	if o.Rate > 0 {
+		mode = fmt.Sprintf("%d requests at %.0f rps over %s", r.Requests, o.Rate, o.Duration)
+	}
+	client := o.ClientRegion
+	if client == "" {
+		client = "(frontend's)"
+	}
+	down := "nothing"
+	if len(o.Down) > 0 {
+		down = strings.Join(o.Down, ", ")
+	}
+	fmt.Fprintf(w, "client region %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
+		client, down, mode, time.Duration(r.ConvergedAfter), o.Seed)
+
+	regions := sortedKeys(r.Regions)
+	fmt.Fprintf(w, "%-14s %-16s %9s %7s\n", "REGION", "ZONE", "REQUESTS", "SHARE")
+	for _, reg := range regions {
+		for _, z := range r.ZoneOrder {
+			if !zoneInRegion(p, z, reg) {
+				continue
+			}
+			fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, z, r.Zones[z], pct(r.Zones[z], r.Requests))
+		}
+		fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, "(region)", r.Regions[reg], pct(r.Regions[reg], r.Requests))
+	}
+	fmt.Fprintln(w)
+	for _, code := range sortedKeys(r.Status) {
+		fmt.Fprintf(w, "HTTP %s: %d (%s)\n", code, r.Status[code], strings.TrimSpace(pct(r.Status[code], r.Requests)))
+	}
+	for _, reason := range sortedKeys(r.Reasons) {
+		fmt.Fprintf(w, "  %d × %s\n", r.Reasons[reason], reason)
+	}
+
+	for _, s := range r.Services {
+		svc := p.ServiceByName[s.Name]
+		fmt.Fprintf(w, "\nbackend service %s (%s", s.Name, svc.Algorithm)
+		if svc.AutoDrain {
+			fmt.Fprint(w, ", autoCapacityDrain")
+		}
+		fmt.Fprintf(w, ", failover threshold %.0f%%)\n", svc.FailoverThreshold*100)
+		fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %6s\n", "GROUP", "ZONE", "PREFERENCE", "HEALTHY", "STATE", "SHARE")
+		for _, b := range s.Backends {
+			pref := "DEFAULT"
+			if b.Preferred {
+				pref = "PREFERRED"
+			}
+			state := "serving"
+			switch {
+			case b.Drained:
+				state = "drained"
+			case b.DrainBlocked:
+				state = "drain blocked"
+			case b.Healthy == 0:
+				state = "unhealthy"
+			}
+			fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %5.1f%%\n", b.Group, b.Zone, pref, fmt.Sprintf("%d/%d", b.Healthy, b.Members), state, 100*b.Share)
+		}
+	}
+
+	if len(r.Timeline) > 0 {
+		fmt.Fprintf(w, "\ntimeline (share of each step's requests)\n%-8s", "T+")
+		for _, z := range r.ZoneOrder {
+			fmt.Fprintf(w, " %12s", z)
+		}
+		fmt.Fprintf(w, " %7s\n", "503")
+		for _, b := range r.Timeline {
+			fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
+			for _, z := range r.ZoneOrder {
+				fmt.Fprintf(w, " %12s", pct(b.Zones[z], b.Requests))
+			}
+			fmt.Fprintf(w, " %7s\n", pct(b.Status["503"], b.Requests))
+		}
+	}
+}
+
+func zoneInRegion(p *plan.Plan, zone, region string) bool {
+	for _, g := range p.Groups {
+		if g.Zone == zone {
+			return g.Region == region
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}

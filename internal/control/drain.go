@@ -1,0 +1,83 @@
+package control
+
+import (
+	"sort"
+	"time"
+)
+
+// Evaluate applies auto-capacity drain to every service whose policy
+// enables it, and reports whether any drain state changed.
+//
+// The rules (Google Cloud's documented behaviour; see docs/semantics.md):
+//   - a backend with fewer than 25% of its configured members healthy is a
+//     drain candidate, unless it has zero capacity (capacityScaler 0 or no
+//     members);
+//   - a drained backend is undrained once 35% or more of its members have
+//     been healthy continuously for Plan.UndrainHold (60 s by default);
+//   - at most 50% of the service's backends (the denominator counts every
+//     backend, zero-capacity ones included) are drained at once. When the
+//     candidates exceed the limit, the least healthy are drained first
+//     (ties by backend order) and the rest are reported as Blocked.
+func (s *State) Evaluate(now time.Time) bool {
+	changed := false
+	for _, svc := range s.plan.Services {
+		ds := s.drain[svc.ID]
+		if !svc.AutoDrain {
+			for i := range ds {
+				if ds[i].Drained || ds[i].Blocked {
+					ds[i] = DrainState{}
+					changed = true
+				}
+			}
+			continue
+		}
+		drained := 0
+		type cand struct {
+			i     int
+			share float64
+		}
+		var cands []cand
+		for _, b := range svc.Backends {
+			d := &ds[b.Index]
+			share := s.HealthyShare(b)
+			if d.Drained {
+				if share >= UndrainAtOrAbove {
+					if d.RecoveringSince.IsZero() {
+						d.RecoveringSince = now
+					}
+					if !now.Before(d.RecoveringSince.Add(s.plan.UndrainHold)) {
+						*d = DrainState{Since: now}
+						changed = true
+						continue
+					}
+				} else {
+					d.RecoveringSince = time.Time{}
+				}
+				drained++
+				continue
+			}
+			if share < DrainBelow && !b.ZeroCapacity() {
+				cands = append(cands, cand{b.Index, share})
+			} else if d.Blocked {
+				d.Blocked = false
+				changed = true
+			}
+		}
+		limit := int(float64(len(svc.Backends)) * MaxDrainedShare)
+		sort.SliceStable(cands, func(a, b int) bool { return cands[a].share < cands[b].share })
+		for _, c := range cands {
+			d := &ds[c.i]
+			if drained < limit {
+				*d = DrainState{Drained: true, Since: now}
+				drained++
+				changed = true
+				continue
+			}
+			if !d.Blocked {
+				d.Blocked = true
+				changed = true
+			}
+		}
+	}
+	return changed
+}

@@ -1,0 +1,208 @@
+// Package control holds Spillway's mutable control state: endpoint health,
+// auto-capacity drain with its hysteresis, and the offered demand that RATE
+// capacity is measured against. It is pure: every method takes `now`, and
+// nothing here reads a clock, sleeps or does I/O. One goroutine owns a
+// State (serve's event loop, or the simulator); the data plane reads the
+// immutable engine.View built from it.
+package control
+
+import (
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/health"
+	"github.com/spillwaylb/spillway/internal/plan"
+)
+
+// The auto-capacity-drain constants from Google Cloud's documentation.
+const (
+	DrainBelow       = 0.25 // a group with fewer healthy members is a drain candidate
+	UndrainAtOrAbove = 0.35 // ... and is undrained after this share holds for Plan.UndrainHold
+	MaxDrainedShare  = 0.50 // at most this share of a service's groups is drained
+)
+
+// DrainState is one backend's (service, group) auto-capacity-drain state.
+type DrainState struct {
+	// Drained: effective capacity is zero, as if capacityScaler were 0.
+	Drained bool
+	// Blocked: the backend is a drain candidate but the 50% safety limit
+	// keeps it in service.
+	Blocked bool
+	// Since is when Drained last changed.
+	Since time.Time
+	// RecoveringSince is when a drained backend's healthy share last rose
+	// to 35% or more (zero when it is below).
+	RecoveringSince time.Time
+}
+
+// State is the control state for one Plan.
+type State struct {
+	plan    *plan.Plan
+	health  []health.State
+	ejected []bool
+	drain   [][]DrainState // [service][backend]
+	demand  [][]float64    // [service][client region] offered rps
+	version uint64
+}
+
+// New returns a State for p in which every endpoint is unknown (healthy).
+func New(p *plan.Plan) *State {
+	s := &State{
+		plan:    p,
+		health:  make([]health.State, len(p.Endpoints)),
+		ejected: make([]bool, len(p.Endpoints)),
+		drain:   make([][]DrainState, len(p.Services)),
+		demand:  make([][]float64, len(p.Services)),
+	}
+	for i, svc := range p.Services {
+		s.drain[i] = make([]DrainState, len(svc.Backends))
+		s.demand[i] = make([]float64, len(p.Regions))
+	}
+	return s
+}
+
+// Rebase returns a State for a new plan that keeps what is known about
+// endpoints (by address, group and health check) and drain states (by
+// service and group name), so a reload does not forget health.
+func (s *State) Rebase(p *plan.Plan) *State {
+	n := New(p)
+	old := map[string]int{}
+	for _, e := range s.plan.Endpoints {
+		old[endpointKey(e)] = e.ID
+	}
+	for _, e := range p.Endpoints {
+		if id, ok := old[endpointKey(e)]; ok {
+			n.health[e.ID] = s.health[id]
+			n.ejected[e.ID] = s.ejected[id]
+		}
+	}
+	for _, svc := range p.Services {
+		os := s.plan.ServiceByName[svc.Name]
+		if os == nil {
+			continue
+		}
+		for _, b := range svc.Backends {
+			for _, ob := range os.Backends {
+				if ob.Group.Name == b.Group.Name {
+					n.drain[svc.ID][b.Index] = s.drain[os.ID][ob.Index]
+				}
+			}
+		}
+	}
+	n.version = s.version + 1
+	return n
+}
+
+func endpointKey(e *plan.Endpoint) string {
+	k := e.Addr + "|" + e.Group.Name
+	if e.HealthCheck != nil {
+		k += "|" + e.HealthCheck.Name
+	}
+	return k
+}
+
+// Plan returns the plan this state is for.
+func (s *State) Plan() *plan.Plan { return s.plan }
+
+// Version increases whenever something a View depends on changes.
+func (s *State) Version() uint64 { return s.version }
+
+// Healthy reports whether endpoint id may receive traffic (healthy by its
+// health check and not ejected by outlier detection).
+func (s *State) Healthy(id int) bool { return s.health[id].Healthy() && !s.ejected[id] }
+
+// Health returns endpoint id's health state.
+func (s *State) Health(id int) health.State { return s.health[id] }
+
+// Ejected reports whether outlier detection has ejected endpoint id.
+func (s *State) Ejected(id int) bool { return s.ejected[id] }
+
+// Drain returns the drain state of a service's backend.
+func (s *State) Drain(service, backend int) DrainState { return s.drain[service][backend] }
+
+// Demand returns the offered rate (rps) from a client region to a service.
+func (s *State) Demand(service, region int) float64 { return s.demand[service][region] }
+
+// ObserveProbe steps endpoint id's health with one probe result and
+// re-evaluates drain. It reports whether anything changed.
+func (s *State) ObserveProbe(id int, ok bool, detail string, now time.Time) bool {
+	e := s.plan.Endpoints[id]
+	th := health.Thresholds{Healthy: 1, Unhealthy: 1}
+	if hc := e.HealthCheck; hc != nil {
+		th = health.Thresholds{Healthy: hc.HealthyThreshold, Unhealthy: hc.UnhealthyThreshold}
+	}
+	changed := s.health[id].Observe(ok, detail, now, th)
+	if s.Evaluate(now) || changed {
+		s.version++
+		return true
+	}
+	return false
+}
+
+// SetEjected marks endpoint id ejected (or returned) by outlier detection.
+func (s *State) SetEjected(id int, ejected bool, now time.Time) bool {
+	if s.ejected[id] == ejected {
+		return false
+	}
+	s.ejected[id] = ejected
+	s.Evaluate(now)
+	s.version++
+	return true
+}
+
+// SetDemand records the offered rate from a client region to a service. It
+// reports whether the value moved enough (5%, or from/to zero) to matter.
+func (s *State) SetDemand(service, region int, rps float64, now time.Time) bool {
+	old := s.demand[service][region]
+	s.demand[service][region] = rps
+	if old == rps {
+		return false
+	}
+	if old == 0 || rps == 0 || rps > old*1.05 || rps < old*0.95 {
+		s.version++
+		return true
+	}
+	return false
+}
+
+// Tick re-evaluates time-based rules (undrain holds). It reports whether
+// anything changed.
+func (s *State) Tick(now time.Time) bool {
+	if s.Evaluate(now) {
+		s.version++
+		return true
+	}
+	return false
+}
+
+// NextDeadline returns the earliest time at which Tick could change
+// something (an undrain hold expiring), or the zero time if none is
+// pending. The simulator jumps its virtual clock straight to it.
+func (s *State) NextDeadline() time.Time {
+	var next time.Time
+	for _, ds := range s.drain {
+		for _, d := range ds {
+			if d.Drained && !d.RecoveringSince.IsZero() {
+				t := d.RecoveringSince.Add(s.plan.UndrainHold)
+				if next.IsZero() || t.Before(next) {
+					next = t
+				}
+			}
+		}
+	}
+	return next
+}
+
+// HealthyShare returns the share of a backend's configured members that
+// are healthy (0 for an empty backend).
+func (s *State) HealthyShare(b *plan.Backend) float64 {
+	if len(b.Endpoints) == 0 {
+		return 0
+	}
+	h := 0
+	for _, e := range b.Endpoints {
+		if s.Healthy(e.ID) {
+			h++
+		}
+	}
+	return float64(h) / float64(len(b.Endpoints))
+}

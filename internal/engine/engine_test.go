@@ -1,0 +1,327 @@
+package engine_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/plan"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// group describes one zonal NEG for a test config.
+type group struct {
+	zone      string
+	members   int
+	preferred bool
+	scaler    string // "" = unset
+	rate      int    // maxRatePerEndpoint; 0 = 100
+}
+
+// build writes a config with one backend service over the given groups.
+func build(t testing.TB, policy string, groups ...group) (*plan.Plan, *control.State) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("healthChecks:\n- name: hc\n  type: HTTP\n")
+	if policy != "" {
+		b.WriteString("serviceLbPolicies:\n- name: pol\n" + policy)
+	}
+	b.WriteString("networkEndpointGroups:\n")
+	for i, g := range groups {
+		fmt.Fprintf(&b, "- name: neg-%d\n  zone: %s\n  defaultPort: 80\n  endpoints:\n", i, g.zone)
+		for j := 0; j < g.members; j++ {
+			fmt.Fprintf(&b, "  - ipAddress: 10.%d.%d.%d\n", i, j/250, j%250+1)
+		}
+	}
+	b.WriteString("backendServices:\n- name: bs\n  healthChecks: [hc]\n")
+	if policy != "" {
+		b.WriteString("  serviceLbPolicy: pol\n")
+	}
+	b.WriteString("  backends:\n")
+	for i, g := range groups {
+		rate := g.rate
+		if rate == 0 {
+			rate = 100
+		}
+		fmt.Fprintf(&b, "  - group: neg-%d\n    balancingMode: RATE\n    maxRatePerEndpoint: %d\n", i, rate)
+		if g.preferred {
+			b.WriteString("    preference: PREFERRED\n")
+		}
+		if g.scaler != "" {
+			fmt.Fprintf(&b, "    capacityScaler: %s\n", g.scaler)
+		}
+	}
+	b.WriteString("urlMaps:\n- name: um\n  defaultService: bs\n")
+	c, err := config.Parse([]byte(b.String()), "test.yaml")
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	p, err := plan.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := control.New(p)
+	for _, e := range p.Endpoints {
+		st.ObserveProbe(e.ID, true, "", t0)
+	}
+	return p, st
+}
+
+// setHealthy makes exactly n endpoints of group gi healthy (the rest fail
+// enough probes to turn unhealthy) at time now.
+func setHealthy(p *plan.Plan, st *control.State, gi, n int, now time.Time) {
+	b := p.Services[0].Backends[gi]
+	for i, e := range b.Endpoints {
+		ok := i < n
+		for k := 0; k < 3; k++ {
+			st.ObserveProbe(e.ID, ok, "", now)
+		}
+	}
+}
+
+// shares returns the service's split from client region r by zone.
+func shares(p *plan.Plan, st *control.State, region string) map[string]float64 {
+	v := engine.NewView(st)
+	r := -1
+	if region != "" {
+		r = p.RegionIndex[region]
+	}
+	sp := v.Split(0, r)
+	out := map[string]float64{}
+	if sp.Status != 0 {
+		out["503"] = 1
+	}
+	for _, s := range sp.Shares {
+		out[p.Services[0].Backends[s.Backend].Group.Zone] += s.Fraction
+	}
+	return out
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+const drainPolicy = "  loadBalancingAlgorithm: SPRAY_TO_REGION\n  autoCapacityDrain: {enable: true}\n"
+
+func TestDrainAt24VersusNot25(t *testing.T) {
+	for _, tc := range []struct {
+		healthy int
+		drained bool
+	}{{24, true}, {25, false}, {0, true}, {100, false}} {
+		p, st := build(t, drainPolicy, group{zone: "us-east1-b", members: 100}, group{zone: "us-east1-c", members: 100})
+		setHealthy(p, st, 0, tc.healthy, t0)
+		if got := st.Drain(0, 0).Drained; got != tc.drained {
+			t.Errorf("%d/100 healthy: drained=%v, want %v", tc.healthy, got, tc.drained)
+		}
+	}
+}
+
+func TestUndrainNeeds35PercentFor60s(t *testing.T) {
+	p, st := build(t, drainPolicy, group{zone: "us-east1-b", members: 100}, group{zone: "us-east1-c", members: 100})
+	setHealthy(p, st, 0, 0, t0)
+	if !st.Drain(0, 0).Drained {
+		t.Fatal("not drained at 0%")
+	}
+	// 34% is not enough, however long.
+	setHealthy(p, st, 0, 34, t0.Add(time.Second))
+	st.Tick(t0.Add(5 * time.Minute))
+	if !st.Drain(0, 0).Drained {
+		t.Fatal("undrained at 34%")
+	}
+	// 35% starts the hold; an interruption restarts it.
+	start := t0.Add(10 * time.Minute)
+	setHealthy(p, st, 0, 35, start)
+	st.Tick(start.Add(30 * time.Second))
+	setHealthy(p, st, 0, 34, start.Add(31*time.Second))
+	setHealthy(p, st, 0, 35, start.Add(32*time.Second))
+	st.Tick(start.Add(62 * time.Second))
+	if !st.Drain(0, 0).Drained {
+		t.Fatal("undrained although 35% did not hold for 60 s continuously")
+	}
+	restart := start.Add(32 * time.Second)
+	st.Tick(restart.Add(59 * time.Second))
+	if !st.Drain(0, 0).Drained {
+		t.Fatal("undrained after 59 s")
+	}
+	if got := st.NextDeadline(); !got.Equal(restart.Add(60 * time.Second)) {
+		t.Fatalf("NextDeadline = %v, want %v", got, restart.Add(60*time.Second))
+	}
+	st.Tick(restart.Add(60 * time.Second))
+	if st.Drain(0, 0).Drained {
+		t.Fatal("still drained after 60 s at 35%")
+	}
+	// Between 25% and 35% an undrained group stays in service.
+	setHealthy(p, st, 0, 30, restart.Add(61*time.Second))
+	if st.Drain(0, 0).Drained {
+		t.Fatal("drained at 30%")
+	}
+}
+
+func TestDrainSafetyLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		zones           []string
+		dead            []int // group indexes with 0 healthy
+		half            []int // group indexes with 1 of 5 healthy (20%)
+		drained, blocks int
+	}{
+		{"6 groups, 3 dead", []string{"us-south1-a", "us-south1-b", "us-south1-c", "us-east4-a", "us-east4-b", "us-east4-c"}, []int{0, 1, 2}, nil, 3, 0},
+		{"5 groups, 3 dead", []string{"us-south1-a", "us-south1-b", "us-south1-c", "us-east4-a", "us-east4-b"}, []int{0, 1, 2}, nil, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gs []group
+			for _, z := range tc.zones {
+				gs = append(gs, group{zone: z, members: 5})
+			}
+			p, st := build(t, drainPolicy, gs...)
+			for _, i := range tc.half {
+				setHealthy(p, st, i, 1, t0)
+			}
+			for _, i := range tc.dead {
+				setHealthy(p, st, i, 0, t0)
+			}
+			drained, blocked := 0, 0
+			for i := range gs {
+				d := st.Drain(0, i)
+				if d.Drained {
+					drained++
+				}
+				if d.Blocked {
+					blocked++
+				}
+			}
+			if drained != tc.drained || blocked != tc.blocks {
+				t.Errorf("drained %d blocked %d, want %d and %d", drained, blocked, tc.drained, tc.blocks)
+			}
+		})
+	}
+}
+
+func TestFailoverThreshold(t *testing.T) {
+	// One preferred group in us-east1 at 50% healthy, a default group in
+	// us-central1. Threshold 70: 0.5/0.7 = 71.4% stays, 28.6% fails over.
+	for _, tc := range []struct {
+		threshold string
+		healthy   int
+		stay      float64
+	}{
+		{"", 5, 0.5 / 0.7},
+		{"", 7, 1},
+		{"", 10, 1},
+		{"  failoverConfig: {failoverHealthThreshold: 50}\n", 5, 1},
+		{"  failoverConfig: {failoverHealthThreshold: 99}\n", 5, 0.5 / 0.99},
+		{"", 0, 0},
+	} {
+		p, st := build(t, "  loadBalancingAlgorithm: SPRAY_TO_REGION\n"+tc.threshold,
+			group{zone: "us-east1-b", members: 10, preferred: true}, group{zone: "us-central1-a", members: 10})
+		setHealthy(p, st, 0, tc.healthy, t0)
+		got := shares(p, st, "us-east1")
+		if !near(got["us-east1-b"], tc.stay) || !near(got["us-central1-a"], 1-tc.stay) {
+			t.Errorf("threshold %q, %d/10 healthy: got %v, want %.4f stay", tc.threshold, tc.healthy, got, tc.stay)
+		}
+	}
+}
+
+func TestCapacityScalerZero(t *testing.T) {
+	p, st := build(t, drainPolicy,
+		group{zone: "us-east1-b", members: 3, scaler: "0"}, group{zone: "us-east1-c", members: 3}, group{zone: "us-east1-d", members: 3})
+	got := shares(p, st, "us-east1")
+	if got["us-east1-b"] != 0 || !near(got["us-east1-c"], 0.5) {
+		t.Errorf("scaler 0: %v", got)
+	}
+	// A zero-capacity group is never a drain candidate.
+	setHealthy(p, st, 0, 0, t0)
+	if st.Drain(0, 0).Drained {
+		t.Error("zero-capacity group drained")
+	}
+}
+
+func TestPreferredBeatsNearerDefault(t *testing.T) {
+	p, st := build(t, "", group{zone: "us-east1-b", members: 3, preferred: true}, group{zone: "europe-west1-b", members: 3})
+	if got := shares(p, st, "europe-west1"); !near(got["us-east1-b"], 1) {
+		t.Errorf("PREFERRED far group should take everything, got %v", got)
+	}
+}
+
+func TestProximity(t *testing.T) {
+	p, st := build(t, "", group{zone: "us-east1-b", members: 3}, group{zone: "europe-west1-b", members: 3}, group{zone: "asia-east1-a", members: 3})
+	for client, want := range map[string]string{"europe-west1": "europe-west1-b", "us-east1": "us-east1-b", "asia-east1": "asia-east1-a"} {
+		if got := shares(p, st, client); !near(got[want], 1) {
+			t.Errorf("client %s: got %v, want all in %s", client, got, want)
+		}
+	}
+	// The nearest region down: the next nearest (us-east1 for Europe).
+	setHealthy(p, st, 1, 0, t0)
+	if got := shares(p, st, "europe-west1"); !near(got["us-east1-b"], 1) {
+		t.Errorf("europe-west1 down: got %v, want us-east1-b", got)
+	}
+}
+
+// Seed 001: two regions x 10 instances x 300 rps; 4,500 rps from Europe.
+func TestSpilloverSeed001(t *testing.T) {
+	for _, tc := range []struct {
+		rate   int
+		eu, us float64
+	}{{300, 3000, 1500}, {1000, 4500, 0}} {
+		p, st := build(t, "", group{zone: "europe-west1-b", members: 10, rate: tc.rate}, group{zone: "us-east1-b", members: 10, rate: tc.rate})
+		st.SetDemand(0, p.RegionIndex["europe-west1"], 4500, t0)
+		got := shares(p, st, "europe-west1")
+		if !near(got["europe-west1-b"]*4500, tc.eu) || !near(got["us-east1-b"]*4500, tc.us) {
+			t.Errorf("%d rps/instance: europe %.0f rps, us %.0f rps; want %.0f and %.0f", tc.rate, got["europe-west1-b"]*4500, got["us-east1-b"]*4500, tc.eu, tc.us)
+		}
+	}
+}
+
+func TestOverfillInProportionToCapacity(t *testing.T) {
+	// 1,000 + 3,000 rps of capacity, 8,000 rps offered: the 4,000 excess
+	// overfills 1:3.
+	p, st := build(t, "", group{zone: "europe-west1-b", members: 10, rate: 100}, group{zone: "us-east1-b", members: 10, rate: 300})
+	st.SetDemand(0, p.RegionIndex["europe-west1"], 8000, t0)
+	got := shares(p, st, "europe-west1")
+	if !near(got["europe-west1-b"]*8000, 2000) || !near(got["us-east1-b"]*8000, 6000) {
+		t.Errorf("overfill: %v", got)
+	}
+}
+
+func TestAllUnhealthyIs503WithReason(t *testing.T) {
+	p, st := build(t, "", group{zone: "us-east1-b", members: 2})
+	setHealthy(p, st, 0, 0, t0)
+	v := engine.NewView(st)
+	d := v.Pick(0, -1, 42)
+	if d.Status != 503 || d.Reason != "no healthy backend in backend service bs" {
+		t.Errorf("got %d %q", d.Status, d.Reason)
+	}
+}
+
+func TestPickRoundRobinsHealthyEndpoints(t *testing.T) {
+	p, st := build(t, "", group{zone: "us-east1-b", members: 4})
+	setHealthy(p, st, 0, 3, t0)
+	v := engine.NewView(st)
+	seen := map[string]int{}
+	for i := 0; i < 300; i++ {
+		d := v.Pick(0, -1, uint64(i)*0x9e3779b97f4a7c15)
+		seen[d.Endpoint.Addr]++
+	}
+	if len(seen) != 3 || seen["10.0.0.4:80"] != 0 {
+		t.Errorf("round robin over healthy endpoints: %v", seen)
+	}
+	for a, n := range seen {
+		if n != 100 {
+			t.Errorf("%s got %d of 300", a, n)
+		}
+	}
+}
+
+func TestPickDoesNotAllocate(t *testing.T) {
+	p, st := build(t, drainPolicy, group{zone: "us-east1-b", members: 3}, group{zone: "us-east1-c", members: 3})
+	v := engine.NewView(st)
+	r := p.RegionIndex["us-east1"]
+	u := uint64(1)
+	if n := testing.AllocsPerRun(1000, func() { u = u*6364136223846793005 + 1; v.Pick(0, r, u) }); n != 0 {
+		t.Errorf("Pick allocates %v times", n)
+	}
+}

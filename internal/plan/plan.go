@@ -1,0 +1,510 @@
+// Package plan compiles a validated config.Config into an immutable Plan:
+// references resolved to pointers and dense IDs, defaults applied, capacity
+// precomputed. Every other package reads the Plan and never the raw config.
+//
+// The package is pure: no I/O, no clock, no randomness.
+package plan
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// Algorithm is a service load-balancing policy's loadBalancingAlgorithm.
+type Algorithm uint8
+
+// The supported algorithms.
+const (
+	WaterfallByRegion Algorithm = iota // the default
+	SprayToRegion
+	WaterfallByZone
+)
+
+// String returns the API name.
+func (a Algorithm) String() string {
+	switch a {
+	case SprayToRegion:
+		return "SPRAY_TO_REGION"
+	case WaterfallByZone:
+		return "WATERFALL_BY_ZONE"
+	}
+	return "WATERFALL_BY_REGION"
+}
+
+// Plan is a compiled configuration. It is immutable once built and safe for
+// concurrent use.
+type Plan struct {
+	Config *config.Config
+
+	Services      []*Service
+	ServiceByName map[string]*Service
+	Groups        []*Group
+	// Endpoints are unique (address, health check) pairs: the unit of
+	// health. Two services that share a group and a health check share
+	// endpoints, so each endpoint is probed once.
+	Endpoints    []*Endpoint
+	HealthChecks []*HealthCheck
+
+	// Regions lists every region the plan knows (from groups, frontends
+	// and the regions list), sorted by name; the index is the RegionID.
+	Regions     []string
+	RegionIndex map[string]int
+	// Distance[a][b] is the proximity metric between regions a and b
+	// (RTT in ms when given, else great-circle km; +Inf when unknown).
+	Distance [][]float64
+
+	URLMaps   map[string]*URLMap
+	Frontends []*Frontend
+
+	// UndrainHold is how long a drained group must stay at or above 35%
+	// healthy before it is undrained (60 s unless spillway.undrainHoldSec).
+	UndrainHold time.Duration
+	// DemandWindow is the window over which offered rates are measured.
+	DemandWindow time.Duration
+}
+
+// HealthCheck is a compiled health check with defaults applied.
+type HealthCheck struct {
+	ID                 int
+	Name               string
+	Type               string // HTTP, HTTPS, HTTP2, TCP
+	Interval, Timeout  time.Duration
+	HealthyThreshold   int
+	UnhealthyThreshold int
+	Path, Host         string
+	Response, Request  string
+	ProxyHeader        string
+	// Port is the fixed probe port; 0 means USE_SERVING_PORT.
+	Port int
+}
+
+// Group is an instance group or a zonal network endpoint group.
+type Group struct {
+	ID     int
+	Name   string
+	Kind   string // "instanceGroup" or "networkEndpointGroup"
+	Zone   string
+	Region string
+	// RegionID indexes Plan.Regions.
+	RegionID int
+}
+
+// Endpoint is one backend address probed by one health check.
+type Endpoint struct {
+	ID   int
+	Addr string // ip:port, what the proxy dials
+	// Instance names the VM for instance groups; empty for NEGs.
+	Instance    string
+	Group       *Group
+	HealthCheck *HealthCheck // nil: no health check, always healthy
+	// ProbeAddr is the address probes go to (differs from Addr when the
+	// health check has a fixed port).
+	ProbeAddr string
+}
+
+// Service is a compiled backend service.
+type Service struct {
+	ID        int
+	Name      string
+	Protocol  string
+	Timeout   time.Duration
+	Backends  []*Backend
+	Algorithm Algorithm
+	AutoDrain bool
+	// FailoverThreshold is failoverHealthThreshold as a fraction (0.70).
+	FailoverThreshold float64
+	HealthCheck       *HealthCheck
+	LocalityLbPolicy  string
+	PolicyName        string
+	Config            *config.BackendService
+}
+
+// Backend is one backends[] entry: a group as seen by one service.
+type Backend struct {
+	Index     int // position in Service.Backends
+	Service   *Service
+	Group     *Group
+	Preferred bool
+	Mode      string // RATE, UTILIZATION, CONNECTION
+	Scaler    float64
+	// Endpoints are the configured members (healthy or not).
+	Endpoints []*Endpoint
+	// Capacity is the RATE target in requests per second after the
+	// capacity scaler; +Inf when the mode sets no rate limit.
+	Capacity float64
+	// Weight is the proportion weight used to split traffic among groups:
+	// the scaled target capacity in the backend's own unit (rps,
+	// utilization × members, or connections).
+	Weight float64
+}
+
+// ZeroCapacity reports whether the backend can never take traffic
+// (capacityScaler 0 or no members); such backends are never drain
+// candidates but count in the 50% denominator.
+func (b *Backend) ZeroCapacity() bool { return b.Weight == 0 }
+
+// URLMap is a URL map with its default action compiled.
+type URLMap struct {
+	Name   string
+	Config *config.URLMap
+}
+
+// Frontend is a compiled frontend.
+type Frontend struct {
+	Name     string
+	Address  string
+	Protocol string
+	URLMap   *URLMap
+	Region   string
+	RegionID int // -1 when the frontend has no region
+	Config   *config.Frontend
+}
+
+// Compile builds a Plan. The config must have passed Validate; Compile
+// still returns an error for anything it cannot resolve.
+func Compile(c *config.Config) (*Plan, error) {
+	p := &Plan{
+		Config:        c,
+		ServiceByName: map[string]*Service{},
+		RegionIndex:   map[string]int{},
+		URLMaps:       map[string]*URLMap{},
+		UndrainHold:   time.Duration(config.DefaultUndrainHoldSec) * time.Second,
+		DemandWindow:  time.Second,
+	}
+	if t := c.Spillway; t != nil {
+		if t.UndrainHoldSec != nil {
+			p.UndrainHold = time.Duration(*t.UndrainHoldSec) * time.Second
+		}
+		if t.DemandWindowSec != nil {
+			p.DemandWindow = time.Duration(*t.DemandWindowSec) * time.Second
+		}
+	}
+
+	hcs := map[string]*HealthCheck{}
+	for i := range c.HealthChecks {
+		hc := compileHealthCheck(&c.HealthChecks[i])
+		hc.ID = len(p.HealthChecks)
+		p.HealthChecks = append(p.HealthChecks, hc)
+		hcs[hc.Name] = hc
+	}
+	policies := map[string]*config.ServiceLbPolicy{}
+	for i := range c.ServiceLbPolicies {
+		policies[c.ServiceLbPolicies[i].Name] = &c.ServiceLbPolicies[i]
+	}
+
+	// Regions: from groups, frontends and the regions list.
+	regionSet := map[string]bool{}
+	negs := map[string]*config.NetworkEndpointGroup{}
+	igs := map[string]*config.InstanceGroup{}
+	for i := range c.NetworkEndpointGroups {
+		g := &c.NetworkEndpointGroups[i]
+		negs[g.Name] = g
+		regionSet[g.RegionName()] = true
+	}
+	for i := range c.InstanceGroups {
+		g := &c.InstanceGroups[i]
+		igs[g.Name] = g
+		regionSet[g.RegionName()] = true
+	}
+	for _, f := range c.Frontends {
+		if f.Region != "" {
+			regionSet[f.Region] = true
+		}
+	}
+	for _, r := range c.Regions {
+		regionSet[r.Name] = true
+	}
+	for r := range regionSet {
+		p.Regions = append(p.Regions, r)
+	}
+	sort.Strings(p.Regions)
+	for i, r := range p.Regions {
+		p.RegionIndex[r] = i
+	}
+	p.Distance = distances(p.Regions, c.Regions)
+
+	groups := map[string]*Group{}
+	group := func(name string) (*Group, error) {
+		if g, ok := groups[name]; ok {
+			return g, nil
+		}
+		var g *Group
+		if n, ok := negs[name]; ok {
+			g = &Group{Name: name, Kind: "networkEndpointGroup", Zone: n.Zone, Region: n.RegionName()}
+		} else if ig, ok := igs[name]; ok {
+			g = &Group{Name: name, Kind: "instanceGroup", Zone: ig.Zone, Region: ig.RegionName()}
+		} else {
+			return nil, fmt.Errorf("unknown group %q", name)
+		}
+		g.ID = len(p.Groups)
+		g.RegionID = p.RegionIndex[g.Region]
+		p.Groups = append(p.Groups, g)
+		groups[name] = g
+		return g, nil
+	}
+	endpoints := map[string]*Endpoint{}
+	endpoint := func(g *Group, addr, instance string, hc *HealthCheck) *Endpoint {
+		key := addr + "|" + g.Name
+		if hc != nil {
+			key += "|" + hc.Name
+		}
+		if e, ok := endpoints[key]; ok {
+			return e
+		}
+		e := &Endpoint{ID: len(p.Endpoints), Addr: addr, Instance: instance, Group: g, HealthCheck: hc, ProbeAddr: addr}
+		if hc != nil && hc.Port != 0 {
+			host, _ := splitHostPort(addr)
+			e.ProbeAddr = joinHostPort(host, hc.Port)
+		}
+		p.Endpoints = append(p.Endpoints, e)
+		endpoints[key] = e
+		return e
+	}
+
+	for i := range c.BackendServices {
+		bs := &c.BackendServices[i]
+		s := &Service{
+			ID:                len(p.Services),
+			Name:              bs.Name,
+			Protocol:          orDefault(bs.Protocol, "HTTP"),
+			Timeout:           time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
+			FailoverThreshold: float64(config.DefaultFailoverHealthThreshold) / 100,
+			LocalityLbPolicy:  orDefault(bs.LocalityLbPolicy, "ROUND_ROBIN"),
+			Config:            bs,
+		}
+		if len(bs.HealthChecks) > 0 {
+			s.HealthCheck = hcs[config.RefName(bs.HealthChecks[0])]
+		}
+		if bs.ServiceLbPolicy != "" {
+			pol := policies[config.RefName(bs.ServiceLbPolicy)]
+			if pol == nil {
+				return nil, fmt.Errorf("backendServices[%d].serviceLbPolicy: unknown policy %q", i, bs.ServiceLbPolicy)
+			}
+			s.PolicyName = pol.Name
+			switch pol.LoadBalancingAlgorithm {
+			case "SPRAY_TO_REGION":
+				s.Algorithm = SprayToRegion
+			case "WATERFALL_BY_ZONE":
+				s.Algorithm = WaterfallByZone
+			}
+			s.AutoDrain = pol.AutoCapacityDrain != nil && pol.AutoCapacityDrain.Enable
+			if fc := pol.FailoverConfig; fc != nil && fc.FailoverHealthThreshold != nil {
+				s.FailoverThreshold = float64(*fc.FailoverHealthThreshold) / 100
+			}
+		}
+		portName := orDefault(bs.PortName, "http")
+		for j := range bs.Backends {
+			be := &bs.Backends[j]
+			g, err := group(config.RefName(be.Group))
+			if err != nil {
+				return nil, fmt.Errorf("backendServices[%d].backends[%d].group: %w", i, j, err)
+			}
+			b := &Backend{Index: j, Service: s, Group: g, Preferred: be.Preference == "PREFERRED", Scaler: 1}
+			if be.CapacityScaler != nil {
+				b.Scaler = *be.CapacityScaler
+			}
+			if n, ok := negs[g.Name]; ok {
+				for _, ep := range n.Endpoints {
+					port := ep.Port
+					if port == 0 {
+						port = n.DefaultPort
+					}
+					b.Endpoints = append(b.Endpoints, endpoint(g, joinHostPort(ep.IPAddress, port), ep.Instance, s.HealthCheck))
+				}
+				b.Mode = orDefault(be.BalancingMode, "RATE")
+			} else {
+				ig := igs[g.Name]
+				port := 0
+				for _, np := range ig.NamedPorts {
+					if np.Name == portName {
+						port = np.Port
+					}
+				}
+				if port == 0 {
+					port = 80
+				}
+				for _, in := range ig.Instances {
+					b.Endpoints = append(b.Endpoints, endpoint(g, joinHostPort(in.IPAddress, port), in.Name, s.HealthCheck))
+				}
+				b.Mode = orDefault(be.BalancingMode, "UTILIZATION")
+			}
+			b.Capacity, b.Weight = capacity(be, b.Mode, len(b.Endpoints), b.Scaler)
+			s.Backends = append(s.Backends, b)
+		}
+		p.Services = append(p.Services, s)
+		p.ServiceByName[s.Name] = s
+	}
+
+	for i := range c.URLMaps {
+		m := &c.URLMaps[i]
+		p.URLMaps[m.Name] = &URLMap{Name: m.Name, Config: m}
+	}
+	for i := range c.Frontends {
+		f := &c.Frontends[i]
+		fe := &Frontend{Name: f.Name, Address: f.Address, Protocol: orDefault(f.Protocol, "HTTP"), Region: f.Region, RegionID: -1, Config: f}
+		if f.URLMap != "" {
+			fe.URLMap = p.URLMaps[config.RefName(f.URLMap)]
+			if fe.URLMap == nil {
+				return nil, fmt.Errorf("frontends[%d].urlMap: unknown URL map %q", i, f.URLMap)
+			}
+		}
+		if f.Region != "" {
+			fe.RegionID = p.RegionIndex[f.Region]
+		}
+		p.Frontends = append(p.Frontends, fe)
+	}
+	return p, nil
+}
+
+// capacity returns the RATE limit (rps, +Inf when none) and the proportion
+// weight of a backend with n configured members.
+func capacity(be *config.Backend, mode string, n int, scaler float64) (rate, weight float64) {
+	nf := float64(n)
+	rate = math.Inf(1)
+	switch {
+	case be.MaxRate != nil:
+		rate = float64(*be.MaxRate)
+	case be.MaxRatePerInstance != nil:
+		rate = *be.MaxRatePerInstance * nf
+	case be.MaxRatePerEndpoint != nil:
+		rate = *be.MaxRatePerEndpoint * nf
+	}
+	if !math.IsInf(rate, 1) {
+		rate *= scaler
+	}
+	switch mode {
+	case "RATE":
+		if math.IsInf(rate, 1) {
+			weight = nf * scaler
+		} else {
+			weight = rate
+		}
+	case "CONNECTION":
+		c := nf
+		switch {
+		case be.MaxConnections != nil:
+			c = float64(*be.MaxConnections)
+		case be.MaxConnectionsPerInstance != nil:
+			c = float64(*be.MaxConnectionsPerInstance) * nf
+		case be.MaxConnectionsPerEndpoint != nil:
+			c = float64(*be.MaxConnectionsPerEndpoint) * nf
+		}
+		weight = c * scaler
+	default: // UTILIZATION
+		u := 0.8
+		if be.MaxUtilization != nil {
+			u = *be.MaxUtilization
+		}
+		weight = u * nf * scaler
+	}
+	if n == 0 || scaler == 0 {
+		return 0, 0
+	}
+	return rate, weight
+}
+
+func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
+	hc := &HealthCheck{
+		Name:               h.Name,
+		Type:               orDefault(h.Type, "HTTP"),
+		Interval:           time.Duration(intOr(h.CheckIntervalSec, config.DefaultCheckIntervalSec)) * time.Second,
+		Timeout:            time.Duration(intOr(h.TimeoutSec, config.DefaultTimeoutSec)) * time.Second,
+		HealthyThreshold:   intOr(h.HealthyThreshold, config.DefaultHealthyThreshold),
+		UnhealthyThreshold: intOr(h.UnhealthyThreshold, config.DefaultUnhealthyThreshold),
+		Path:               "/",
+	}
+	if h.CheckIntervalMs != nil {
+		hc.Interval = time.Duration(*h.CheckIntervalMs) * time.Millisecond
+	}
+	if h.TimeoutMs != nil {
+		hc.Timeout = time.Duration(*h.TimeoutMs) * time.Millisecond
+	}
+	if hc.Timeout > hc.Interval {
+		hc.Timeout = hc.Interval
+	}
+	var hh *config.HTTPHealthCheck
+	defPort := 80
+	switch hc.Type {
+	case "HTTP":
+		hh = h.HTTPHealthCheck
+	case "HTTPS":
+		hh, defPort = h.HTTPSHealthCheck, 443
+	case "HTTP2":
+		hh, defPort = h.HTTP2HealthCheck, 443
+	case "TCP":
+		if t := h.TCPHealthCheck; t != nil {
+			hc.Request, hc.Response, hc.ProxyHeader = t.Request, t.Response, t.ProxyHeader
+			hc.Port = portSpec(t.Port, t.PortSpecification, defPort)
+		} else {
+			hc.Port = defPort
+		}
+		return hc
+	}
+	if hh == nil {
+		hc.Port = defPort
+		return hc
+	}
+	if hh.RequestPath != "" {
+		hc.Path = hh.RequestPath
+	}
+	hc.Host, hc.Response, hc.ProxyHeader = hh.Host, hh.Response, hh.ProxyHeader
+	hc.Port = portSpec(hh.Port, hh.PortSpecification, defPort)
+	return hc
+}
+
+// portSpec returns the fixed probe port, or 0 for USE_SERVING_PORT.
+// Spillway decision: with neither port nor portSpecification set, probes
+// go to the serving port (Google defaults to port 80, which on a loopback
+// lab almost never is the backend's port; see docs/decisions.md).
+func portSpec(port *int, spec string, def int) int {
+	switch {
+	case spec == "USE_SERVING_PORT":
+		return 0
+	case port != nil:
+		return *port
+	case spec == "USE_FIXED_PORT":
+		return def
+	}
+	return 0
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func joinHostPort(host string, port int) string {
+	for i := 0; i < len(host); i++ {
+		if host[i] == ':' {
+			return "[" + host + "]:" + strconv.Itoa(port)
+		}
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+func splitHostPort(addr string) (string, string) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			h := addr[:i]
+			if len(h) > 1 && h[0] == '[' {
+				h = h[1 : len(h)-1]
+			}
+			return h, addr[i+1:]
+		}
+	}
+	return addr, ""
+}

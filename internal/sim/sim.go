@@ -1,0 +1,510 @@
+// Package sim drives Spillway's control state and decision engine on a
+// virtual clock: probes, failures, drain and undrain happen in virtual
+// time, and requests are sampled from the same engine.View the proxy uses,
+// so a simulation predicts what `spillway serve` does. It is pure and
+// deterministic for a given seed.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/route"
+)
+
+// epoch is virtual time zero.
+func epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// Options configure one simulation.
+type Options struct {
+	// Requests is the number of requests counted in count mode (Rate 0).
+	Requests int
+	// Rate (requests per second) and Duration select rate mode: requests
+	// arrive evenly over Duration, and RATE capacity and spillover apply.
+	Rate     float64
+	Duration time.Duration
+	// Step is the timeline bucket width in rate mode (0: Duration/10).
+	Step time.Duration
+	Seed uint64
+	// ClientRegion is where requests come from ("" = the frontend's
+	// region, or none).
+	ClientRegion string
+	// URLMap names the URL map ("" = the first frontend's, or the only one).
+	URLMap string
+	// Host and Path are matched against the URL map (default "/" on any host).
+	Host, Path string
+	// Down are failed before counting starts: zones, regions, group names
+	// or ip:port endpoints.
+	Down []string
+	// Events script failures and recoveries after counting starts (rate
+	// mode), at offsets from the start of counting.
+	Events []Event
+}
+
+// Event fails (Down) or recovers targets at an offset.
+type Event struct {
+	At      time.Duration
+	Down    bool
+	Targets []string
+}
+
+// Result is a simulation's outcome. Counts, not shares.
+type Result struct {
+	Requests int            `json:"requests"`
+	Regions  map[string]int `json:"regions"`
+	Zones    map[string]int `json:"zones"`
+	Status   map[string]int `json:"status"`
+	// ConvergedAfter is the virtual time from the failure to the last
+	// state change before counting.
+	ConvergedAfter Duration `json:"convergedAfter"`
+	// Timeline holds per-step counts in rate mode.
+	Timeline []Bucket `json:"timeline,omitempty"`
+	// Services explains each backend service's state at the end.
+	Services []ServiceState `json:"services"`
+	// Reasons counts the reasons of non-200 answers.
+	Reasons map[string]int `json:"reasons,omitempty"`
+	// Zone order for printing (config order).
+	ZoneOrder []string `json:"-"`
+}
+
+// Duration marshals as a Go duration string.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Bucket is one timeline step.
+type Bucket struct {
+	Start    Duration       `json:"start"`
+	Requests int            `json:"requests"`
+	Zones    map[string]int `json:"zones"`
+	Status   map[string]int `json:"status"`
+}
+
+// ServiceState is a backend service's backends at the end of a run.
+type ServiceState struct {
+	Name     string         `json:"name"`
+	Backends []BackendState `json:"backends"`
+}
+
+// BackendState is one backend of a service at the end of a run.
+type BackendState struct {
+	Group        string  `json:"group"`
+	Zone         string  `json:"zone"`
+	Preferred    bool    `json:"preferred"`
+	Healthy      int     `json:"healthy"`
+	Members      int     `json:"members"`
+	Drained      bool    `json:"drained"`
+	DrainBlocked bool    `json:"drainBlocked"`
+	Share        float64 `json:"share"` // of the service's traffic from the client region
+}
+
+// Run simulates p under o.
+func Run(p *plan.Plan, o Options) (*Result, error) {
+	s, err := newSim(p, o)
+	if err != nil {
+		return nil, err
+	}
+	return s.run()
+}
+
+type sim struct {
+	p      *plan.Plan
+	o      Options
+	st     *control.State
+	view   *engine.View
+	rng    *rand.Rand
+	now    time.Time
+	down   []bool // per endpoint
+	queue  eventQueue
+	table  *route.Table
+	client int
+	req    route.Request
+	res    *Result
+	// lastChange is the virtual time of the last state change.
+	lastChange time.Time
+}
+
+func newSim(p *plan.Plan, o Options) (*sim, error) {
+	s := &sim{p: p, o: o, st: control.New(p), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: epoch(), down: make([]bool, len(p.Endpoints))}
+	if o.Requests <= 0 && o.Rate <= 0 {
+		s.o.Requests = 1000
+	}
+	if o.Rate > 0 && o.Duration <= 0 {
+		return nil, fmt.Errorf("--rate needs --duration (for example --duration 60s)")
+	}
+	um, fe, err := pickURLMap(p, o.URLMap)
+	if err != nil {
+		return nil, err
+	}
+	if s.table, err = route.Compile(um.Config); err != nil {
+		return nil, fmt.Errorf("URL map %s: %w", um.Name, err)
+	}
+	s.client = -1
+	region := o.ClientRegion
+	if region == "" && fe != nil {
+		region = fe.Region
+	}
+	if region != "" {
+		id, ok := p.RegionIndex[region]
+		if !ok {
+			return nil, fmt.Errorf("--client-region %q: unknown region (fix: use one of %s, or add it to regions[] with a latitude and longitude)", region, strings.Join(p.Regions, ", "))
+		}
+		s.client = id
+	}
+	s.req = route.Request{Host: o.Host, Path: o.Path, Method: "GET"}
+	if s.req.Path == "" {
+		s.req.Path = "/"
+	}
+	for _, d := range o.Down {
+		if _, err := s.resolve(d); err != nil {
+			return nil, fmt.Errorf("--down: %w", err)
+		}
+	}
+	for _, ev := range o.Events {
+		for _, t := range ev.Targets {
+			if _, err := s.resolve(t); err != nil {
+				return nil, fmt.Errorf("event at %s: %w", ev.At, err)
+			}
+		}
+	}
+	s.res = &Result{Regions: map[string]int{}, Zones: map[string]int{}, Status: map[string]int{"200": 0, "503": 0}}
+	seen := map[string]bool{}
+	for _, g := range p.Groups {
+		s.res.Regions[g.Region] = 0
+		if !seen[g.Zone] {
+			seen[g.Zone] = true
+			s.res.ZoneOrder = append(s.res.ZoneOrder, g.Zone)
+		}
+		s.res.Zones[g.Zone] = 0
+	}
+	sort.Strings(s.res.ZoneOrder)
+	return s, nil
+}
+
+func pickURLMap(p *plan.Plan, name string) (*plan.URLMap, *plan.Frontend, error) {
+	if name != "" {
+		um := p.URLMaps[name]
+		if um == nil {
+			return nil, nil, fmt.Errorf("--url-map %q: unknown URL map (fix: use one of %s)", name, strings.Join(urlMapNames(p), ", "))
+		}
+		for _, f := range p.Frontends {
+			if f.URLMap == um {
+				return um, f, nil
+			}
+		}
+		return um, nil, nil
+	}
+	for _, f := range p.Frontends {
+		if f.URLMap != nil {
+			return f.URLMap, f, nil
+		}
+	}
+	if len(p.URLMaps) == 1 {
+		for _, um := range p.URLMaps {
+			return um, nil, nil
+		}
+	}
+	if len(p.URLMaps) == 0 {
+		return nil, nil, fmt.Errorf("the config has no urlMaps: nothing routes requests (fix: add a urlMaps entry with a defaultService)")
+	}
+	return nil, nil, fmt.Errorf("the config has several URL maps and no frontend picks one (fix: pass --url-map, one of %s)", strings.Join(urlMapNames(p), ", "))
+}
+
+func urlMapNames(p *plan.Plan) []string {
+	var n []string
+	for k := range p.URLMaps {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// resolve maps a --down target to endpoint IDs.
+func (s *sim) resolve(t string) ([]int, error) {
+	var ids []int
+	for _, e := range s.p.Endpoints {
+		g := e.Group
+		if t == g.Zone || t == g.Region || t == g.Name || t == e.Addr || t == e.Instance {
+			ids = append(ids, e.ID)
+		}
+	}
+	if len(ids) == 0 {
+		zones := map[string]bool{}
+		for _, g := range s.p.Groups {
+			zones[g.Zone] = true
+		}
+		var zl []string
+		for z := range zones {
+			zl = append(zl, z)
+		}
+		sort.Strings(zl)
+		return nil, fmt.Errorf("%q matches no zone, region, group, instance or ip:port endpoint (fix: use one of the zones %s, or an endpoint address such as %s)", t, strings.Join(zl, ", "), s.p.Endpoints[0].Addr)
+	}
+	return ids, nil
+}
+
+func (s *sim) setDown(targets []string, down bool) {
+	for _, t := range targets {
+		ids, _ := s.resolve(t)
+		for _, id := range ids {
+			s.down[id] = down
+		}
+	}
+}
+
+func (s *sim) refresh() {
+	if s.view == nil || s.view.Version != s.st.Version() {
+		s.view = engine.NewView(s.st)
+		s.lastChange = s.now
+	}
+}
+
+func (s *sim) run() (*Result, error) {
+	// Warm start: every endpoint has passed its probes, as in a running
+	// deployment, and probes are spread over their interval.
+	for _, e := range s.p.Endpoints {
+		s.st.ObserveProbe(e.ID, true, "", s.now)
+		if hc := e.HealthCheck; hc != nil {
+			off := time.Duration(s.rng.Int64N(int64(hc.Interval)))
+			heap.Push(&s.queue, &event{at: s.now.Add(off), kind: evProbe, ep: e.ID})
+		}
+	}
+	s.refresh()
+	failAt := s.now
+	s.setDown(s.o.Down, true)
+	s.advance(s.now.Add(s.horizon()))
+	s.res.ConvergedAfter = Duration(s.lastChange.Sub(failAt))
+
+	if s.o.Rate > 0 {
+		s.runRate()
+	} else {
+		for i := 0; i < s.o.Requests; i++ {
+			s.request(nil)
+		}
+	}
+	s.explain()
+	return s.res, nil
+}
+
+// horizon is long enough for every health check to cross its thresholds.
+func (s *sim) horizon() time.Duration {
+	h := time.Second
+	for _, hc := range s.p.HealthChecks {
+		t := hc.Interval*time.Duration(max(hc.HealthyThreshold, hc.UnhealthyThreshold)+1) + hc.Timeout
+		h = max(h, t)
+	}
+	return h
+}
+
+// advance processes queued events up to and including `until`, then
+// settles pending undrain deadlines that fall before it.
+func (s *sim) advance(until time.Time) {
+	for {
+		next := s.queue.peek()
+		dl := s.st.NextDeadline()
+		if !dl.IsZero() && !dl.After(until) && (next == nil || dl.Before(next.at)) {
+			s.now = dl
+			s.st.Tick(s.now)
+			s.refresh()
+			continue
+		}
+		if next == nil || next.at.After(until) {
+			break
+		}
+		ev := heap.Pop(&s.queue).(*event)
+		s.now = ev.at
+		switch ev.kind {
+		case evProbe:
+			e := s.p.Endpoints[ev.ep]
+			ok := !s.down[ev.ep]
+			detail := ""
+			if !ok {
+				detail = "simulated failure"
+			}
+			s.st.ObserveProbe(ev.ep, ok, detail, s.now)
+			ev.at = ev.at.Add(e.HealthCheck.Interval)
+			heap.Push(&s.queue, ev)
+		case evScript:
+			s.setDown(ev.script.Targets, ev.script.Down)
+		}
+		s.refresh()
+	}
+	s.now = until
+	s.st.Tick(s.now)
+	s.refresh()
+}
+
+// request samples one request at the current virtual time and returns the
+// backend service it went to (-1 for none).
+func (s *sim) request(b *Bucket) int {
+	s.res.Requests++
+	a := s.table.Match(&s.req)
+	var code string
+	var d engine.Decision
+	svcID := -1
+	switch {
+	case a.Redirect != nil:
+		code = strconv.Itoa(a.Redirect.Code)
+	default:
+		name, _ := a.PickService(s.rng.Uint64())
+		svc := s.p.ServiceByName[name]
+		if svc == nil {
+			code = "404"
+			break
+		}
+		svcID = svc.ID
+		d = s.view.Pick(svc.ID, s.client, s.rng.Uint64())
+		if d.Status != 0 {
+			code = strconv.Itoa(d.Status)
+			if s.res.Reasons == nil {
+				s.res.Reasons = map[string]int{}
+			}
+			s.res.Reasons[d.Reason]++
+		} else {
+			code = "200"
+			s.res.Regions[d.Backend.Group.Region]++
+			s.res.Zones[d.Backend.Group.Zone]++
+		}
+	}
+	s.res.Status[code]++
+	if b != nil {
+		b.Requests++
+		b.Status[code]++
+		if d.Backend != nil {
+			b.Zones[d.Backend.Group.Zone]++
+		}
+	}
+	return svcID
+}
+
+func (s *sim) runRate() {
+	start := s.now
+	step := s.o.Step
+	if step <= 0 {
+		step = s.o.Duration / 10
+		if step <= 0 {
+			step = s.o.Duration
+		}
+	}
+	for _, ev := range s.o.Events {
+		heap.Push(&s.queue, &event{at: start.Add(ev.At), kind: evScript, script: ev})
+	}
+	// Steady state: the demand a running deployment would have measured.
+	s.primeDemand()
+	window := s.p.DemandWindow
+	counts := make([][]int, len(s.p.Services))
+	for i := range counts {
+		counts[i] = make([]int, len(s.p.Regions))
+	}
+	nextWindow := start.Add(window)
+	total := int(s.o.Rate * s.o.Duration.Seconds())
+	interval := time.Duration(float64(time.Second) / s.o.Rate)
+	var b *Bucket
+	for i := 0; i < total; i++ {
+		t := start.Add(time.Duration(i) * interval)
+		for !nextWindow.After(t) {
+			s.advance(nextWindow)
+			for svc := range counts {
+				for r := range counts[svc] {
+					s.st.SetDemand(svc, r, float64(counts[svc][r])/window.Seconds(), s.now)
+					counts[svc][r] = 0
+				}
+			}
+			s.refresh()
+			nextWindow = nextWindow.Add(window)
+		}
+		s.advance(t)
+		if bs := start.Add(time.Duration(len(s.res.Timeline)) * step); b == nil || !t.Before(bs) {
+			s.res.Timeline = append(s.res.Timeline, Bucket{Start: Duration(bs.Sub(start)), Zones: map[string]int{}, Status: map[string]int{}})
+			b = &s.res.Timeline[len(s.res.Timeline)-1]
+		}
+		if svc := s.request(b); svc >= 0 && s.client >= 0 {
+			counts[svc][s.client]++
+		}
+	}
+	s.advance(start.Add(s.o.Duration))
+}
+
+// primeDemand sets each service's demand to its expected share of the rate.
+func (s *sim) primeDemand() {
+	if s.client < 0 {
+		return
+	}
+	a := s.table.Match(&s.req)
+	tot := 0
+	for _, w := range a.Services {
+		tot += w.Weight
+	}
+	for _, w := range a.Services {
+		if svc := s.p.ServiceByName[w.Name]; svc != nil && tot > 0 {
+			s.st.SetDemand(svc.ID, s.client, s.o.Rate*float64(w.Weight)/float64(tot), s.now)
+		}
+	}
+	s.refresh()
+}
+
+func (s *sim) explain() {
+	for _, svc := range s.p.Services {
+		ss := ServiceState{Name: svc.Name}
+		sp := s.view.Split(svc.ID, s.client)
+		for _, b := range svc.Backends {
+			st := s.view.Backend(svc.ID, b.Index)
+			bs := BackendState{Group: b.Group.Name, Zone: b.Group.Zone, Preferred: b.Preferred, Healthy: st.Healthy, Members: st.Members, Drained: st.Drained, DrainBlocked: st.DrainBlocked}
+			for _, sh := range sp.Shares {
+				if sh.Backend == b.Index {
+					bs.Share = sh.Fraction
+				}
+			}
+			ss.Backends = append(ss.Backends, bs)
+		}
+		s.res.Services = append(s.res.Services, ss)
+	}
+}
+
+type evKind uint8
+
+const (
+	evProbe evKind = iota
+	evScript
+)
+
+type event struct {
+	at     time.Time
+	kind   evKind
+	ep     int
+	script Event
+	seq    int
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].ep < q[j].ep
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+func (q eventQueue) peek() *event {
+	if len(q) == 0 {
+		return nil
+	}
+	return q[0]
+}
