@@ -1,0 +1,60 @@
+package internal_test
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// pure lists the packages that must stay free of I/O, clocks and global
+// randomness, so the simulator predicts exactly what the proxy does.
+var pure = []string{"config", "plan", "route", "health", "outlier", "control", "engine", "sim"}
+
+func TestPurePackagesDoNoIO(t *testing.T) {
+	forbiddenImports := map[string]bool{"net": true, "net/http": true, "os": true, "log": true, "os/exec": true, "github.com/miekg/dns": true}
+	forbiddenCalls := []string{"time.Now(", "time.Sleep(", "time.After(", "time.NewTicker(", "time.NewTimer(", "time.Tick(", "rand.Int", "rand.Float", "rand.Uint", "rand.Perm", "rand.Shuffle", "go func"}
+	for _, name := range pure {
+		dir := filepath.Join(".", name)
+		pkg, err := build.ImportDir(dir, 0)
+		if err != nil {
+			if _, statErr := os.Stat(dir); os.IsNotExist(statErr) {
+				continue
+			}
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, imp := range pkg.Imports {
+			// config.Load is the one sanctioned file read.
+			if forbiddenImports[imp] && !(name == "config" && imp == "os") {
+				t.Errorf("pure package %s imports %s", name, imp)
+			}
+			if strings.Contains(imp, "/internal/") {
+				shell := imp[strings.LastIndex(imp, "/")+1:]
+				if !contains(pure, shell) {
+					t.Errorf("pure package %s imports shell package %s", name, imp)
+				}
+			}
+		}
+		for _, f := range pkg.GoFiles {
+			src, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range forbiddenCalls {
+				if strings.Contains(string(src), call) {
+					t.Errorf("%s/%s calls %s", name, f, strings.TrimSuffix(call, "("))
+				}
+			}
+		}
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
