@@ -1,0 +1,62 @@
+// Package proxy is Spillway's HTTP data plane: the handler a frontend
+// serves, the server and backend transports, retries, timeouts, header
+// rewriting, redirects, fault injection, mirroring and protocol upgrades.
+// It is a shell: it does I/O and asks the pure packages what to do (route
+// for the URL map, engine for the backend and endpoint).
+//
+// # Hot path
+//
+// A request loads the current Snapshot once (an atomic pointer load in
+// serve), matches the URL map through a pooled route.Request adapter,
+// picks a backend service and endpoint (lock-free, allocation-free in
+// engine), builds the outbound header map sharing the client's value
+// slices, and streams the body with pooled 32 KiB buffers. There are no
+// per-request locks on shared state and no fmt on the success path. The
+// pools live in the handler, not at package level.
+//
+// # Behaviour (gcp-model.md §2.12–2.15)
+//
+//   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
+//   - No healthy backend → the engine's status (503) and reason as a
+//     text/plain body.
+//   - Timeout: the route's timeout, else the backend service's timeoutSec
+//     (default 30 s), over the whole exchange including retries and the
+//     response body. No response headers yet → 504; otherwise the stream
+//     is aborted (the client sees a truncated response).
+//   - Connect failures and resets after the last try → 503 with the cause.
+//   - Retries stay in the backend service, go to a different endpoint
+//     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
+//     a body-less request is retried once after 502/503/504 or a connect
+//     failure. A request with a body is retried only after a connect
+//     failure that happened before any body byte was read (its body cannot
+//     be replayed otherwise). There is no back-off between tries (Google
+//     documents none; the retry goes to another endpoint). gRPC conditions
+//     look at a trailers-only response's grpc-status header. A per-try
+//     timeout that fires counts as "no response" (retried by 5xx and
+//     gateway-error).
+//   - Headers towards the backend: hop-by-hop headers removed (Connection
+//     and what it lists, Keep-Alive, Proxy-*, TE except "trailers",
+//     Transfer-Encoding, Upgrade unless upgrading); X-Forwarded-For gets
+//     "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via gets
+//     "1.1 spillway" (responses too). Host is preserved unless hostRewrite.
+//   - Header actions: the backend service's custom headers first, then
+//     the weighted service's headerAction, then the route's actions in
+//     route.Action order, so URL-map actions win on a clash. Per action,
+//     removals come before additions; replace (default true) sets, false
+//     appends. Header value variables ({client_region}, …) are sent
+//     literally.
+//   - Fault injection: delay then abort; an unset percentage means 100.
+//     Aborts are not retried. The delay does not count towards the route
+//     timeout.
+//   - Mirroring: body-less requests only, fire-and-forget, bounded
+//     concurrency, Host "<host>-shadow"; an unset mirrorPercent means 100.
+//   - Upgrades (WebSocket): forwarded with Connection/Upgrade, never
+//     retried; on 101 the client connection is hijacked and bytes are
+//     copied both ways until either side closes or the tunnel is idle for
+//     the request timeout.
+//
+// Left out: lower-casing header names towards HTTP/1.1 backends (Go's
+// transport writes the map keys as given and inspects canonical names),
+// custom error response policies, CORS policies, session affinity, and
+// HTTP/3.
+package proxy

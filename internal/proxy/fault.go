@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// fault applies a route's faultInjectionPolicy: first the delay, then the
+// abort. It reports whether the request has been answered (aborted, or its
+// client left during the delay). Aborted requests are not retried. An
+// unset percentage means 100 (the fault is configured, so it applies;
+// Google's documentation is silent).
+func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultInjectionPolicy) bool {
+	if d := f.Delay; d != nil && d.FixedDelay != nil && hit(h.rand, d.Percentage) {
+		t := time.NewTimer(duration(d.FixedDelay))
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return true
+		}
+	}
+	if a := f.Abort; a != nil && hit(h.rand, a.Percentage) {
+		lbError(w, a.HTTPStatus, "fault injection abort")
+		return true
+	}
+	return false
+}
+
+// hit draws whether an event of the given percentage (nil: 100) happens.
+func hit(rand func() uint64, pct *float64) bool {
+	p := 100.0
+	if pct != nil {
+		p = *pct
+	}
+	switch {
+	case p >= 100:
+		return true
+	case p <= 0:
+		return false
+	}
+	return float64(rand()>>11)*(1.0/(1<<53))*100 < p
+}
+
+// duration converts an API Duration.
+func duration(d *config.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return time.Duration(d.Seconds)*time.Second + time.Duration(d.Nanos)
+}

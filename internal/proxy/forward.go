@@ -1,0 +1,350 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/plan"
+)
+
+// exchange is one client request on its way to a backend service: the
+// outbound request as prepared once, and the attempts made for it.
+type exchange struct {
+	h   *handler
+	w   http.ResponseWriter
+	r   *http.Request
+	svc *plan.Service
+
+	hp      headerPlan
+	hdr     http.Header // headers towards the backend
+	host    string      // Host towards the backend
+	path    string
+	rawPath string
+	upgrade string       // Upgrade protocol, "" when not an upgrade
+	body    *trackedBody // nil for a body-less request
+	timeout time.Duration
+	policy  retryPolicy
+}
+
+// trackedBody forwards the client's request body and records whether the
+// transport has started reading it. Close is passed on only once reading
+// started, so that a request whose connection failed before any byte was
+// sent can be retried with the same body. The server closes the body when
+// the handler returns in any case.
+type trackedBody struct {
+	rc      io.ReadCloser
+	touched atomic.Bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	b.touched.Store(true)
+	return b.rc.Read(p)
+}
+
+func (b *trackedBody) Close() error {
+	if !b.touched.Load() {
+		return nil
+	}
+	return b.rc.Close()
+}
+
+// outHeader builds the headers sent to the backend: the client's, without
+// hop-by-hop headers, plus X-Forwarded-For, X-Forwarded-Proto and Via.
+func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
+	out := make(http.Header, len(r.Header)+4)
+	copyHeaders(out, r.Header)
+	if te := r.Header["Te"]; len(te) > 0 && listed(te, "trailers") {
+		out["Te"] = h.teTrailers
+	}
+	if upgrade != "" {
+		out["Connection"] = []string{"Upgrade"}
+		out["Upgrade"] = r.Header["Upgrade"]
+	}
+	out["X-Forwarded-For"] = []string{forwardedFor(r.Header["X-Forwarded-For"], hostOnly(r.RemoteAddr), localIP(r))}
+	if h.scheme(r) == "https" {
+		out["X-Forwarded-Proto"] = h.protoHTTPS
+	} else {
+		out["X-Forwarded-Proto"] = h.protoHTTP
+	}
+	out["Via"] = appendVia(r.Header["Via"], h.via)
+	if _, ok := out["User-Agent"]; !ok {
+		out["User-Agent"] = h.emptyUA // keep Go from adding its own
+	}
+	return out
+}
+
+// transportFor picks the transport and URL scheme of a backend service.
+func (h *handler) transportFor(svc *plan.Service) (http.RoundTripper, string) {
+	switch svc.Protocol {
+	case "HTTPS":
+		return h.transport, "https"
+	case "HTTP2":
+		return h.h2, "https"
+	case "H2C":
+		return h.h2, "http"
+	}
+	return h.transport, "http"
+}
+
+// attempt is one try: the response (nil on failure) and the outcome.
+type attempt struct {
+	resp   *http.Response
+	out    Outcome
+	cancel context.CancelFunc // releases the attempt's context, may be nil
+}
+
+// release closes the response body and the attempt's context.
+func (at *attempt) release() {
+	if at.resp != nil {
+		at.resp.Body.Close()
+	}
+	if at.cancel != nil {
+		at.cancel()
+	}
+}
+
+// discard drains a little of an unused response so its connection can be
+// reused, then releases it.
+func (at *attempt) discard(buf []byte) {
+	if at.resp != nil {
+		for range 2 {
+			if _, err := at.resp.Body.Read(buf); err != nil {
+				break
+			}
+		}
+	}
+	at.release()
+}
+
+// newRequest builds the outbound request to an endpoint.
+func (x *exchange) newRequest(ctx context.Context, scheme string, ep *plan.Endpoint) *http.Request {
+	out := &http.Request{
+		Method:     x.r.Method,
+		URL:        &url.URL{Scheme: scheme, Host: ep.Addr, Path: x.path, RawPath: x.rawPath, RawQuery: x.r.URL.RawQuery},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     x.hdr,
+		Host:       x.host,
+		Trailer:    x.r.Trailer,
+	}
+	if x.body != nil {
+		out.Body = x.body
+		out.ContentLength = x.r.ContentLength
+	}
+	return out.WithContext(ctx)
+}
+
+// errPerTryTimeout is the error of an attempt cut by perTryTimeout.
+var errPerTryTimeout = errors.New("per-try timeout")
+
+// try sends the request to ep once, bounded by ctx and perTry.
+func (x *exchange) try(ctx context.Context, ep *plan.Endpoint, perTry time.Duration) attempt {
+	at := attempt{out: Outcome{Endpoint: ep, Service: x.svc}}
+	var timer *time.Timer
+	if perTry > 0 {
+		ctx, at.cancel = context.WithCancel(ctx)
+		timer = time.AfterFunc(perTry, at.cancel)
+	}
+	rt, scheme := x.h.transportFor(x.svc)
+	start := time.Now()
+	resp, err := rt.RoundTrip(x.newRequest(ctx, scheme, ep))
+	at.out.Latency = time.Since(start)
+	if timer != nil && !timer.Stop() {
+		// The per-try timer fired: whatever arrived, this try timed out.
+		if resp != nil {
+			resp.Body.Close()
+			resp = nil
+		}
+		err = errPerTryTimeout
+		at.out.Timeout = true
+	}
+	if err != nil {
+		at.out.Err = err
+		at.out.ConnectFailure = isConnectFailure(err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err) {
+			at.out.Timeout = true
+		}
+		return at
+	}
+	at.resp = resp
+	at.out.Status = resp.StatusCode
+	return at
+}
+
+// serve forwards the request, retrying per policy, and writes the answer.
+func (x *exchange) serve(ep *plan.Endpoint) {
+	ctx, cancel := context.WithTimeout(x.r.Context(), x.timeout)
+	defer cancel()
+	var at attempt
+	for n := 0; ; n++ {
+		at = x.try(ctx, ep, x.policy.perTry)
+		x.h.observe(at.out)
+		if n >= x.policy.retries || ctx.Err() != nil || !x.policy.retriable(&at, x.body) {
+			break
+		}
+		next := x.repick(ep)
+		if next == nil {
+			break
+		}
+		bp := x.h.bufs.Get().(*[]byte)
+		at.discard(*bp)
+		x.h.bufs.Put(bp)
+		ep = next
+	}
+	defer at.release()
+	if at.resp == nil {
+		x.fail(&at)
+		return
+	}
+	if at.resp.StatusCode == http.StatusSwitchingProtocols && x.upgrade != "" {
+		x.h.tunnel(x, at.resp)
+		return
+	}
+	x.respond(ctx, at.resp)
+}
+
+// repick chooses the endpoint for a retry: the same backend service, from
+// a fresh snapshot (so health changes are seen), avoiding the endpoint
+// that failed. It returns nil when the service cannot serve.
+func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
+	snap := x.h.cfg.Snapshot()
+	if snap == nil || snap.Plan == nil || snap.View == nil {
+		return nil
+	}
+	svc := snap.Plan.ServiceByName[x.svc.Name]
+	if svc == nil {
+		return nil
+	}
+	d := snap.View.PickExcept(svc.ID, x.h.regionID(snap.Plan), x.h.rand(), avoid)
+	if d.Status != 0 {
+		return nil
+	}
+	x.svc = svc
+	return d.Endpoint
+}
+
+// fail answers a request whose last attempt got no response: 504 after a
+// timeout, else 503 (Google's code for connect failures and resets).
+func (x *exchange) fail(at *attempt) {
+	if x.r.Context().Err() != nil {
+		return // the client is gone; nobody to answer
+	}
+	o := &at.out
+	addr := o.Endpoint.Addr
+	switch {
+	case o.Timeout && !o.ConnectFailure:
+		lbError(x.w, http.StatusGatewayTimeout, "backend "+addr+" timed out (backend service "+x.svc.Name+")")
+	case o.ConnectFailure:
+		lbError(x.w, http.StatusServiceUnavailable, "connect to "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+	default:
+		lbError(x.w, http.StatusServiceUnavailable, "backend "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+	}
+	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", addr, "err", o.Err)
+}
+
+// respond copies the backend response to the client, streaming the body.
+func (x *exchange) respond(ctx context.Context, resp *http.Response) {
+	w := x.w
+	dst := w.Header()
+	copyHeaders(dst, resp.Header)
+	dst["Via"] = appendVia(resp.Header["Via"], x.h.via)
+	x.hp.response(dst)
+	if len(resp.Trailer) > 0 {
+		announceTrailers(dst, resp.Trailer)
+	}
+	w.WriteHeader(resp.StatusCode)
+
+	flush := resp.ContentLength < 0 || isEventStream(resp.Header)
+	if err := x.h.copyBody(w, resp.Body, flush); err != nil {
+		if errors.Is(err, errClientGone) {
+			return
+		}
+		// The backend failed or the timeout expired mid-body: the status
+		// is already sent, so abort the stream and let the client see a
+		// truncated response.
+		x.h.log.Debug("response body aborted", "service", x.svc.Name, "err", err, "timeout", ctx.Err() != nil)
+		panic(http.ErrAbortHandler)
+	}
+	for k, vv := range resp.Trailer {
+		dst[http.TrailerPrefix+k] = vv
+	}
+}
+
+// announceTrailers declares the backend's trailers in the Trailer header.
+func announceTrailers(dst, trailer http.Header) {
+	keys := make([]string, 0, len(trailer))
+	for k := range trailer {
+		keys = append(keys, k)
+	}
+	dst["Trailer"] = keys
+}
+
+// isEventStream reports a text/event-stream response, which is flushed
+// after every write.
+func isEventStream(h http.Header) bool {
+	ct := h["Content-Type"]
+	if len(ct) == 0 {
+		return false
+	}
+	v := ct[0]
+	const es = "text/event-stream"
+	return len(v) >= len(es) && equalFoldASCII(v[:len(es)], es)
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c, d := a[i], b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
+
+// copyBody streams src to w with a pooled buffer, flushing after each
+// write when flush is set. It returns errClientGone when writing to the
+// client fails, or the read error when the backend body fails.
+func (h *handler) copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
+	bp := h.bufs.Get().(*[]byte)
+	defer h.bufs.Put(bp)
+	buf := *bp
+	var flusher func() error
+	if flush {
+		if f, ok := w.(http.Flusher); ok {
+			flusher = func() error { f.Flush(); return nil }
+		} else {
+			flusher = http.NewResponseController(w).Flush
+		}
+	}
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return errClientGone
+			}
+			if flusher != nil {
+				if err := flusher(); err != nil {
+					return errClientGone
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}

@@ -1,0 +1,331 @@
+package proxy
+
+import (
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/route"
+)
+
+// Snapshot is what one request reads. serve publishes a new one (atomic
+// pointer) on every health/drain change or reload; a Snapshot and
+// everything it points to is immutable, except the Demand counters.
+type Snapshot struct {
+	Plan   *plan.Plan
+	View   *engine.View
+	Routes map[string]*route.Table // by URL map name
+	Demand *Demand                 // offered-rate counters, one per plan
+}
+
+// Outcome is the result of one attempt to an endpoint, for outlier
+// detection, passive health and metrics.
+type Outcome struct {
+	Endpoint *plan.Endpoint
+	// Service is the backend service the attempt was for.
+	Service *plan.Service
+	// Status is the backend's response status, 0 when there was none.
+	Status int
+	// Err is why there was no response (nil when Status != 0). A request
+	// cancelled by its client reports context.Canceled; that says nothing
+	// about the backend.
+	Err error
+	// ConnectFailure: the connection could not be established.
+	ConnectFailure bool
+	// Timeout: the per-try or request timeout expired before the response
+	// headers arrived.
+	Timeout bool
+	// Latency is the time from sending the request to receiving the
+	// response headers (or the failure).
+	Latency time.Duration
+	// Mirror marks a shadow request sent by requestMirrorPolicy.
+	Mirror bool
+}
+
+// Config configures a frontend's handler.
+type Config struct {
+	// Frontend is the frontend served: its URL map, region and protocol.
+	Frontend *plan.Frontend
+	// Snapshot returns the current snapshot; it is called once per request
+	// (and again for each retry) and must be cheap (an atomic load).
+	Snapshot func() *Snapshot
+	// Transport carries requests to HTTP and HTTPS backend services
+	// (default NewTransport()).
+	Transport http.RoundTripper
+	// H2Transport carries requests to HTTP2 and H2C backend services
+	// (default NewH2Transport()).
+	H2Transport http.RoundTripper
+	// Observe, when set, is called once per attempt (including mirrored
+	// requests) from the request's goroutine. It must be cheap.
+	Observe func(Outcome)
+	// Rand returns uniform random numbers (default math/rand/v2.Uint64).
+	Rand func() uint64
+	// Logger receives per-request problems at Debug and server errors at
+	// Warn (default slog.Default()).
+	Logger *slog.Logger
+	// MirrorConcurrency bounds in-flight mirrored requests; copies beyond
+	// it are dropped (default 64).
+	MirrorConcurrency int
+}
+
+// handler is the http.Handler of one frontend.
+type handler struct {
+	cfg       Config
+	urlMap    string
+	region    string // frontend region name, "" for none
+	https     bool   // frontend protocol HTTPS
+	transport http.RoundTripper
+	h2        http.RoundTripper
+	rand      func() uint64
+	log       *slog.Logger
+
+	adapters sync.Pool // *adapter
+	bufs     sync.Pool // *[]byte of bufSize
+	mirrors  chan struct{}
+
+	// Shared header values. They are never modified: header maps only
+	// replace or append (append reallocates, capacity equals length).
+	via, protoHTTP, protoHTTPS, emptyUA, teTrailers []string
+}
+
+// bufSize is the size of the pooled body-copy buffers.
+const bufSize = 32 << 10
+
+// defaultTimeout is backendService.timeoutSec's default.
+const defaultTimeout = 30 * time.Second
+
+// NewHandler returns the data-plane handler of a frontend.
+func NewHandler(cfg Config) http.Handler {
+	h := &handler{
+		cfg:        cfg,
+		transport:  cfg.Transport,
+		h2:         cfg.H2Transport,
+		rand:       cfg.Rand,
+		log:        cfg.Logger,
+		via:        []string{"1.1 spillway"},
+		protoHTTP:  []string{"http"},
+		protoHTTPS: []string{"https"},
+		emptyUA:    []string{""},
+		teTrailers: []string{"trailers"},
+	}
+	if f := cfg.Frontend; f != nil {
+		if f.URLMap != nil {
+			h.urlMap = f.URLMap.Name
+		}
+		h.region = f.Region
+		h.https = f.Protocol == "HTTPS"
+	}
+	if h.transport == nil {
+		h.transport = NewTransport()
+	}
+	if h.h2 == nil {
+		h.h2 = NewH2Transport()
+	}
+	if h.rand == nil {
+		h.rand = rand.Uint64
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	n := cfg.MirrorConcurrency
+	if n <= 0 {
+		n = 64
+	}
+	h.mirrors = make(chan struct{}, n)
+	h.adapters.New = func() any {
+		a := &adapter{}
+		a.req.Header = a.lookup // bound once, reused by every request
+		return a
+	}
+	h.bufs.New = func() any {
+		b := make([]byte, bufSize)
+		return &b
+	}
+	return h
+}
+
+// adapter presents an *http.Request as a route.Request. Adapters are
+// pooled so that matching allocates nothing.
+type adapter struct {
+	req route.Request
+	h   http.Header
+}
+
+func (a *adapter) reset(r *http.Request) {
+	a.req.Host = r.Host
+	a.req.Path = r.URL.Path
+	a.req.RawQuery = r.URL.RawQuery
+	a.req.Method = r.Method
+	a.h = r.Header
+}
+
+// lookup implements route.Request.Header: canonical or lower-case names,
+// several values joined with ",".
+func (a *adapter) lookup(name string) (string, bool) {
+	vv, ok := a.h[name]
+	if !ok {
+		if c := http.CanonicalHeaderKey(name); c != name {
+			vv, ok = a.h[c]
+		}
+	}
+	switch {
+	case !ok:
+		return "", false
+	case len(vv) == 1:
+		return vv[0], true
+	}
+	return strings.Join(vv, ","), true
+}
+
+func (h *handler) putAdapter(a *adapter) {
+	a.req.Host, a.req.Path, a.req.RawQuery, a.req.Method, a.h = "", "", "", "", nil
+	h.adapters.Put(a)
+}
+
+// regionID returns the frontend's region in p (-1 for none). It is looked
+// up by name because a reload may renumber regions.
+func (h *handler) regionID(p *plan.Plan) int {
+	if h.region == "" {
+		return -1
+	}
+	if id, ok := p.RegionIndex[h.region]; ok {
+		return id
+	}
+	return -1
+}
+
+// scheme is the scheme the client used.
+func (h *handler) scheme(r *http.Request) string {
+	if h.https || r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// observe reports an attempt.
+func (h *handler) observe(o Outcome) {
+	if h.cfg.Observe != nil {
+		h.cfg.Observe(o)
+	}
+}
+
+// ServeHTTP routes and forwards one request.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.IndexByte(r.URL.Path, '#') >= 0 {
+		lbError(w, http.StatusBadRequest, "'#' in request path")
+		return
+	}
+	if headerBlockSize(r) > maxHeaderBlock {
+		lbError(w, http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
+		return
+	}
+	if r.Method == http.MethodConnect {
+		lbError(w, http.StatusMethodNotAllowed, "CONNECT is not supported")
+		return
+	}
+	snap := h.cfg.Snapshot()
+	if snap == nil || snap.Plan == nil || snap.View == nil {
+		lbError(w, http.StatusServiceUnavailable, "load balancer is starting")
+		return
+	}
+	table := snap.Routes[h.urlMap]
+	if table == nil {
+		lbError(w, http.StatusServiceUnavailable, "no URL map "+h.urlMap)
+		return
+	}
+	ad := h.adapters.Get().(*adapter)
+	ad.reset(r)
+	defer h.putAdapter(ad)
+
+	a := table.Match(&ad.req)
+	if a.Redirect != nil {
+		w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
+		w.WriteHeader(a.Redirect.Code)
+		return
+	}
+	if a.Fault != nil && h.fault(w, r, a.Fault) {
+		return
+	}
+	name, wi := a.PickService(h.rand())
+	svc := snap.Plan.ServiceByName[name]
+	if svc == nil {
+		lbError(w, http.StatusServiceUnavailable, "backend service "+name+" cannot be served (backend buckets are not supported)")
+		return
+	}
+	region := h.regionID(snap.Plan)
+	snap.Demand.Add(svc.ID, region)
+	d := snap.View.Pick(svc.ID, region, h.rand())
+	if d.Status != 0 {
+		lbError(w, d.Status, d.Reason)
+		return
+	}
+
+	x := exchange{h: h, w: w, r: r, svc: svc}
+	x.hp = headerPlan{svc: svc.Config, weight: a.Services[wi].HeaderAction, actions: a.HeaderActions}
+	x.host, x.path = a.RewriteURL(&ad.req)
+	if x.path == r.URL.Path {
+		x.rawPath = r.URL.RawPath
+	}
+	x.upgrade = upgradeType(r.Header)
+	x.hdr = h.outHeader(r, x.upgrade)
+	x.hp.request(x.hdr)
+	x.timeout = a.Timeout
+	if x.timeout <= 0 {
+		x.timeout = svc.Timeout
+	}
+	if x.timeout <= 0 {
+		x.timeout = defaultTimeout
+	}
+	bodyless := r.Body == nil || r.Body == http.NoBody
+	if !bodyless {
+		x.body = &trackedBody{rc: r.Body}
+	}
+	x.policy = newRetryPolicy(a.Retry)
+	if x.upgrade != "" {
+		x.policy.retries = 0
+	}
+	if a.Mirror != nil && bodyless && x.upgrade == "" && hit(h.rand, a.Mirror.MirrorPercent) {
+		h.mirror(snap, a.Mirror, &x)
+	}
+	x.serve(d.Endpoint)
+}
+
+// lbError writes a response generated by the load balancer itself:
+// "503 Service Unavailable: why\n" as text/plain.
+func lbError(w http.ResponseWriter, code int, reason string) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/plain; charset=utf-8")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Del("Content-Length")
+	w.WriteHeader(code)
+	text := http.StatusText(code)
+	if text == "" {
+		text = "Status"
+	}
+	var b strings.Builder
+	b.Grow(4 + len(text) + 2 + len(reason) + 1)
+	b.WriteString(itoa3(code))
+	b.WriteByte(' ')
+	b.WriteString(text)
+	b.WriteString(": ")
+	b.WriteString(reason)
+	b.WriteByte('\n')
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// itoa3 formats a three-digit status code.
+func itoa3(c int) string {
+	if c < 100 || c > 999 {
+		c = 500
+	}
+	return string([]byte{byte('0' + c/100), byte('0' + c/10%10), byte('0' + c%10)})
+}
+
+// errClientGone marks a request whose client went away.
+var errClientGone = errors.New("client went away")

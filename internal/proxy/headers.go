@@ -1,0 +1,194 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// isHopHeader reports whether a canonical header name is hop-by-hop
+// (RFC 9110 §7.6.1 plus the legacy Keep-Alive and Proxy-* headers): such
+// headers describe one connection and are never forwarded.
+func isHopHeader(k string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return strings.HasPrefix(k, "Proxy-")
+}
+
+// listed reports whether name is one of the comma-separated tokens of the
+// Connection header values conn (case-insensitive). It does not allocate.
+func listed(conn []string, name string) bool {
+	for _, v := range conn {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.TrimSpace(tok), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// upgradeType returns the protocol a request asks to switch to
+// ("websocket"), or "" when it is not an upgrade (Connection: upgrade and
+// an Upgrade header are both required; HTTP/2 has no upgrades).
+func upgradeType(h http.Header) string {
+	up := h["Upgrade"]
+	if len(up) == 0 || !listed(h["Connection"], "upgrade") {
+		return ""
+	}
+	return up[0]
+}
+
+// copyHeaders copies src into dst without hop-by-hop headers and without
+// the headers src's Connection header lists. Value slices are shared, not
+// copied: neither side is modified in place afterwards (adds go through
+// append on slices whose capacity equals their length, which reallocates).
+func copyHeaders(dst, src http.Header) {
+	conn := src["Connection"]
+	for k, vv := range src {
+		if isHopHeader(k) || (len(conn) > 0 && listed(conn, k)) {
+			continue
+		}
+		dst[k] = vv
+	}
+}
+
+// hostOnly returns the host part of a "host:port" or "[v6]:port" address
+// without allocating.
+func hostOnly(addr string) string {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 || strings.IndexByte(addr[i:], ']') >= 0 {
+		return strings.Trim(addr, "[]")
+	}
+	h := addr[:i]
+	if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	return h
+}
+
+// forwardedFor returns the X-Forwarded-For value towards the backend:
+// the existing values, then the client, then the load balancer address,
+// separated by "," without spaces as Google's global load balancer does.
+func forwardedFor(prior []string, client, lb string) string {
+	n := len(client) + 1 + len(lb)
+	for _, p := range prior {
+		n += len(p) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, p := range prior {
+		b.WriteString(p)
+		b.WriteByte(',')
+	}
+	b.WriteString(client)
+	if lb != "" {
+		b.WriteByte(',')
+		b.WriteString(lb)
+	}
+	return b.String()
+}
+
+// appendVia returns the Via values with this proxy's hop added: fresh
+// (shared, never modified) when there was none, else appended to the last.
+func appendVia(prior []string, via []string) []string {
+	if len(prior) == 0 {
+		return via
+	}
+	out := make([]string, len(prior))
+	copy(out, prior)
+	out[len(out)-1] += ", " + via[0]
+	return out
+}
+
+// splitCustomHeader parses a backend service custom header "Name: value".
+func splitCustomHeader(s string) (name, value string, ok bool) {
+	name, value, ok = strings.Cut(s, ":")
+	if !ok {
+		return "", "", false
+	}
+	name = strings.TrimSpace(name)
+	return http.CanonicalHeaderKey(name), strings.TrimSpace(value), name != ""
+}
+
+// applyCustom sets a backend service's customRequestHeaders or
+// customResponseHeaders (each "Name: value"). Two entries with one name
+// both appear.
+func applyCustom(h http.Header, custom []string) {
+	var set []string // names set so far, so a repeated name appends
+	for _, c := range custom {
+		name, value, ok := splitCustomHeader(c)
+		if !ok {
+			continue
+		}
+		seen := false
+		for _, s := range set {
+			if s == name {
+				seen = true
+			}
+		}
+		if seen {
+			h[name] = append(h[name], value)
+		} else {
+			h[name] = []string{value}
+			set = append(set, name)
+		}
+	}
+}
+
+// applyAdds removes then adds headers as one header action side says.
+// replace (default true) sets the header, false appends a value.
+func applyAdds(h http.Header, remove []string, add []config.HTTPHeaderOption) {
+	for _, name := range remove {
+		delete(h, http.CanonicalHeaderKey(name))
+	}
+	for _, o := range add {
+		k := http.CanonicalHeaderKey(o.HeaderName)
+		if o.Replace == nil || *o.Replace {
+			h[k] = []string{o.HeaderValue}
+		} else {
+			h[k] = append(h[k], o.HeaderValue)
+		}
+	}
+}
+
+// headerPlan is the set of header transformations for one request: the
+// backend service's custom headers, then the weighted service's header
+// action, then the route's header actions in order (route rule, path
+// matcher, URL map), so URL-map actions win over custom headers on a clash.
+type headerPlan struct {
+	svc     *config.BackendService
+	weight  *config.HTTPHeaderAction
+	actions []*config.HTTPHeaderAction
+}
+
+// request applies the plan to the headers sent to the backend.
+func (p *headerPlan) request(h http.Header) {
+	if p.svc != nil && len(p.svc.CustomRequestHeaders) > 0 {
+		applyCustom(h, p.svc.CustomRequestHeaders)
+	}
+	if a := p.weight; a != nil {
+		applyAdds(h, a.RequestHeadersToRemove, a.RequestHeadersToAdd)
+	}
+	for _, a := range p.actions {
+		applyAdds(h, a.RequestHeadersToRemove, a.RequestHeadersToAdd)
+	}
+}
+
+// response applies the plan to the headers sent to the client.
+func (p *headerPlan) response(h http.Header) {
+	if p.svc != nil && len(p.svc.CustomResponseHeaders) > 0 {
+		applyCustom(h, p.svc.CustomResponseHeaders)
+	}
+	if a := p.weight; a != nil {
+		applyAdds(h, a.ResponseHeadersToRemove, a.ResponseHeadersToAdd)
+	}
+	for _, a := range p.actions {
+		applyAdds(h, a.ResponseHeadersToRemove, a.ResponseHeadersToAdd)
+	}
+}

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tunnel completes a protocol upgrade (WebSocket): the backend answered
+// 101, so the client connection is hijacked, the 101 response is relayed,
+// and bytes are copied both ways until either side closes or the tunnel
+// has been idle for the request timeout (Google closes idle WebSockets
+// after the backend service timeout). Upgrades are never retried.
+func (h *handler) tunnel(x *exchange, resp *http.Response) {
+	if !strings.EqualFold(resp.Header.Get("Upgrade"), x.upgrade) {
+		lbError(x.w, http.StatusBadGateway, "backend switched to protocol "+resp.Header.Get("Upgrade")+", not "+x.upgrade)
+		return
+	}
+	back, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		lbError(x.w, http.StatusBadGateway, "backend connection cannot be upgraded")
+		return
+	}
+	conn, brw, err := http.NewResponseController(x.w).Hijack()
+	if err != nil {
+		// Google answers a failed upgrade with 403.
+		lbError(x.w, http.StatusForbidden, "connection upgrade failed: "+err.Error())
+		return
+	}
+	defer conn.Close()
+	defer back.Close()
+
+	hd := x.w.Header()
+	copyHeaders(hd, resp.Header)
+	hd["Connection"] = []string{"Upgrade"}
+	hd["Upgrade"] = resp.Header["Upgrade"]
+	hd["Via"] = appendVia(resp.Header["Via"], h.via)
+	x.hp.response(hd)
+	resp.Header = hd
+	resp.Body = nil
+	if err := resp.Write(brw); err != nil {
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	// Bytes the client sent after its request, already buffered.
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Peek(n)
+		if _, err := back.Write(b); err != nil {
+			return
+		}
+	}
+
+	var last atomic.Int64 // unix nanos of the latest byte either way
+	last.Store(time.Now().UnixNano())
+	var once sync.Once
+	closeBoth := func() { once.Do(func() { conn.Close(); back.Close() }) }
+	idle := x.timeout
+	var (
+		mu    sync.Mutex // guards timer against its own first firing
+		timer *time.Timer
+	)
+	mu.Lock()
+	timer = time.AfterFunc(idle, func() {
+		if rest := idle - time.Since(time.Unix(0, last.Load())); rest > 0 {
+			mu.Lock()
+			timer.Reset(rest)
+			mu.Unlock()
+			return
+		}
+		closeBoth()
+	})
+	mu.Unlock()
+	defer func() {
+		mu.Lock()
+		timer.Stop()
+		mu.Unlock()
+	}()
+
+	done := make(chan struct{}, 2)
+	pipe := func(dst io.Writer, src io.Reader) {
+		defer func() { done <- struct{}{} }()
+		bp := h.bufs.Get().(*[]byte)
+		defer h.bufs.Put(bp)
+		buf := *bp
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				last.Store(time.Now().UnixNano())
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	go pipe(back, conn)
+	go pipe(conn, back)
+	<-done
+	closeBoth()
+	<-done
+}
