@@ -10,6 +10,14 @@ type command func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // extraCommands maps the commands that live in their own files.
 func extraCommands(name string) (command, bool) {
 	switch name {
+	case "lab":
+		return runLab, true
+	case "serve":
+		return runServe, true
+	case "get-health":
+		return runGetHealth, true
+	case "validate":
+		return runValidate, true
 	}
 	return nil, false
 }

@@ -32,12 +32,12 @@ func (s *State) Healthy() bool { return !s.known || s.healthy }
 func (s *State) Known() bool { return s.known }
 
 // Observe steps the machine with one probe result and reports whether the
-// healthy/unhealthy state changed.
+// state changed (healthy/unhealthy, or unknown to known).
 func (s *State) Observe(ok bool, detail string, now time.Time, th Thresholds) bool {
 	s.Detail = detail
 	if !s.known {
 		s.known, s.healthy, s.run, s.Since = true, ok, 0, now
-		return !ok
+		return true
 	}
 	if ok == s.healthy {
 		s.run = 0

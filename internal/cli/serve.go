@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+const serveHelp = `
+Usage: spillway serve --config FILE [flags]
+
+Run the load balancer: every frontends[] entry listens (HTTP/1.1 and HTTP/2;
+h2c on cleartext, ALPN on TLS), each request goes through the URL map and the
+decision engine to an endpoint, and active health checks, auto-capacity drain
+and failover act live.
+
+Hot reload: send SIGHUP, POST /reload on the admin address, or just save the
+file (it is polled every second). A config that fails validation is rejected
+with a log line and the running config keeps serving; open connections and
+in-flight requests survive a reload.
+
+The admin listener (loopback by default) serves:
+  GET  /healthz   liveness
+  GET  /health    the get-health view as JSON (per service, backend, endpoint:
+                  health state, drained or drain-blocked, why)
+  POST /reload    reload the config file now
+
+Example:
+  spillway serve --config examples/seed-70-30/with-policy.yaml
+  spillway get-health --admin 127.0.0.1:9901
+`
+
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlags("serve", serveHelp, stderr)
+	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
+	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	watch := fs.Duration("watch", time.Second, "config file poll interval (0 disables the watch)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml)")
+		return errUsage
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	wi := *watch
+	if wi == 0 {
+		wi = -1
+	}
+	srv, err := serve.New(cfg, serve.Options{Admin: *admin, Logger: log, ConfigPath: *cfgPath, WatchInterval: wi})
+	if err != nil {
+		return err
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := srv.ReloadFile(ctx, *cfgPath); err != nil {
+					log.Error("SIGHUP: config rejected; the old config keeps serving", "err", err)
+				}
+			}
+		}
+	}()
+	go func() {
+		select {
+		case <-srv.Ready():
+			log.Info("spillway serving", "admin", srv.AdminAddr())
+		case <-ctx.Done():
+		}
+	}()
+	return srv.Run(ctx)
+}
+
+const getHealthHelp = `
+Usage: spillway get-health [--admin ADDR] [--json]
+
+Print a running instance's health view, like
+'gcloud compute backend-services get-health': for each backend service, each
+backend (group) with its preference, healthy members, drain state and share of
+traffic, and each endpoint's health state and last probe detail.
+`
+
+func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("get-health", getHealthHelp, stderr)
+	admin := fs.String("admin", "127.0.0.1:9901", "admin `ADDR` of the running spillway serve")
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+*admin+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the admin API at %s: %w (is 'spillway serve' running with --admin %s?)", *admin, err, *admin)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err = stdout.Write(body)
+		return err
+	}
+	var r serve.HealthReport
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("admin API answered something that is not a health report: %w", err)
+	}
+	PrintHealth(stdout, &r)
+	return nil
+}
+
+// PrintHealth prints a health report as tables.
+func PrintHealth(w io.Writer, r *serve.HealthReport) {
+	for _, s := range r.Services {
+		drain := ""
+		if s.AutoDrain {
+			drain = ", autoCapacityDrain"
+		}
+		fmt.Fprintf(w, "backend service %s (%s%s, failover threshold %d%%)\n", s.Name, s.Algorithm, drain, s.Threshold)
+		fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %6s\n", "BACKEND", "ZONE", "PREFERENCE", "HEALTHY", "STATE", "SHARE")
+		for _, b := range s.Backends {
+			state := "serving"
+			switch {
+			case b.Drained:
+				state = "drained"
+			case b.DrainBlocked:
+				state = "drain blocked"
+			case b.Healthy == 0:
+				state = "unhealthy"
+			}
+			fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %5.1f%%\n", b.Group, b.Zone, b.Preference, fmt.Sprintf("%d/%d", b.Healthy, b.Members), state, 100*b.Share)
+			for _, e := range b.Endpoints {
+				extra := []string{}
+				if e.Ejected {
+					extra = append(extra, "ejected")
+				}
+				if e.Detail != "" {
+					extra = append(extra, e.Detail)
+				}
+				fmt.Fprintf(w, "      %-22s %-10s %s\n", e.IPAddress, e.HealthState, strings.Join(extra, "; "))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,166 @@
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/engine"
+)
+
+// HealthReport is the get-health view: per backend service, backend and
+// endpoint, like `gcloud compute backend-services get-health`, plus
+// Spillway's drain state and traffic shares.
+type HealthReport struct {
+	Version  uint64          `json:"version"`
+	Time     time.Time       `json:"time"`
+	Services []ServiceHealth `json:"backendServices"`
+}
+
+// ServiceHealth is one backend service.
+type ServiceHealth struct {
+	Name      string          `json:"name"`
+	Algorithm string          `json:"loadBalancingAlgorithm"`
+	AutoDrain bool            `json:"autoCapacityDrain"`
+	Threshold int             `json:"failoverHealthThreshold"`
+	Backends  []BackendHealth `json:"backends"`
+}
+
+// BackendHealth is one backend (group) of a service.
+type BackendHealth struct {
+	Group        string  `json:"group"`
+	Zone         string  `json:"zone"`
+	Region       string  `json:"region"`
+	Preference   string  `json:"preference"`
+	Healthy      int     `json:"healthy"`
+	Members      int     `json:"members"`
+	Drained      bool    `json:"drained"`
+	DrainBlocked bool    `json:"drainBlocked"`
+	Share        float64 `json:"share"` // of the service's traffic (no client region)
+	// Why explains the state in words.
+	Why       string           `json:"why,omitempty"`
+	Endpoints []EndpointHealth `json:"healthStatus"`
+}
+
+// EndpointHealth is one endpoint.
+type EndpointHealth struct {
+	Instance    string    `json:"instance,omitempty"`
+	IPAddress   string    `json:"ipAddress"`
+	HealthState string    `json:"healthState"` // HEALTHY, UNHEALTHY, UNKNOWN
+	Ejected     bool      `json:"ejected,omitempty"`
+	Detail      string    `json:"detail,omitempty"`
+	Since       time.Time `json:"since,omitzero"`
+}
+
+func buildHealth(st *control.State, v *engine.View, now time.Time) *HealthReport {
+	p := st.Plan()
+	r := &HealthReport{Version: st.Version(), Time: now}
+	for _, svc := range p.Services {
+		sh := ServiceHealth{Name: svc.Name, Algorithm: svc.Algorithm.String(), AutoDrain: svc.AutoDrain, Threshold: int(svc.FailoverThreshold*100 + 0.5)}
+		split := v.Split(svc.ID, -1)
+		for _, b := range svc.Backends {
+			bs := v.Backend(svc.ID, b.Index)
+			bh := BackendHealth{
+				Group: b.Group.Name, Zone: b.Group.Zone, Region: b.Group.Region, Preference: "DEFAULT",
+				Healthy: bs.Healthy, Members: bs.Members, Drained: bs.Drained, DrainBlocked: bs.DrainBlocked,
+			}
+			if b.Preferred {
+				bh.Preference = "PREFERRED"
+			}
+			for _, s := range split.Shares {
+				if s.Backend == b.Index {
+					bh.Share = s.Fraction
+				}
+			}
+			switch {
+			case bs.Drained:
+				bh.Why = "auto-capacity drain: fewer than 25% of members healthy; returns after 35% are healthy for the undrain hold"
+			case bs.DrainBlocked:
+				bh.Why = "drain blocked: below 25% healthy, but 50% of the service's backends are already drained"
+			case b.ZeroCapacity():
+				bh.Why = "zero capacity (capacityScaler 0 or no members)"
+			case bs.Healthy == 0:
+				bh.Why = "no healthy endpoint"
+			}
+			for _, e := range b.Endpoints {
+				hs := st.Health(e.ID)
+				eh := EndpointHealth{Instance: e.Instance, IPAddress: e.Addr, HealthState: "UNKNOWN", Ejected: st.Ejected(e.ID), Detail: hs.Detail, Since: hs.Since}
+				if hs.Known() {
+					eh.HealthState = "UNHEALTHY"
+					if hs.Healthy() {
+						eh.HealthState = "HEALTHY"
+					}
+				}
+				bh.Endpoints = append(bh.Endpoints, eh)
+			}
+			sh.Backends = append(sh.Backends, bh)
+		}
+		r.Services = append(r.Services, sh)
+	}
+	return r
+}
+
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(s.Health())
+	})
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.ConfigPath == "" {
+			http.Error(w, "no config file to reload", http.StatusConflict)
+			return
+		}
+		if err := s.ReloadFile(r.Context(), s.opts.ConfigPath); err != nil {
+			http.Error(w, "reload rejected, the old config keeps serving:\n"+err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		w.Write([]byte("reloaded\n"))
+	})
+	return mux
+}
+
+// watch polls the config file and reloads when its content changes.
+// Polling (not inotify) is deliberate: it survives editors that replace the
+// file, and config files are small.
+func (s *Server) watch(ctx context.Context) {
+	every := s.opts.WatchInterval
+	if every == 0 {
+		every = time.Second
+	}
+	sum := func() [32]byte {
+		b, err := os.ReadFile(s.opts.ConfigPath)
+		if err != nil {
+			return [32]byte{}
+		}
+		return sha256.Sum256(b)
+	}
+	last := sum()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur := sum()
+		if cur == last || cur == ([32]byte{}) {
+			continue
+		}
+		last = cur
+		if err := s.ReloadFile(ctx, s.opts.ConfigPath); err != nil {
+			s.log.Error("config changed but was rejected; the old config keeps serving", "file", s.opts.ConfigPath, "err", err)
+		}
+	}
+}

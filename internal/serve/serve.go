@@ -1,0 +1,472 @@
+// Package serve composes `spillway serve`: it loads a config, runs the
+// active health checks, owns the control state in one event-loop
+// goroutine, publishes immutable snapshots to the proxy through an atomic
+// pointer, and hot-reloads the config (SIGHUP, file watch, or Reload).
+//
+// Data flow:
+//
+//	probe results ─┐
+//	demand window ─┼─► loop: control.State.Step / Tick ─► engine.View ─► atomic Snapshot ─► proxy handlers
+//	reloads ───────┘
+package serve
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/probe"
+	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/route"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Admin is the admin listener address ("" = none).
+	Admin  string
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// ConfigPath, when set, is re-read on Reload requests from SIGHUP and
+	// polled for changes every WatchInterval (0 = 1 s; negative = no watch).
+	ConfigPath    string
+	WatchInterval time.Duration
+	// Transport overrides the backend transport (tests).
+	Transport http.RoundTripper
+}
+
+// Server is a running Spillway instance.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	snap   atomic.Pointer[proxy.Snapshot]
+	health atomic.Pointer[HealthReport]
+
+	transport http.RoundTripper
+	prober    *probe.Prober
+	events    chan event
+	ready     chan struct{}
+	stopped   chan struct{} // closed when the loop has returned
+
+	mu        sync.Mutex // guards frontends and addrs (listener management)
+	frontends map[string]*frontend
+	admin     string
+
+	// Owned by the loop goroutine.
+	state   *control.State
+	targets map[probe.Target][]int
+}
+
+type frontend struct {
+	cfg     *plan.Frontend
+	handler atomic.Pointer[http.Handler]
+	srv     *http.Server
+	ln      net.Listener
+	done    chan struct{}
+}
+
+type event struct {
+	probe  *probe.Result
+	reload *reloadReq
+}
+
+type reloadReq struct {
+	cfg  *config.Config
+	p    *plan.Plan
+	errc chan error
+}
+
+// New compiles cfg and prepares a Server; Run starts it.
+func New(cfg *config.Config, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := plan.Compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{
+		opts:      opts,
+		log:       opts.Logger,
+		now:       opts.Now,
+		events:    make(chan event, 1024),
+		ready:     make(chan struct{}),
+		stopped:   make(chan struct{}),
+		frontends: map[string]*frontend{},
+		transport: opts.Transport,
+	}
+	if s.transport == nil {
+		s.transport = proxy.NewTransport()
+	}
+	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
+	s.state = control.New(p)
+	if err := s.publish(p, true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Snapshot returns the current snapshot (for tests and the admin API).
+func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
+
+// Health returns the current health report.
+func (s *Server) Health() *HealthReport { return s.health.Load() }
+
+// Ready is closed once every listener is bound.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// FrontendAddr returns the bound address of a frontend ("" if unknown).
+func (s *Server) FrontendAddr(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.frontends[name]; f != nil && f.ln != nil {
+		return f.ln.Addr().String()
+	}
+	return ""
+}
+
+// AdminAddr returns the bound admin address ("" if none).
+func (s *Server) AdminAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admin
+}
+
+func (s *Server) onProbe(r probe.Result) {
+	select {
+	case s.events <- event{probe: &r}:
+	case <-s.stopped:
+	}
+}
+
+// Reload validates and compiles cfg and swaps it in. On error the running
+// config keeps serving and the error says why.
+func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	p, err := plan.Compile(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := compileRoutes(p); err != nil {
+		return err
+	}
+	req := &reloadReq{cfg: cfg, p: p, errc: make(chan error, 1)}
+	select {
+	case s.events <- event{reload: req}:
+	case <-s.stopped:
+		return errors.New("server stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ReloadFile loads, validates and swaps in the config at path.
+func (s *Server) ReloadFile(ctx context.Context, path string) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	return s.Reload(ctx, cfg)
+}
+
+func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
+	routes := map[string]*route.Table{}
+	for name, um := range p.URLMaps {
+		t, err := route.Compile(um.Config)
+		if err != nil {
+			return nil, fmt.Errorf("urlMaps[%s]: %w", name, err)
+		}
+		routes[name] = t
+	}
+	return routes, nil
+}
+
+// publish builds a snapshot from s.state. newPlan also rebuilds the routes
+// and demand counters and the probe targets.
+func (s *Server) publish(p *plan.Plan, newPlan bool) error {
+	old := s.snap.Load()
+	snap := &proxy.Snapshot{Plan: p, View: engine.NewView(s.state)}
+	if newPlan || old == nil {
+		routes, err := compileRoutes(p)
+		if err != nil {
+			return err
+		}
+		snap.Routes = routes
+		snap.Demand = proxy.NewDemand(len(p.Services), len(p.Regions))
+		s.updateTargets(p)
+	} else {
+		snap.Routes, snap.Demand = old.Routes, old.Demand
+	}
+	s.snap.Store(snap)
+	s.health.Store(buildHealth(s.state, snap.View, s.now()))
+	return nil
+}
+
+// updateTargets gives the prober one target per unique (probe address,
+// health check spec).
+func (s *Server) updateTargets(p *plan.Plan) {
+	s.targets = map[probe.Target][]int{}
+	var list []probe.Target
+	for _, e := range p.Endpoints {
+		hc := e.HealthCheck
+		if hc == nil {
+			continue
+		}
+		t := probe.Target{Addr: e.ProbeAddr, Spec: probe.Spec{
+			Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path, Host: hc.Host,
+			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader,
+		}}
+		if _, ok := s.targets[t]; !ok {
+			list = append(list, t)
+		}
+		s.targets[t] = append(s.targets[t], e.ID)
+	}
+	s.prober.Update(list)
+}
+
+// Run binds the listeners, starts probing and serves until ctx is done.
+// Shutdown is graceful: listeners close, in-flight requests get up to 10 s.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.syncFrontends(s.snap.Load().Plan); err != nil {
+		s.closeFrontends(context.Background())
+		return err
+	}
+	var adminSrv *http.Server
+	if s.opts.Admin != "" {
+		ln, err := net.Listen("tcp", s.opts.Admin)
+		if err != nil {
+			s.closeFrontends(context.Background())
+			return fmt.Errorf("admin listener %s: %w", s.opts.Admin, err)
+		}
+		s.mu.Lock()
+		s.admin = ln.Addr().String()
+		s.mu.Unlock()
+		adminSrv = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go adminSrv.Serve(ln)
+	}
+	close(s.ready)
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.prober.Run(ctx) }()
+	if s.opts.ConfigPath != "" && s.opts.WatchInterval >= 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.watch(ctx) }()
+	}
+	s.loop(ctx)
+	close(s.stopped)
+	wg.Wait()
+
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	if adminSrv != nil {
+		adminSrv.Shutdown(shutdownCtx)
+	}
+	s.closeFrontends(shutdownCtx)
+	return nil
+}
+
+// loop owns s.state.
+func (s *Server) loop(ctx context.Context) {
+	p := s.snap.Load().Plan
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	window := time.NewTicker(p.DemandWindow)
+	defer window.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-s.events:
+			switch {
+			case ev.probe != nil:
+				s.applyProbe(ev.probe)
+			case ev.reload != nil:
+				ev.reload.errc <- s.applyReload(ev.reload)
+				p = s.snap.Load().Plan
+				window.Reset(p.DemandWindow)
+			}
+		case <-tick.C:
+			if s.state.Tick(s.now()) {
+				s.publish(p, false)
+			}
+		case <-window.C:
+			s.measureDemand(p)
+		}
+	}
+}
+
+func (s *Server) applyProbe(r *probe.Result) {
+	changed := false
+	for _, id := range s.targets[r.Target] {
+		if s.state.ObserveProbe(id, r.OK, r.Detail, s.now()) {
+			changed = true
+		}
+	}
+	if changed {
+		s.publish(s.state.Plan(), false)
+	}
+}
+
+func (s *Server) measureDemand(p *plan.Plan) {
+	snap := s.snap.Load()
+	changed := false
+	secs := p.DemandWindow.Seconds()
+	for svc := range p.Services {
+		for r := range p.Regions {
+			n := snap.Demand.Swap(svc, r)
+			if s.state.SetDemand(svc, r, float64(n)/secs, s.now()) {
+				changed = true
+			}
+		}
+	}
+	if changed {
+		s.publish(p, false)
+	}
+}
+
+func (s *Server) applyReload(req *reloadReq) error {
+	old := s.state
+	s.state = old.Rebase(req.p)
+	s.state.Evaluate(s.now())
+	if err := s.publish(req.p, true); err != nil {
+		s.state = old
+		return err
+	}
+	if err := s.syncFrontends(req.p); err != nil {
+		// Listener changes failed (e.g. a port in use): the new plan
+		// still serves on the listeners that exist; report the error.
+		s.log.Error("reload: frontend listeners", "err", err)
+		return err
+	}
+	s.log.Info("config reloaded", "services", len(req.p.Services), "endpoints", len(req.p.Endpoints))
+	return nil
+}
+
+// syncFrontends starts listeners for new frontends, stops removed ones and
+// swaps the handler of every kept one, so open connections survive a reload.
+func (s *Server) syncFrontends(p *plan.Plan) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]*plan.Frontend{}
+	for _, f := range p.Frontends {
+		if f.Protocol == "HTTP" || f.Protocol == "HTTPS" {
+			want[f.Name] = f
+		}
+	}
+	for name, f := range s.frontends {
+		nf, ok := want[name]
+		if !ok || !sameListener(f.cfg, nf) {
+			f.srv.Close()
+			<-f.done
+			delete(s.frontends, name)
+		}
+	}
+	var errs []error
+	for name, pf := range want {
+		var h http.Handler = proxy.NewHandler(proxy.Config{
+			Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log,
+		})
+		if f := s.frontends[name]; f != nil {
+			f.cfg = pf
+			f.handler.Store(&h)
+			continue
+		}
+		f, err := s.startFrontend(pf, h)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.frontends[name] = f
+	}
+	return errors.Join(errs...)
+}
+
+func sameListener(a, b *plan.Frontend) bool {
+	if a.Address != b.Address || a.Protocol != b.Protocol || len(a.Config.Certificates) != len(b.Config.Certificates) {
+		return false
+	}
+	for i := range a.Config.Certificates {
+		if a.Config.Certificates[i] != b.Config.Certificates[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler) (*frontend, error) {
+	f := &frontend{cfg: pf, done: make(chan struct{})}
+	f.handler.Store(&h)
+	var tlsCfg *tls.Config
+	if pf.Protocol == "HTTPS" {
+		var certs []tls.Certificate
+		for _, c := range pf.Config.Certificates {
+			cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
+			}
+			certs = append(certs, cert)
+		}
+		tlsCfg = &tls.Config{Certificates: certs, NextProtos: []string{"h2", "http/1.1"}}
+	}
+	ln, err := net.Listen("tcp", pf.Address)
+	if err != nil {
+		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
+	}
+	f.ln = ln
+	f.srv = proxy.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*f.handler.Load()).ServeHTTP(w, r)
+	}), tlsCfg)
+	go func() {
+		defer close(f.done)
+		var err error
+		if tlsCfg != nil {
+			err = f.srv.ServeTLS(ln, "", "")
+		} else {
+			err = f.srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("frontend stopped", "frontend", pf.Name, "err", err)
+		}
+	}()
+	s.log.Info("frontend listening", "frontend", pf.Name, "address", ln.Addr().String(), "protocol", pf.Protocol)
+	return f, nil
+}
+
+func (s *Server) closeFrontends(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, f := range s.frontends {
+		f.srv.Shutdown(ctx)
+		<-f.done
+		delete(s.frontends, name)
+	}
+}

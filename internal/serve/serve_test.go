@@ -1,0 +1,279 @@
+package serve_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+// backend is a real HTTP server on a loopback address that answers with
+// its zone and can fail its health path.
+type backend struct {
+	zone    string
+	srv     *http.Server
+	addr    string
+	unready atomic.Bool
+}
+
+func startBackend(t *testing.T, zone string) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{zone: zone, addr: ln.Addr().String()}
+	b.serve(t, ln)
+	return b
+}
+
+// serve (re)starts the backend's server on ln.
+func (b *backend) serve(t *testing.T, ln net.Listener) {
+	b.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			if b.unready.Load() {
+				http.Error(w, "unready", http.StatusServiceUnavailable)
+				return
+			}
+			io.WriteString(w, "ok")
+			return
+		}
+		io.WriteString(w, b.zone)
+	})}
+	srv := b.srv
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// zonesConfig writes a one-service config over the given zones (two
+// backends each) with fast probes and a short undrain hold.
+func zonesConfig(t *testing.T, weights string, backends map[string][]*backend, order []string) *config.Config {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`healthChecks:
+- name: hc
+  type: HTTP
+  checkIntervalMs: 50
+  timeoutMs: 40
+  healthyThreshold: 2
+  unhealthyThreshold: 2
+  httpHealthCheck: {requestPath: /healthz}
+serviceLbPolicies:
+- name: pol
+  loadBalancingAlgorithm: SPRAY_TO_REGION
+  autoCapacityDrain: {enable: true}
+spillway: {undrainHoldSec: 1}
+networkEndpointGroups:
+`)
+	for i, z := range order {
+		fmt.Fprintf(&b, "- name: neg-%d\n  zone: %s\n  endpoints:\n", i, z)
+		for _, be := range backends[z] {
+			host, port, _ := net.SplitHostPort(be.addr)
+			fmt.Fprintf(&b, "  - {ipAddress: %s, port: %s}\n", host, port)
+		}
+	}
+	b.WriteString("backendServices:\n- name: bs\n  healthChecks: [hc]\n  serviceLbPolicy: pol\n  backends:\n")
+	for i := range order {
+		fmt.Fprintf(&b, "  - {group: neg-%d, balancingMode: RATE, maxRatePerEndpoint: 100000}\n", i)
+	}
+	fmt.Fprintf(&b, "urlMaps:\n- name: um\n  defaultService: bs\n%sfrontends:\n- {name: fe, address: \"127.0.0.1:0\", protocol: HTTP, urlMap: um, region: us-east1}\n", weights)
+	c, err := config.Parse([]byte(b.String()), "test.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	return c
+}
+
+func startServer(t *testing.T, c *config.Config) (*serve.Server, string) {
+	t.Helper()
+	s, err := serve.New(c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server not ready")
+	}
+	return s, "http://" + s.FrontendAddr("fe")
+}
+
+type counts struct {
+	mu     sync.Mutex
+	zones  map[string]int
+	status map[int]int
+	errs   int
+}
+
+// load sends requests from `workers` keep-alive clients until stop closes.
+func load(url string, workers int, stop <-chan struct{}) *counts {
+	c := &counts{zones: map[string]int{}, status: map[int]int{}}
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := &http.Client{Timeout: 5 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := cl.Get(url)
+				c.mu.Lock()
+				if err != nil {
+					c.errs++
+				} else {
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					c.status[resp.StatusCode]++
+					if resp.StatusCode == 200 {
+						c.zones[string(body)]++
+					}
+				}
+				c.mu.Unlock()
+			}
+		}()
+	}
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func drained(s *serve.Server, zone string) bool {
+	for _, b := range s.Health().Services[0].Backends {
+		if b.Zone == zone {
+			return b.Drained
+		}
+	}
+	return false
+}
+
+func TestZoneKilledUnderLoadThenRecovers(t *testing.T) {
+	order := []string{"us-east1-b", "us-east1-c", "us-east1-d"}
+	bes := map[string][]*backend{}
+	for _, z := range order {
+		bes[z] = []*backend{startBackend(t, z), startBackend(t, z)}
+	}
+	s, url := startServer(t, zonesConfig(t, "", bes, order))
+	waitFor(t, "first probes", func() bool { return s.Health().Services[0].Backends[0].Endpoints[0].HealthState == "HEALTHY" })
+
+	// Kill zone b's listeners under load.
+	stop := make(chan struct{})
+	c := load(url, 4, stop)
+	time.Sleep(200 * time.Millisecond)
+	for _, b := range bes["us-east1-b"] {
+		b.srv.Close()
+	}
+	waitFor(t, "us-east1-b drained", func() bool { return drained(s, "us-east1-b") })
+	c.mu.Lock()
+	c.status = map[int]int{}
+	c.zones = map[string]int{}
+	c.errs = 0
+	c.mu.Unlock()
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	time.Sleep(100 * time.Millisecond)
+	c.mu.Lock()
+	after := fmt.Sprint(c.status, c.errs, c.zones)
+	if c.status[200] == 0 || len(c.status) != 1 || c.errs != 0 || c.zones["us-east1-b"] != 0 {
+		t.Errorf("after convergence: %s; want only 200s and nothing from us-east1-b", after)
+	}
+	c.mu.Unlock()
+
+	// Recovery: the listeners come back; after the (shortened) undrain
+	// hold the zone takes traffic again.
+	for _, b := range bes["us-east1-b"] {
+		ln, err := net.Listen("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.serve(t, ln)
+	}
+	waitFor(t, "us-east1-b undrained", func() bool { return !drained(s, "us-east1-b") })
+	stop = make(chan struct{})
+	c = load(url, 4, stop)
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	time.Sleep(100 * time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.zones["us-east1-b"] == 0 || c.errs != 0 {
+		t.Errorf("after recovery: zones %v, errors %d; want us-east1-b back", c.zones, c.errs)
+	}
+}
+
+func TestReloadEverySecondUnderLoadLosesNothing(t *testing.T) {
+	order := []string{"us-east1-b", "us-east1-c"}
+	bes := map[string][]*backend{}
+	for _, z := range order {
+		bes[z] = []*backend{startBackend(t, z)}
+	}
+	cfg := zonesConfig(t, "", bes, order)
+	s, url := startServer(t, cfg)
+	stop := make(chan struct{})
+	c := load(url, 4, stop)
+	for i := 0; i < 3; i++ {
+		time.Sleep(time.Second)
+		if err := s.Reload(context.Background(), zonesConfig(t, "", bes, order)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	time.Sleep(200 * time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.errs != 0 || len(c.status) != 1 || c.status[200] == 0 {
+		t.Errorf("requests lost across reloads: status %v, transport errors %d", c.status, c.errs)
+	}
+	t.Logf("%d requests across 3 reloads, all answered 200", c.status[200])
+}
+
+func TestBadReloadKeepsServing(t *testing.T) {
+	order := []string{"us-east1-b"}
+	bes := map[string][]*backend{"us-east1-b": {startBackend(t, "us-east1-b")}}
+	s, url := startServer(t, zonesConfig(t, "", bes, order))
+	bad := zonesConfig(t, "", bes, order)
+	bad.URLMaps[0].DefaultService = "nope"
+	if err := s.Reload(context.Background(), bad); err == nil {
+		t.Fatal("a config with a dangling reference was accepted")
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("after a rejected reload: %d", resp.StatusCode)
+	}
+}

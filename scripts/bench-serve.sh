@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Starts `spillway serve` as a round-robin proxy in front of the bench
+# backends, for ../shared/bench/peers.sh-style runs:
+#
+#   peers.sh --extra spillway 127.0.0.1:18480 \
+#     "$PWD/scripts/bench-serve.sh 127.0.0.1:18480" --extra-h2 spillway 127.0.0.1:18480
+#
+# BACKENDS (comma list of host:port) comes from peers.sh; SPILLWAY is the
+# binary (default: bin/spillway next to this script's repo).
+set -euo pipefail
+listen=${1:?usage: bench-serve.sh LISTEN_ADDR}
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${SPILLWAY:-$here/bin/spillway}
+dir=$(mktemp -d)
+cfg=$dir/bench.yaml
+{
+  echo "networkEndpointGroups:"
+  echo "- name: neg-bench"
+  echo "  zone: us-east1-b"
+  echo "  endpoints:"
+  IFS=, read -ra list <<<"${BACKENDS:?BACKENDS not set}"
+  for b in "${list[@]}"; do echo "  - {ipAddress: ${b%:*}, port: ${b##*:}}"; done
+  echo "backendServices:"
+  echo "- name: bs-bench"
+  echo "  backends: [{group: neg-bench, balancingMode: RATE, maxRatePerEndpoint: 1000000}]"
+  echo "urlMaps:"
+  echo "- {name: um-bench, defaultService: bs-bench}"
+  echo "frontends:"
+  echo "- {name: fe-bench, address: \"$listen\", protocol: HTTP, urlMap: um-bench, region: us-east1}"
+} >"$cfg"
+exec "$bin" serve --config "$cfg" --admin "" --watch 0 --log-level warn
