@@ -285,6 +285,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bodyless := r.Body == nil || r.Body == http.NoBody
 	if !bodyless {
 		x.body = &trackedBody{rc: r.Body}
+		if r.ProtoMajor == 1 {
+			// The backend may answer while the client still sends.
+			_ = http.NewResponseController(w).EnableFullDuplex()
+		}
 	}
 	x.policy = newRetryPolicy(a.Retry)
 	if x.upgrade != "" {

@@ -1,0 +1,323 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStreamingResponseArrivesChunkByChunk(t *testing.T) {
+	release := make(chan struct{})
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+		io.WriteString(w, "second\n")
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	resp, err := l.client.Get(l.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "first\n" {
+		t.Fatalf("first chunk %q, %v", line, err)
+	}
+	close(release) // the backend only finishes after the client saw chunk 1
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "second\n" {
+		t.Fatalf("rest %q, %v", rest, err)
+	}
+}
+
+func TestServerSentEventsAreFlushed(t *testing.T) {
+	release := make(chan struct{})
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", "22")
+		io.WriteString(w, "data: 1\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+		io.WriteString(w, "data: 22\n\n\n\n\n")
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	resp, err := l.client.Get(l.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 9)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "data: 1\n\n" {
+		t.Fatalf("first event %q, %v", buf, err)
+	}
+	close(release)
+	io.Copy(io.Discard, resp.Body)
+}
+
+func TestLargeRequestBodyIsStreamedAndEchoed(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		// Without full duplex net/http stops reading a request body
+		// 256 KiB after the response has started.
+		http.NewResponseController(w).EnableFullDuplex()
+		io.Copy(w, r.Body)
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	payload := make([]byte, 8<<20)
+	rand.Read(payload)
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = bytes.NewReader(payload)
+		if chunked {
+			body = struct{ io.Reader }{body} // unknown length: chunked
+		}
+		req, _ := http.NewRequest("POST", l.url+"/echo", body)
+		resp, got := l.do(req)
+		if resp.StatusCode != 200 || got != string(payload) {
+			t.Errorf("chunked=%v: status %d, echoed %d bytes, want %d identical", chunked, resp.StatusCode, len(got), len(payload))
+		}
+	}
+}
+
+func TestRequestBodyStreamsFullDuplex(t *testing.T) {
+	// The backend echoes each line as it arrives; the client sends the
+	// second line only after reading the first echo, which works only if
+	// neither the request nor the response is buffered.
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).EnableFullDuplex()
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		br := bufio.NewReader(r.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				io.WriteString(w, "echo "+line)
+				w.(http.Flusher).Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", l.url+"/duplex", pr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req = req.WithContext(ctx)
+	go io.WriteString(pw, "one\n")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "echo one\n" {
+		t.Fatalf("first echo %q, %v", line, err)
+	}
+	io.WriteString(pw, "two\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "echo two\n" {
+		t.Fatalf("second echo %q, %v", line, err)
+	}
+	pw.Close()
+}
+
+func TestTrailersAreForwarded(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		io.WriteString(w, "body")
+		w.Header().Set("X-Checksum", "abc")
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	resp, err := l.client.Get(l.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := resp.Trailer.Get("X-Checksum"); got != "abc" {
+		t.Errorf("trailer X-Checksum = %q, want abc", got)
+	}
+}
+
+// wsBackend answers an upgrade with 101 and echoes bytes over the
+// hijacked connection.
+func wsBackend(t *testing.T) *backend {
+	return newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" || !strings.EqualFold(r.Header.Get("Connection"), "upgrade") {
+			http.Error(w, "not an upgrade: "+r.Header.Get("Connection"), 400)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Backend: ws\r\n\r\n")
+		io.Copy(c, brw)
+	})
+}
+
+// dialUpgrade opens a raw connection through the proxy and upgrades it.
+func dialUpgrade(t *testing.T, l *lab) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 || resp.Header.Get("X-Backend") != "ws" || resp.Header.Get("Upgrade") != "websocket" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("upgrade answer %d %v %q", resp.StatusCode, resp.Header, b)
+	}
+	return c, br
+}
+
+func echoOnce(t *testing.T, c net.Conn, br *bufio.Reader, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(c, msg); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != msg {
+		t.Fatalf("echo %q, %v; want %q", got, err, msg)
+	}
+}
+
+func TestWebSocketUpgrade(t *testing.T) {
+	be := wsBackend(t)
+	l := newLab(t, basic("", "", be.addr()), nil)
+	c, br := dialUpgrade(t, l)
+	echoOnce(t, c, br, "hello")
+	echoOnce(t, c, br, strings.Repeat("x", 100<<10))
+}
+
+func TestWebSocketIdleTimeout(t *testing.T) {
+	be := wsBackend(t)
+	l := newLab(t, basic("  timeoutSec: 1\n", "", be.addr()), nil)
+	c, br := dialUpgrade(t, l)
+	// Active for longer than the timeout: stays open.
+	for range 3 {
+		time.Sleep(500 * time.Millisecond)
+		echoOnce(t, c, br, "ping")
+	}
+	// Idle for longer than the timeout: closed.
+	start := time.Now()
+	_, err := br.ReadByte()
+	if err == nil {
+		t.Fatal("read a byte from an idle tunnel")
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("idle tunnel closed after %v, want about 1s", el)
+	}
+}
+
+func TestH2CThroughNewServer(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "via h2c") })
+	l := newLab(t, basic("", "", be.addr()), nil)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(l.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || string(b) != "via h2c" {
+		t.Errorf("got %s %d %q, want HTTP/2.0 200 %q", resp.Proto, resp.StatusCode, b, "via h2c")
+	}
+}
+
+func TestTLSFrontendNegotiatesH2(t *testing.T) {
+	be := newBackend(t, echoHeaders)
+	yaml := strings.Replace(basic("", "", be.addr()), "region: us-east1\n", "region: us-east1\n  protocol: HTTPS\n  certificates: [{certificateFile: c.pem, privateKeyFile: k.pem}]\n", 1)
+	l := newLab(t, yaml, selfSigned(t))
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(l.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || resp.TLS == nil || resp.TLS.NegotiatedProtocol != "h2" {
+		t.Fatalf("got %s %d, want HTTP/2.0 200 over TLS h2", resp.Proto, resp.StatusCode)
+	}
+	if e := decodeEcho(t, string(b)); e.Header.Get("X-Forwarded-Proto") != "https" {
+		t.Errorf("X-Forwarded-Proto = %q, want https", e.Header.Get("X-Forwarded-Proto"))
+	}
+	// HTTP/1.1 clients still work.
+	resp2, _ := newLabClient11(l).Get(l.url + "/")
+	if resp2 == nil || resp2.ProtoMajor != 1 || resp2.StatusCode != 200 {
+		t.Errorf("HTTP/1.1 over TLS: %v", resp2)
+	} else {
+		resp2.Body.Close()
+	}
+}
+
+func newLabClient11(l *lab) *http.Client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+	l.t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+func TestHTTPSAndHTTP2Backends(t *testing.T) {
+	for _, proto := range []string{"HTTPS", "HTTP2", "H2C"} {
+		t.Run(proto, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tlsOn := "plain"
+				if r.TLS != nil {
+					tlsOn = "tls"
+				}
+				io.WriteString(w, r.Proto+" "+tlsOn)
+			})
+			srv := httptest.NewUnstartedServer(h)
+			var want string
+			switch proto {
+			case "HTTPS":
+				srv.StartTLS()
+				want = "HTTP/1.1 tls"
+			case "HTTP2":
+				srv.EnableHTTP2 = true
+				srv.StartTLS()
+				want = "HTTP/2.0 tls"
+			case "H2C":
+				var p http.Protocols
+				p.SetUnencryptedHTTP2(true)
+				srv.Config.Protocols = &p
+				srv.Start()
+				want = "HTTP/2.0 plain"
+			}
+			t.Cleanup(srv.Close)
+			l := newLab(t, basic("  protocol: "+proto+"\n", "", srv.Listener.Addr().String()), nil)
+			resp, body := l.get("/", "")
+			if resp.StatusCode != 200 || body != want {
+				t.Errorf("got %d %q, want 200 %q", resp.StatusCode, body, want)
+			}
+		})
+	}
+}
