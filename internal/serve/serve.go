@@ -64,9 +64,12 @@ type Server struct {
 	frontends map[string]*frontend
 	admin     string
 
+	outcomes chan proxy.Outcome
+
 	// Owned by the loop goroutine.
-	state   *control.State
-	targets map[probe.Target][]int
+	state    *control.State
+	targets  map[probe.Target][]int
+	outliers *outliers
 }
 
 type frontend struct {
@@ -110,6 +113,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		events:    make(chan event, 1024),
 		ready:     make(chan struct{}),
 		stopped:   make(chan struct{}),
+		outcomes:  make(chan proxy.Outcome, 4096),
 		frontends: map[string]*frontend{},
 		transport: opts.Transport,
 	}
@@ -118,6 +122,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.state = control.New(p)
+	s.outliers = newOutliers(p, s.now())
 	if err := s.publish(p, true); err != nil {
 		return nil, err
 	}
@@ -314,10 +319,13 @@ func (s *Server) loop(ctx context.Context) {
 				p = s.snap.Load().Plan
 				window.Reset(p.DemandWindow)
 			}
+		case out := <-s.outcomes:
+			s.applyOutcome(out)
 		case <-tick.C:
 			if s.state.Tick(s.now()) {
 				s.publish(p, false)
 			}
+			s.sweepOutliers()
 		case <-window.C:
 			s.measureDemand(p)
 		}
@@ -354,11 +362,16 @@ func (s *Server) measureDemand(p *plan.Plan) {
 }
 
 func (s *Server) applyReload(req *reloadReq) error {
-	old := s.state
+	old, oldOutliers := s.state, s.outliers
 	s.state = old.Rebase(req.p)
+	// Outlier detection starts afresh with the new plan's detectors.
+	for _, e := range req.p.Endpoints {
+		s.state.SetEjected(e.ID, false, s.now())
+	}
+	s.outliers = newOutliers(req.p, s.now())
 	s.state.Evaluate(s.now())
 	if err := s.publish(req.p, true); err != nil {
-		s.state = old
+		s.state, s.outliers = old, oldOutliers
 		return err
 	}
 	if err := s.syncFrontends(req.p); err != nil {
@@ -392,9 +405,11 @@ func (s *Server) syncFrontends(p *plan.Plan) error {
 	}
 	var errs []error
 	for name, pf := range want {
-		var h http.Handler = proxy.NewHandler(proxy.Config{
-			Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log,
-		})
+		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log}
+		if s.outliers.enabled() {
+			cfg.Observe = s.observe
+		}
+		var h http.Handler = proxy.NewHandler(cfg)
 		if f := s.frontends[name]; f != nil {
 			f.cfg = pf
 			f.handler.Store(&h)

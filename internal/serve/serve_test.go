@@ -277,3 +277,88 @@ func TestBadReloadKeepsServing(t *testing.T) {
 		t.Fatalf("after a rejected reload: %d", resp.StatusCode)
 	}
 }
+
+// The WINTICKET case (seed 003): Osaka answers 503 while its health check
+// stays green; outlier detection ejects it, traffic moves to Tokyo, and
+// Osaka returns after baseEjectionTime.
+func TestOutlierEjectsMisbehavingRegion(t *testing.T) {
+	tokyo := startBackend(t, "tokyo")
+	osaka := startBackend(t, "osaka")
+	var failing atomic.Bool
+	failing.Store(true)
+	osaka.srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || !failing.Load() {
+			io.WriteString(w, "osaka")
+			return
+		}
+		http.Error(w, "broken", http.StatusServiceUnavailable)
+	})
+	th, tp, _ := net.SplitHostPort(tokyo.addr)
+	oh, op, _ := net.SplitHostPort(osaka.addr)
+	cfg := fmt.Sprintf(`healthChecks:
+- {name: hc, type: HTTP, checkIntervalMs: 50, timeoutMs: 40, httpHealthCheck: {requestPath: /healthz}}
+networkEndpointGroups:
+- {name: neg-tokyo, zone: asia-northeast1-a, endpoints: [{ipAddress: %s, port: %s}]}
+- {name: neg-osaka, zone: asia-northeast2-a, endpoints: [{ipAddress: %s, port: %s}]}
+backendServices:
+- name: bs-default
+  healthChecks: [hc]
+  outlierDetection:
+    interval: {seconds: 1}
+    baseEjectionTime: {seconds: 1}
+    maxEjectionPercent: 50
+    consecutiveErrors: 5
+    consecutiveGatewayFailure: 5
+    enforcingConsecutiveGatewayFailure: 100
+  backends:
+  - {group: neg-tokyo, balancingMode: RATE, maxRatePerEndpoint: 100000}
+  - {group: neg-osaka, balancingMode: RATE, maxRatePerEndpoint: 100000}
+urlMaps:
+- {name: um, defaultService: bs-default}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um, region: asia-northeast2}
+`, th, tp, oh, op)
+	c, err := config.Parse([]byte(cfg), "winticket.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, url := startServer(t, c)
+	get := func() (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	// Osaka is nearest, so it gets the traffic and fails. The default
+	// retry (GET, 503) moves each failed attempt elsewhere only if Osaka
+	// had another endpoint; it has not, so clients see the 503s until
+	// the ejection.
+	fails := 0
+	for i := 0; i < 20; i++ {
+		if code, _ := get(); code == 503 {
+			fails++
+		}
+	}
+	waitFor(t, "osaka ejected", func() bool {
+		for _, b := range s.Health().Services[0].Backends {
+			if b.Zone == "asia-northeast2-a" {
+				return b.Endpoints[0].Ejected
+			}
+		}
+		return false
+	})
+	if fails > 6 {
+		t.Errorf("%d failed requests before ejection, want at most the 5 that trigger it (+1 in flight)", fails)
+	}
+	for i := 0; i < 20; i++ {
+		if code, body := get(); code != 200 || body != "tokyo" {
+			t.Fatalf("while Osaka is ejected: %d %q, want 200 from tokyo", code, body)
+		}
+	}
+	// Osaka heals; after baseEjectionTime it takes traffic again.
+	failing.Store(false)
+	waitFor(t, "osaka back", func() bool { _, b := get(); return b == "osaka" })
+}
