@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/lab"
+)
+
+const labHelp = `
+Usage: spillway lab [flags]
+
+Reproduce seed 000's "Test results" table with real traffic on this machine:
+a 70/30 URL-map split over two backend services that share six zonal groups
+(us-south1-a/b/c and us-east4-a/b/c, inverted PREFERRED/DEFAULT).
+
+For every config (with-policy, no-policy, baseline from examples/seed-70-30,
+built into the binary) and every scenario (steady; us-south1-a down; a,b
+down; a,b,c down) the lab:
+
+  1. starts a real HTTP server per backend instance on its configured
+     loopback address (127.1.Z.I / 127.2.Z.I, port 18080). Each answers
+     GET / with {"zone": "us-south1-a", "instance": "us-south1-a-vm1"} and
+     the health check's path (/healthz) with 200 "ok";
+  2. starts Spillway itself in-process (health checks, drain, proxy) with an
+     HTTPS frontend on an ephemeral 127.0.0.1 port and a self-signed
+     certificate. Lab settings: health checks every --interval (200ms)
+     instead of 5 s, thresholds unchanged (2/2); undrain is never needed
+     because each scenario starts fresh backends and a fresh Spillway;
+  3. fails the scenario's zones (--fail-mode 1: their health path answers
+     503 while / keeps working; 2: their listeners and connections close)
+     and waits until the health view shows them UNHEALTHY and, with
+     autoCapacityDrain, drained;
+  4. sends --requests HTTPS requests (8 keep-alive connections, paced at
+     --rate, well below the groups' RATE capacity of 300 rps, since the seed
+     measured at low load) and counts the zone named in each answer.
+
+Columns: the share of requests each region served, its zones a / b / c in
+brackets, and the share answered 503. Under each row, "seed" shows the
+seed's published numbers; with-policy rows (and the baseline outage) say
+"match" when every zone is within ±4 points and every region and the 503
+share within ±4.5, else "DIFF". no-policy rows get no verdict: one Spillway
+instance is one proxy, so WATERFALL_BY_REGION favours one home zone (see
+docs/semantics.md §2.4).
+
+The whole matrix (12 scenarios × 1,000 requests) takes about a minute;
+progress goes to stderr, the table (or --json) to stdout. Linux only as is:
+other systems need loopback aliases for 127.1.0.0/16 and 127.2.0.0/16.
+
+Examples:
+  spillway lab
+  spillway lab --only with-policy --requests 2000
+  spillway lab --fail-mode 2 --json
+  spillway lab --config examples/seed-70-30/with-policy.yaml
+
+--config FILE runs the four kinds of scenario on that one config instead:
+steady, then the first one, two, ... all zones of the frontend's region
+down. --json prints {"scenarios": [{"config", "down", "requests", "regions",
+"zones", "status"}]} with counts; every zone is present.
+`
+
+func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("lab", labHelp, stderr)
+	cfgPath := fs.String("config", "", "run the scenarios on this config `FILE` instead of the seed's three")
+	requests := fs.Int("requests", lab.DefaultRequests, "HTTPS requests per scenario")
+	failMode := fs.Int("fail-mode", int(lab.FailHealthCheck), "how zones fail: 1 = health path answers 503, 2 = listeners stop")
+	asJSON := fs.Bool("json", false, `print {"scenarios": [...]} with counts instead of the table`)
+	interval := fs.Duration("interval", lab.DefaultInterval, "health-check interval the lab sets (checkIntervalMs)")
+	rate := fs.Float64("rate", lab.DefaultRate, "requests per second; keep it below the RATE capacity left after failures")
+	var only listFlag
+	fs.Var(&only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *failMode != 1 && *failMode != 2 {
+		fmt.Fprintf(stderr, "spillway lab: --fail-mode %d: use 1 (health path answers 503) or 2 (listeners stop)\n", *failMode)
+		return errUsage
+	}
+	if *requests <= 0 || *rate <= 0 || *interval < 10*time.Millisecond {
+		fmt.Fprintln(stderr, "spillway lab: --requests and --rate must be positive and --interval at least 10ms")
+		return errUsage
+	}
+	var configs []lab.Config
+	switch {
+	case *cfgPath != "" && len(only) > 0:
+		fmt.Fprintln(stderr, "spillway lab: --only picks among the seed's configs; it cannot be combined with --config")
+		return errUsage
+	case *cfgPath != "":
+		c, err := lab.LoadConfig(*cfgPath)
+		if err != nil {
+			return err
+		}
+		configs = []lab.Config{c}
+	default:
+		cs, err := lab.SeedConfigs(only)
+		if err != nil {
+			return err
+		}
+		configs = cs
+	}
+	rep, err := lab.Run(ctx, lab.Options{
+		Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),
+		Interval: *interval, Rate: *rate, Progress: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return lab.WriteJSON(stdout, rep)
+	}
+	return lab.WriteTable(stdout, rep)
+}

@@ -1,0 +1,314 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/probe"
+)
+
+// Backends are the lab's backend servers: one real HTTP server per
+// configured endpoint address (instance × named port, or NEG endpoint), on
+// loopback. Each answers the health check's requestPath with 200 "ok" (or
+// the health check's expected response) and every other request with
+// {"zone": ..., "instance": ...}.
+//
+// Zones fail in two ways: FailHealth makes the health path answer 503
+// while the data path keeps working (failure mode 1, a sick application
+// behind a live socket), StopListeners closes the listeners and every open
+// connection (failure mode 2, a dead zone). Recover undoes either.
+type Backends struct {
+	servers []*backend
+	tlsCert *tls.Certificate // shared self-signed cert for HTTPS backends
+}
+
+// backend is one address.
+type backend struct {
+	addr     string
+	zone     string
+	instance string
+	proto    string // HTTP, HTTPS, HTTP2 (TLS), H2C
+	// health maps health-check paths to the body a passing check answers.
+	health map[string]string
+	tlsCfg *tls.Config
+
+	failHealth atomic.Bool
+
+	mu   sync.Mutex // guards srv and done
+	srv  *http.Server
+	done chan struct{} // closed when srv's Serve returns
+}
+
+// response is the body of a data-path answer.
+type response struct {
+	Zone     string `json:"zone"`
+	Instance string `json:"instance"`
+}
+
+// StartBackends starts a server for every endpoint address of p (and every
+// distinct probe address, when a health check uses a fixed port). The
+// protocol follows the backend services that use the address: HTTP by
+// default, TLS with an in-memory self-signed certificate for HTTPS and
+// HTTP2, cleartext HTTP/2 as well as HTTP/1.1 for H2C. Linux routes all of
+// 127.0.0.0/8 to loopback, so the example configs' 127.1.Z.I addresses
+// need no setup; on other systems binding them fails with an error that
+// says so. Close stops everything.
+func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
+	byAddr := map[string]*backend{}
+	var order []string
+	add := func(addr, zone, instance, proto string) (*backend, error) {
+		b := byAddr[addr]
+		if b == nil {
+			b = &backend{addr: addr, zone: zone, instance: instance, proto: proto, health: map[string]string{}}
+			byAddr[addr] = b
+			order = append(order, addr)
+			return b, nil
+		}
+		if b.zone != zone {
+			return nil, fmt.Errorf("lab: address %s is configured in two zones (%s and %s); the lab answers one zone per address", addr, b.zone, zone)
+		}
+		if !sameTransport(b.proto, proto) {
+			return nil, fmt.Errorf("lab: address %s is used as %s and as %s; the lab serves one protocol per address", addr, b.proto, proto)
+		}
+		return b, nil
+	}
+	for _, svc := range p.Services {
+		for _, be := range svc.Backends {
+			for _, e := range be.Endpoints {
+				instance := e.Instance
+				if instance == "" {
+					instance = e.Addr
+				}
+				b, err := add(e.Addr, e.Group.Zone, instance, svc.Protocol)
+				if err != nil {
+					return nil, err
+				}
+				hc := e.HealthCheck
+				if hc == nil || hc.Type == "TCP" {
+					continue
+				}
+				pb := b
+				if e.ProbeAddr != e.Addr {
+					if pb, err = add(e.ProbeAddr, e.Group.Zone, instance, hc.Type); err != nil {
+						return nil, err
+					}
+				}
+				body := "ok"
+				if hc.Response != "" {
+					body = hc.Response
+				}
+				pb.health[hc.Path] = body
+			}
+		}
+	}
+	if len(order) == 0 {
+		return nil, errors.New("lab: the config has no backend endpoints to start")
+	}
+	bs := &Backends{}
+	for _, addr := range order {
+		b := byAddr[addr]
+		if usesTLS(b.proto) {
+			if bs.tlsCert == nil {
+				cert, _, _, err := selfSigned()
+				if err != nil {
+					return nil, err
+				}
+				bs.tlsCert = &cert
+			}
+			b.tlsCfg = &tls.Config{Certificates: []tls.Certificate{*bs.tlsCert}, NextProtos: []string{"h2", "http/1.1"}}
+		}
+		if err := b.start(ctx); err != nil {
+			bs.Close()
+			return nil, err
+		}
+		bs.servers = append(bs.servers, b)
+	}
+	return bs, nil
+}
+
+func usesTLS(proto string) bool { return proto == "HTTPS" || proto == "HTTP2" }
+
+func sameTransport(a, b string) bool { return usesTLS(a) == usesTLS(b) }
+
+// start binds the address and serves it in a goroutine.
+func (b *backend) start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv != nil {
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", b.addr)
+	if err != nil {
+		hint := "another process may use the port; stop it or change the named port"
+		if strings.Contains(err.Error(), "assign requested address") {
+			hint = "this system does not route all of 127.0.0.0/8 to loopback (Linux does); on macOS add aliases, e.g. sudo ifconfig lo0 alias " + hostOf(b.addr)
+		}
+		return fmt.Errorf("lab: backend %s (%s) cannot listen on %s: %w (%s)", b.instance, b.zone, b.addr, err, hint)
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(b.serveHTTP),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0), // killed connections are the point of mode 2
+	}
+	if b.proto == "H2C" {
+		var ps http.Protocols
+		ps.SetHTTP1(true)
+		ps.SetUnencryptedHTTP2(true)
+		srv.Protocols = &ps
+	}
+	if b.tlsCfg != nil {
+		srv.TLSConfig = b.tlsCfg
+		ln = tls.NewListener(ln, b.tlsCfg)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // returns http.ErrServerClosed on Close
+	}()
+	b.srv, b.done = srv, done
+	return nil
+}
+
+// stop closes the listener and every open connection, and waits for the
+// serving goroutine.
+func (b *backend) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil {
+		return
+	}
+	_ = b.srv.Close()
+	<-b.done
+	b.srv, b.done = nil, nil
+}
+
+func (b *backend) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if body, ok := b.health[r.URL.Path]; ok && b.isProbe(r) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if b.failHealth.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("unhealthy (lab failure mode 1)\n"))
+			return
+		}
+		_, _ = w.Write([]byte(body))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(response{Zone: b.zone, Instance: b.instance})
+}
+
+// isProbe tells a health check from a data request on a health path. Only
+// when the health path is also a data path ("/") does it matter; then the
+// probe's User-Agent (GoogleHC/1.0) decides.
+func (b *backend) isProbe(r *http.Request) bool {
+	return r.URL.Path != "/" || strings.HasPrefix(r.UserAgent(), probe.UserAgent)
+}
+
+// Zones returns the zones that have backends, sorted.
+func (bs *Backends) Zones() []string {
+	seen := map[string]bool{}
+	var zs []string
+	for _, b := range bs.servers {
+		if !seen[b.zone] {
+			seen[b.zone] = true
+			zs = append(zs, b.zone)
+		}
+	}
+	sort.Strings(zs)
+	return zs
+}
+
+// Addrs returns the addresses served, in config order.
+func (bs *Backends) Addrs() []string {
+	a := make([]string, len(bs.servers))
+	for i, b := range bs.servers {
+		a[i] = b.addr
+	}
+	return a
+}
+
+func (bs *Backends) inZone(zone string) ([]*backend, error) {
+	var list []*backend
+	for _, b := range bs.servers {
+		if b.zone == zone {
+			list = append(list, b)
+		}
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("lab: no backends in zone %q (zones: %s)", zone, strings.Join(bs.Zones(), ", "))
+	}
+	return list, nil
+}
+
+// FailHealth makes the health path of every backend in zone answer 503;
+// the data path keeps answering (failure mode 1).
+func (bs *Backends) FailHealth(zone string) error {
+	list, err := bs.inZone(zone)
+	if err != nil {
+		return err
+	}
+	for _, b := range list {
+		b.failHealth.Store(true)
+	}
+	return nil
+}
+
+// StopListeners closes the listeners of every backend in zone and their
+// open connections (failure mode 2): probes and requests get "connection
+// refused".
+func (bs *Backends) StopListeners(zone string) error {
+	list, err := bs.inZone(zone)
+	if err != nil {
+		return err
+	}
+	for _, b := range list {
+		b.stop()
+	}
+	return nil
+}
+
+// Recover undoes FailHealth and StopListeners for zone: health checks
+// pass again and stopped listeners bind again.
+func (bs *Backends) Recover(ctx context.Context, zone string) error {
+	list, err := bs.inZone(zone)
+	if err != nil {
+		return err
+	}
+	for _, b := range list {
+		b.failHealth.Store(false)
+		if err := b.start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops every backend: listeners and open connections close, and
+// Close returns once every serving goroutine has.
+func (bs *Backends) Close() {
+	for _, b := range bs.servers {
+		b.stop()
+	}
+}
+
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}

@@ -1,0 +1,328 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/probe"
+	"github.com/spillwaylb/spillway/internal/sim"
+)
+
+func seedConfig(t *testing.T, name string) Config {
+	t.Helper()
+	cs, err := SeedConfigs([]string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs[0]
+}
+
+func seedPlan(t *testing.T, name string) *plan.Plan {
+	t.Helper()
+	cfg, err := seedConfig(t, name).Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// share returns a zone's or region's share in percent.
+func share(r *Result, n int) float64 { return r.Share(n) }
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %.1f%%, want %.1f ± %.1f", what, got, want, tol)
+	}
+}
+
+// waitGoroutines waits for the goroutine count to fall back to at most n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), n, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBackends(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	bs, err := StartBackends(ctx, seedPlan(t, "with-policy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(bs.Addrs()); n != 18 {
+		t.Fatalf("started %d backends, want 18 (6 zones × 3 instances)", n)
+	}
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	get := func(addr, path string) (int, string, error) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		if path == "/healthz" {
+			req.Header.Set("User-Agent", probe.UserAgent)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	const a1 = "127.1.1.1:18080"
+	if code, body, err := get(a1, "/"); err != nil || code != 200 || !strings.Contains(body, `{"zone":"us-south1-a","instance":"us-south1-a-vm1"}`) {
+		t.Fatalf("GET / = %d %q %v", code, body, err)
+	}
+	if code, body, err := get(a1, "/healthz"); err != nil || code != 200 || body != "ok" {
+		t.Fatalf("GET /healthz = %d %q %v", code, body, err)
+	}
+
+	// Mode 1: the health path fails, / keeps working.
+	if err := bs.FailHealth("us-south1-a"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := get(a1, "/healthz"); code != 503 {
+		t.Errorf("failed zone: /healthz = %d, want 503", code)
+	}
+	if code, _, _ := get(a1, "/"); code != 200 {
+		t.Errorf("failed zone: / = %d, want 200", code)
+	}
+	if code, _, _ := get("127.1.2.1:18080", "/healthz"); code != 200 {
+		t.Errorf("other zone: /healthz = %d, want 200", code)
+	}
+
+	// Mode 2: listeners and open connections close.
+	if err := bs.StopListeners("us-south1-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(a1, "/"); err == nil {
+		t.Errorf("stopped zone still answers")
+	}
+	if err := bs.Recover(ctx, "us-south1-a"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := get(a1, "/healthz"); err != nil || code != 200 {
+		t.Errorf("recovered zone: /healthz = %d %v, want 200", code, err)
+	}
+	if err := bs.FailHealth("us-nowhere1-z"); err == nil {
+		t.Errorf("FailHealth of an unknown zone: no error")
+	}
+	client.CloseIdleConnections()
+	bs.Close()
+	ln, err := net.Listen("tcp", a1)
+	if err != nil {
+		t.Fatalf("address not released after Close: %v", err)
+	}
+	ln.Close()
+	waitGoroutines(t, before)
+}
+
+func TestBackendsBindError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.1.3.2:18080")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer ln.Close()
+	_, err = StartBackends(context.Background(), seedPlan(t, "with-policy"))
+	if err == nil || !strings.Contains(err.Error(), "127.1.3.2:18080") || !strings.Contains(err.Error(), "us-south1-c-vm2") {
+		t.Fatalf("err = %v, want a clear error naming the address and instance", err)
+	}
+	// Everything started before the failure was closed again.
+	ln2, err := net.Listen("tcp", "127.1.1.1:18080")
+	if err != nil {
+		t.Fatalf("earlier backends not closed: %v", err)
+	}
+	ln2.Close()
+}
+
+// TestLab is a reduced lab: real backends, real serve, real HTTPS.
+func TestLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	before := runtime.NumGoroutine()
+	ctx := context.Background()
+	var progress bytes.Buffer
+	rep, err := Run(ctx, Options{
+		Configs:   []Config{seedConfig(t, "with-policy")},
+		Scenarios: [][]string{nil, {"us-south1-a", "us-south1-b"}},
+		Requests:  200,
+		Progress:  &progress,
+	})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	steady, ab := &rep.Scenarios[0], &rep.Scenarios[1]
+	for _, z := range []string{"us-south1-a", "us-south1-b", "us-south1-c"} {
+		near(t, "with-policy steady "+z, share(steady, steady.Zones[z]), 23.3, 8)
+	}
+	for _, z := range []string{"us-east4-a", "us-east4-b", "us-east4-c"} {
+		near(t, "with-policy steady "+z, share(steady, steady.Zones[z]), 10, 8)
+	}
+	near(t, "with-policy a,b down us-south1-c", share(ab, ab.Zones["us-south1-c"]), 70, 8)
+	if ab.Zones["us-south1-a"] != 0 || ab.Zones["us-south1-b"] != 0 {
+		t.Errorf("with-policy a,b down: us-south1-a/b served %d/%d requests, want 0", ab.Zones["us-south1-a"], ab.Zones["us-south1-b"])
+	}
+	if !strings.Contains(progress.String(), "with-policy / us-south1-a,b down: waiting for convergence...") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+
+	// Full outage with fail mode 2 (listeners stop).
+	rep2, err := Run(ctx, Options{
+		Configs:   []Config{seedConfig(t, "baseline"), seedConfig(t, "no-policy")},
+		Scenarios: [][]string{{"us-south1-a", "us-south1-b", "us-south1-c"}},
+		Requests:  200,
+		FailMode:  FailListeners,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, np := &rep2.Scenarios[0], &rep2.Scenarios[1]
+	near(t, "baseline outage 503", share(base, base.Status["503"]), 70, 10)
+	near(t, "baseline outage us-east4", share(base, base.Regions["us-east4"]), 30, 10)
+	if np.Regions["us-east4"] != np.Requests {
+		t.Errorf("no-policy outage: us-east4 served %d of %d, want all (status %v)", np.Regions["us-east4"], np.Requests, np.Status)
+	}
+
+	var out bytes.Buffer
+	if err := WriteTable(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	waitGoroutines(t, before)
+}
+
+// TestSimulateAndLabAgree: the simulator and the real lab run the same
+// engine, so they must agree.
+func TestSimulateAndLabAgree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	down := []string{"us-south1-a"}
+	rep, err := Run(context.Background(), Options{
+		Configs:   []Config{seedConfig(t, "with-policy")},
+		Scenarios: [][]string{down},
+		Requests:  300,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &rep.Scenarios[0]
+	simRes, err := sim.Run(seedPlan(t, "with-policy"), sim.Options{Requests: 20000, Seed: 1, Down: down})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for z, n := range simRes.Zones {
+		want := 100 * float64(n) / float64(simRes.Requests)
+		near(t, "lab vs simulate "+z, share(got, got.Zones[z]), want, 8)
+	}
+}
+
+func TestScenarioName(t *testing.T) {
+	for _, c := range []struct {
+		down []string
+		want string
+	}{
+		{nil, "steady"},
+		{[]string{"us-south1-a"}, "us-south1-a down"},
+		{[]string{"us-south1-a", "us-south1-b", "us-south1-c"}, "us-south1-a,b,c down"},
+		{[]string{"us-south1-a", "us-east4-b"}, "us-south1-a,us-east4-b down"},
+	} {
+		if got := ScenarioName(c.down); got != c.want {
+			t.Errorf("ScenarioName(%v) = %q, want %q", c.down, got, c.want)
+		}
+	}
+}
+
+func seedResult(cfg string, down []string, zones map[string]int, s503 int) Result {
+	r := Result{
+		Config: cfg, Down: down, Requests: 1000, Zones: zones, Status: map[string]int{"200": 1000 - s503, "503": s503},
+		Regions: map[string]int{}, Primary: "us-south1",
+		RegionZones: map[string][]string{
+			"us-south1": {"us-south1-a", "us-south1-b", "us-south1-c"},
+			"us-east4":  {"us-east4-a", "us-east4-b", "us-east4-c"},
+		},
+		RegionOrder: []string{"us-south1", "us-east4"},
+	}
+	for z, n := range zones {
+		r.Regions[z[:strings.LastIndexByte(z, '-')]] += n
+	}
+	return r
+}
+
+func TestVerdictAndReport(t *testing.T) {
+	ok := seedResult("with-policy", nil, map[string]int{
+		"us-south1-a": 234, "us-south1-b": 233, "us-south1-c": 233, "us-east4-a": 100, "us-east4-b": 100, "us-east4-c": 100,
+	}, 0)
+	bad := seedResult("with-policy", []string{"us-south1-a"}, map[string]int{
+		"us-south1-a": 0, "us-south1-b": 600, "us-south1-c": 100, "us-east4-a": 100, "us-east4-b": 100, "us-east4-c": 100,
+	}, 0)
+	base := seedResult("baseline", []string{"us-south1-a", "us-south1-b", "us-south1-c"}, map[string]int{
+		"us-south1-a": 0, "us-south1-b": 0, "us-south1-c": 0, "us-east4-a": 100, "us-east4-b": 100, "us-east4-c": 100,
+	}, 700)
+	np := seedResult("no-policy", nil, map[string]int{
+		"us-south1-a": 700, "us-south1-b": 0, "us-south1-c": 0, "us-east4-a": 300, "us-east4-b": 0, "us-east4-c": 0,
+	}, 0)
+	for _, c := range []struct {
+		r    Result
+		want string
+	}{{ok, "match"}, {bad, "DIFF"}, {base, "match"}, {np, ""}} {
+		if got := Verdict(&c.r); got != c.want {
+			t.Errorf("Verdict(%s %v) = %q, want %q", c.r.Config, c.r.Down, got, c.want)
+		}
+	}
+
+	rep := &Report{Scenarios: []Result{ok, bad, base, np}, Requests: 1000, FailMode: FailHealthCheck, Interval: DefaultInterval, Rate: DefaultRate}
+	var tbl bytes.Buffer
+	if err := WriteTable(&tbl, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"us-south1 (a / b / c)",
+		" 70.3% (23.4 / 23.8 / 23.1)", // the seed's steady row
+		"70.0%",                       // the baseline's 503 share
+		"match", "DIFF",
+	} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl.String())
+		}
+	}
+
+	var js bytes.Buffer
+	if err := WriteJSON(&js, &Report{Scenarios: []Result{ok}}); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string][]map[string]any
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	s := got["scenarios"][0]
+	if len(got) != 1 || len(s) != 6 {
+		t.Errorf("JSON keys: %v", s)
+	}
+	if d, ok := s["down"].([]any); !ok || len(d) != 0 {
+		t.Errorf(`steady "down" = %v, want []`, s["down"])
+	}
+	if s["config"] != "with-policy" || s["requests"] != 1000.0 || len(s["zones"].(map[string]any)) != 6 {
+		t.Errorf("JSON scenario = %v", s)
+	}
+}

@@ -1,0 +1,269 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Tolerances of the acceptance check (DESIGN §5, at 1,000 requests).
+const (
+	ZoneTolerance   = 4.0 // points per zone
+	RegionTolerance = 4.5 // points per region (and for the 503 share)
+)
+
+// reference is one row of seed 000's published "Test results" table, in
+// percent. They are the seed's numbers, used only to print beside the lab's
+// and for the tolerance check, never as output.
+type reference struct {
+	primary, secondary float64
+	// primaryZones and secondaryZones are a / b / c; nil when the seed
+	// gives no per-zone numbers.
+	primaryZones, secondaryZones []float64
+	err503                       float64
+}
+
+// seedPrimary and seedSecondary are the seed's regions and zones.
+func seedZones() (primary, secondary []string) {
+	return []string{"us-south1-a", "us-south1-b", "us-south1-c"}, []string{"us-east4-a", "us-east4-b", "us-east4-c"}
+}
+
+// seedReference returns the seed's row for a config and failed zones, or
+// nil when the seed did not test that combination.
+func seedReference(cfg string, down []string) *reference {
+	prim, _ := seedZones()
+	k := len(down)
+	if k > len(prim) || !slices.Equal(down, prim[:k]) {
+		return nil
+	}
+	z := func(v ...float64) []float64 { return v }
+	switch cfg {
+	case "with-policy":
+		return []*reference{
+			{70.3, 29.7, z(23.4, 23.8, 23.1), z(10.0, 10.0, 9.7), 0.0},
+			{68.9, 31.1, z(0.0, 34.0, 34.9), z(10.4, 10.4, 10.3), 0.0},
+			{69.8, 30.1, z(0.0, 0.0, 69.8), z(9.8, 9.7, 10.6), 0.1},
+			{0.0, 100.0, z(0, 0, 0), z(34.5, 32.6, 32.9), 0.0},
+		}[k]
+	case "no-policy":
+		return []*reference{
+			{69.5, 30.5, z(11.3, 31.8, 26.4), z(3.1, 4.3, 23.1), 0.0},
+			{68.1, 31.9, z(0.0, 49.1, 19.0), z(2.6, 10.9, 18.4), 0.0},
+			{45.3, 54.7, z(0.0, 0.0, 45.3), z(14.2, 9.6, 30.9), 0.0},
+			{0.0, 100.0, z(0, 0, 0), z(31.8, 18.6, 49.6), 0.0},
+		}[k]
+	case "baseline":
+		if k == 3 {
+			return &reference{primary: 0, secondary: 30.0, err503: 70.0}
+		}
+	}
+	return nil
+}
+
+// referenceFor returns the seed's row for r when r ran on the seed's
+// topology.
+func referenceFor(r *Result) *reference {
+	prim, sec := seedZones()
+	if r.Primary != "us-south1" || !slices.Equal(r.RegionZones["us-south1"], prim) || !slices.Equal(r.RegionZones["us-east4"], sec) || len(r.RegionZones) != 2 {
+		return nil
+	}
+	return seedReference(r.Config, r.Down)
+}
+
+// Verdict compares a result with the seed: "match", "DIFF", or "" when
+// the row has no verdict (no seed numbers, or the no-policy config, whose
+// zone skew is that of many Google proxies; see WriteTable's notes).
+func Verdict(r *Result) string {
+	ref := referenceFor(r)
+	if ref == nil || r.Config == "no-policy" {
+		return ""
+	}
+	prim, sec := seedZones()
+	ok := within(r.Share(r.Regions["us-south1"]), ref.primary, RegionTolerance) &&
+		within(r.Share(r.Regions["us-east4"]), ref.secondary, RegionTolerance) &&
+		within(r.Share(r.Status["503"]), ref.err503, RegionTolerance)
+	for i, z := range prim {
+		if ref.primaryZones != nil {
+			ok = ok && within(r.Share(r.Zones[z]), ref.primaryZones[i], ZoneTolerance)
+		}
+	}
+	for i, z := range sec {
+		if ref.secondaryZones != nil {
+			ok = ok && within(r.Share(r.Zones[z]), ref.secondaryZones[i], ZoneTolerance)
+		}
+	}
+	if ok {
+		return "match"
+	}
+	return "DIFF"
+}
+
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol+1e-9 }
+
+// WriteJSON prints {"scenarios": [...]} with counts.
+func WriteJSON(w io.Writer, rep *Report) error {
+	out := struct {
+		Scenarios []Result `json:"scenarios"`
+	}{Scenarios: make([]Result, len(rep.Scenarios))}
+	for i, r := range rep.Scenarios {
+		if r.Down == nil {
+			r.Down = []string{}
+		}
+		out.Scenarios[i] = r
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("lab: encode report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable prints the results beside the seed's published numbers.
+func WriteTable(w io.Writer, rep *Report) error {
+	mode := "health checks fail (mode 1)"
+	if rep.FailMode == FailListeners {
+		mode = "listeners stop (mode 2)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Spillway lab: %d HTTPS requests per scenario after convergence · %s · probes every %s · %.0f rps\n\n",
+		rep.Requests, mode, rep.Interval, rep.Rate)
+
+	// Columns: config, scenario, one per region (primary first), 503, verdict.
+	var regions []string
+	for _, r := range rep.Scenarios {
+		for _, reg := range r.RegionOrder {
+			if !slices.Contains(regions, reg) {
+				regions = append(regions, reg)
+			}
+		}
+	}
+	zonesOf := func(reg string) []string {
+		for _, r := range rep.Scenarios {
+			if zs := r.RegionZones[reg]; zs != nil {
+				return zs
+			}
+		}
+		return nil
+	}
+	header := []string{"CONFIG", "SCENARIO"}
+	for _, reg := range regions {
+		header = append(header, fmt.Sprintf("%s (%s)", reg, strings.Join(zoneSuffixes(reg, zonesOf(reg)), " / ")))
+	}
+	header = append(header, "503", "")
+	rows := [][]string{header}
+	seps := []bool{false}
+	var others []string
+	prevCfg := ""
+	for i := range rep.Scenarios {
+		r := &rep.Scenarios[i]
+		cfgCell := r.Config
+		if r.Config == prevCfg {
+			cfgCell = ""
+		}
+		seps = append(seps, r.Config != prevCfg && prevCfg != "")
+		prevCfg = r.Config
+		row := []string{cfgCell, ScenarioName(r.Down)}
+		for _, reg := range regions {
+			zs := zonesOf(reg)
+			vals := make([]float64, len(zs))
+			for j, z := range zs {
+				vals[j] = r.Share(r.Zones[z])
+			}
+			row = append(row, regionCell(r.Share(r.Regions[reg]), vals))
+		}
+		row = append(row, fmt.Sprintf("%.1f%%", r.Share(r.Status["503"])), Verdict(r))
+		rows = append(rows, row)
+		if ref := referenceFor(r); ref != nil {
+			seed := []string{"", "  seed"}
+			for _, reg := range regions {
+				switch reg {
+				case "us-south1":
+					seed = append(seed, regionCell(ref.primary, ref.primaryZones))
+				case "us-east4":
+					seed = append(seed, regionCell(ref.secondary, ref.secondaryZones))
+				}
+			}
+			seed = append(seed, fmt.Sprintf("%.1f%%", ref.err503), "")
+			rows = append(rows, seed)
+			seps = append(seps, false)
+		}
+		var codes []string
+		for code, n := range r.Status {
+			if code != "200" && code != "503" && n > 0 {
+				codes = append(codes, fmt.Sprintf("%s×%d", code, n))
+			}
+		}
+		if len(codes) > 0 {
+			sort.Strings(codes)
+			others = append(others, fmt.Sprintf("%s / %s: %s", r.Config, ScenarioName(r.Down), strings.Join(codes, ", ")))
+		}
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for j, c := range row {
+			widths[j] = max(widths[j], len([]rune(c)))
+		}
+	}
+	for i, row := range rows {
+		if seps[i] {
+			b.WriteString("\n")
+		}
+		var line strings.Builder
+		for j, c := range row {
+			pad := widths[j] - len([]rune(c))
+			if j >= 2 && j < len(row)-1 { // numbers: right-aligned
+				line.WriteString(strings.Repeat(" ", pad) + c)
+			} else {
+				line.WriteString(c + strings.Repeat(" ", pad))
+			}
+			if j < len(row)-1 {
+				line.WriteString("   ")
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	if len(others) > 0 {
+		b.WriteString("\nother answers: " + strings.Join(others, "; ") + "\n")
+	}
+	b.WriteString(`
+Shares are of each scenario's requests; a region's zones are in brackets.
+"seed" rows are the seed's published numbers (1,000 requests each on Google
+Cloud). match: every zone within ±4 points, every region and the 503 share
+within ±4.5 points of the seed; DIFF: outside. no-policy rows get no verdict:
+one Spillway instance is one proxy, so WATERFALL_BY_REGION sends a region's
+share to one home zone where the seed's numbers mix many Google proxies, and
+with two zones down Spillway leaks about 37 points to us-east4 where the seed
+saw 25 (docs/semantics.md §2.2 and §2.4).
+`)
+	fmt.Fprintf(&b, "\n%d scenarios in %.1fs\n", len(rep.Scenarios), rep.Elapsed.Seconds())
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("lab: write report: %w", err)
+	}
+	return nil
+}
+
+func regionCell(total float64, zones []float64) string {
+	if zones == nil {
+		return fmt.Sprintf("%.1f%%", total)
+	}
+	parts := make([]string, len(zones))
+	for i, v := range zones {
+		parts[i] = fmt.Sprintf("%4.1f", v)
+	}
+	return fmt.Sprintf("%5.1f%% (%s)", total, strings.Join(parts, " / "))
+}
+
+// zoneSuffixes turns us-south1-a, us-south1-b into a, b.
+func zoneSuffixes(region string, zones []string) []string {
+	out := make([]string, len(zones))
+	for i, z := range zones {
+		out[i] = strings.TrimPrefix(z, region+"-")
+	}
+	return out
+}
