@@ -92,4 +92,3 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
