@@ -62,7 +62,8 @@ type Config struct {
 	// (default NewH2Transport()).
 	H2Transport http.RoundTripper
 	// Observe, when set, is called once per attempt (including mirrored
-	// requests) from the request's goroutine. It must be cheap.
+	// requests, from their own goroutine) right after the response headers
+	// or the failure. It must be cheap and safe for concurrent use.
 	Observe func(Outcome)
 	// Rand returns uniform random numbers (default math/rand/v2.Uint64).
 	Rand func() uint64
@@ -282,7 +283,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if x.timeout <= 0 {
 		x.timeout = defaultTimeout
 	}
-	bodyless := r.Body == nil || r.Body == http.NoBody
+	// Body-less: HTTP/1.1 without Content-Length or Transfer-Encoding, or
+	// HTTP/2 with END_STREAM on the headers (whose Body is not NoBody).
+	bodyless := r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody
 	if !bodyless {
 		x.body = &trackedBody{rc: r.Body}
 		if r.ProtoMajor == 1 {

@@ -321,3 +321,29 @@ func TestHTTPSAndHTTP2Backends(t *testing.T) {
 		})
 	}
 }
+
+func TestH2CGetIsRetried(t *testing.T) {
+	// An HTTP/2 GET's Body is not http.NoBody; it must still count as
+	// body-less, so the default policy retries its 503.
+	bad := newBackend(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	l := newLab(t, basic("", "", bad.addr(), be.addr()), nil)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	defer tr.CloseIdleConnections()
+	for i := range 4 {
+		resp, err := (&http.Client{Transport: tr}).Get(l.url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+			t.Fatalf("request %d: %s %d, want HTTP/2.0 200", i, resp.Proto, resp.StatusCode)
+		}
+	}
+	if bad.hits.Load() == 0 {
+		t.Error("no request tried the failing backend; the test proves nothing")
+	}
+}
