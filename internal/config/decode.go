@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,7 +33,7 @@ func Load(path string) (*Config, error) {
 // their zero value (see defaults.go).
 func Parse(data []byte, file string) (*Config, error) {
 	cfg := &Config{}
-	d := &decoder{file: file, pos: map[string]position{}, budget: nodeBudget}
+	d := &decoder{file: file, pos: map[string]position{}, budget: aliasBudget}
 	d.document(data, cfg)
 	if len(d.errs) > 0 {
 		return nil, sortAndCap(d.errs)
@@ -44,10 +45,11 @@ func Parse(data []byte, file string) (*Config, error) {
 	return cfg, nil
 }
 
-// nodeBudget bounds how many YAML nodes one Parse visits, counting every
-// alias expansion, so that a small file of nested aliases ("billion
-// laughs") cannot make Parse run for ever.
-const nodeBudget = 1 << 20
+// aliasBudget bounds how many values one Parse decodes through aliases
+// and merge keys, so that a small file of nested aliases ("billion
+// laughs") cannot make Parse run for ever. Values written out in the file
+// do not count: the file's size bounds them.
+const aliasBudget = 100_000
 
 // position is where a field was written.
 type position struct{ line, col int }
@@ -57,7 +59,25 @@ type decoder struct {
 	file   string
 	errs   Errors
 	pos    map[string]position // field path → position of its key or item
-	budget int
+	budget int                 // values left to decode through aliases
+	// expanding is > 0 while decoding the target of an alias or merge key.
+	expanding int
+	// merging holds the mappings whose merge keys are being expanded, to
+	// detect cycles (a: &a {<<: *a}).
+	merging []*yaml.Node
+}
+
+// spend takes one value from the alias budget and reports whether any
+// was left; it reports the error once, when the budget runs out.
+func (d *decoder) spend(n *yaml.Node, path string) bool {
+	if d.budget--; d.budget >= 0 {
+		return true
+	}
+	if d.budget == -1 {
+		d.errorf(n, path, "write the values out instead of nesting aliases",
+			"the document expands to too many values through aliases (more than %d)", aliasBudget)
+	}
+	return false
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, fix, format string, args ...any) {
@@ -114,27 +134,47 @@ func (d *decoder) syntaxError(err error) {
 			}
 		}
 	}
+	if isParserError(msg) {
+		// yaml.v3 reports the lines of parser (not scanner) errors
+		// 0-based, and leaves out line 0.
+		line++
+	}
 	d.errs = append(d.errs, &FieldError{
 		File: d.file, Line: line, Msg: "invalid YAML: " + msg,
 		Fix: "check indentation, quoting and brackets near this line",
 	})
 }
 
+// isParserError reports whether msg is one of the errors of the YAML
+// parser stage (parserc.go), whose line numbers yaml.v3 reports 0-based.
+func isParserError(msg string) bool {
+	switch msg {
+	case "did not find expected <stream-start>", "did not find expected <document start>",
+		"found undefined tag handle", "did not find expected node content",
+		"did not find expected '-' indicator", "did not find expected key",
+		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"found duplicate %YAML directive", "found incompatible YAML document",
+		"found duplicate %TAG directive":
+		return true
+	}
+	return false
+}
+
 // value decodes n into v (which must be settable); path is v's field path.
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
-	if d.budget--; d.budget < 0 {
-		if d.budget == -1 {
-			d.errorf(n, path, "write the values out instead of nesting aliases",
-				"the document expands to too many values (more than %d)", nodeBudget)
-		}
-		return
-	}
-	for n.Kind == yaml.AliasNode {
+	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
 			d.errorf(n, path, "define the anchor before using it", "alias to an unknown anchor")
 			return
 		}
-		n = n.Alias
+		d.expanding++
+		defer func() { d.expanding-- }()
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+	}
+	if d.expanding > 0 && !d.spend(n, path) {
+		return
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // null means "not set", as in JSON exports
@@ -329,7 +369,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		}
 		seen[key] = kv.key.Line
 		d.pos[p] = position{kv.key.Line, kv.key.Column}
-		d.value(kv.value, v.Field(i), p)
+		d.entryValue(kv, v.Field(i), p)
 	}
 }
 
@@ -408,7 +448,7 @@ func (d *decoder) entries(n *yaml.Node, path string) []entry {
 // mergeEntries expands the value of a merge key: a mapping, an alias to
 // one, or a list of those.
 func (d *decoder) mergeEntries(n *yaml.Node, path string) []entry {
-	if d.budget--; d.budget < 0 {
+	if !d.spend(n, path) {
 		return nil
 	}
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
@@ -417,7 +457,16 @@ func (d *decoder) mergeEntries(n *yaml.Node, path string) []entry {
 	var out []entry
 	switch n.Kind {
 	case yaml.MappingNode:
+		if slices.Contains(d.merging, n) {
+			d.errorf(n, path, "do not merge a mapping into itself", "merge key refers back to the mapping that contains it")
+			return nil
+		}
+		d.merging = append(d.merging, n)
+		defer func() { d.merging = d.merging[:len(d.merging)-1] }()
 		for _, e := range d.entries(n, path) {
+			if !d.spend(n, path) {
+				return out // chains of merges copy entries: bound them too
+			}
 			e.merged = true
 			out = append(out, e)
 		}
@@ -429,6 +478,16 @@ func (d *decoder) mergeEntries(n *yaml.Node, path string) []entry {
 		d.errorf(n, path, "merge a mapping: <<: *anchor", "want a mapping to merge, got %s", describeNode(n))
 	}
 	return out
+}
+
+// entryValue decodes the value of a mapping entry; values that come from
+// a merge key count against the alias budget.
+func (d *decoder) entryValue(kv entry, v reflect.Value, path string) {
+	if kv.merged {
+		d.expanding++
+		defer func() { d.expanding-- }()
+	}
+	d.value(kv.value, v, path)
 }
 
 // mapValue decodes a mapping into a map with string keys.
@@ -451,7 +510,7 @@ func (d *decoder) mapValue(n *yaml.Node, v reflect.Value, path string) {
 		seen[key] = kv.key.Line
 		d.pos[p] = position{kv.key.Line, kv.key.Column}
 		elem := reflect.New(v.Type().Elem()).Elem()
-		d.value(kv.value, elem, p)
+		d.entryValue(kv, elem, p)
 		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
 	}
 	v.Set(m)
