@@ -26,6 +26,9 @@ type Config struct {
 	// Spillway holds process-wide tuning that has no Google Cloud
 	// equivalent (a Spillway extension).
 	Spillway *Tuning `json:"spillway,omitempty"`
+	// DNSZones is a Spillway extension: zones served on protocol: DNS
+	// frontends (see dns.go and docs/dns.md).
+	DNSZones []DNSZone `json:"dnsZones,omitempty"`
 
 	// File is the path the config was loaded from (not decoded).
 	File string `json:"-"`

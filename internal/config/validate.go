@@ -32,6 +32,7 @@ func validate(c *Config, pos map[string]position) Errors {
 	v.regions()
 	v.frontends()
 	v.tuning()
+	v.dnsZones()
 	if len(v.errs) == 0 {
 		return nil
 	}

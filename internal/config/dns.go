@@ -1,0 +1,183 @@
+package config
+
+import "strings"
+
+// DNSZone is one dnsZones[] entry (a Spillway extension): a zone Spillway
+// serves authoritatively on its protocol: DNS frontends. It holds static
+// records and GSLB names, whose answers follow health, weights, priority
+// tiers and the client's location. docs/dns.md documents every field.
+//
+// Names inside a zone (records[].name, gslbNames[].name) may be written
+// relative to the zone ("www"), absolute ("www.gslb.example.") or as "@"
+// for the zone apex. Names are case-insensitive.
+type DNSZone struct {
+	// Name is the zone's domain, e.g. "gslb.example." (the trailing dot is
+	// optional).
+	Name string `json:"name"`
+	// SOA is the zone's start of authority; absent fields take the
+	// defaults in DNSDefault* (mname defaults to the first name server,
+	// rname to hostmaster.ZONE).
+	SOA *DNSSOA `json:"soa,omitempty"`
+	// NameServers are the zone's NS records (at least one).
+	NameServers []string `json:"nameServers,omitempty"`
+	// Records are static resource record sets.
+	Records []DNSRecord `json:"records,omitempty"`
+	// GSLBNames are names whose A/AAAA answers are decided per query.
+	GSLBNames []GSLBName `json:"gslbNames,omitempty"`
+}
+
+// DNSSOA is dnsZones[].soa. Times are in seconds.
+type DNSSOA struct {
+	MName   string `json:"mname,omitempty"`
+	RName   string `json:"rname,omitempty"`
+	Serial  *int64 `json:"serial,omitempty"`
+	Refresh *int   `json:"refresh,omitempty"`
+	Retry   *int   `json:"retry,omitempty"`
+	Expire  *int   `json:"expire,omitempty"`
+	// Minimum is the negative-caching TTL (RFC 2308).
+	Minimum *int `json:"minimum,omitempty"`
+}
+
+// DNSRecord is one static resource record set, in the shape of Cloud DNS
+// resourceRecordSets: rrdatas are in zone-file presentation format, e.g.
+// "10 mail.example." for MX or "\"v=spf1 -all\"" for TXT.
+type DNSRecord struct {
+	Name string `json:"name"`
+	// Type is A, AAAA, CNAME, TXT, MX or SRV.
+	Type string `json:"type"`
+	// TTL in seconds; default DNSDefaultRecordTTL.
+	TTL     *int     `json:"ttl,omitempty"`
+	Rrdatas []string `json:"rrdatas,omitempty"`
+}
+
+// GSLBName is dnsZones[].gslbNames[]: a name answered from a pool of
+// members (or from Spillway's own frontends for a backend service)
+// according to a policy and health.
+type GSLBName struct {
+	Name string `json:"name"`
+	// Policy is WEIGHTED (default), FAILOVER or GEO.
+	Policy string `json:"policy,omitempty"`
+	// AnswerCount is how many addresses an answer holds (default 1).
+	AnswerCount *int `json:"answerCount,omitempty"`
+	// TTL of answers in seconds (default DNSDefaultGSLBTTL).
+	TTL *int `json:"ttl,omitempty"`
+	// TransitionTTL is the TTL used while the name's answers are changing:
+	// a member changed state within the last TTL seconds, or is ramping
+	// back (default DNSDefaultTransitionTTL).
+	TransitionTTL *int `json:"transitionTtl,omitempty"`
+	// Pool lists the members; exactly one of Pool and BackendService.
+	Pool *GSLBPool `json:"pool,omitempty"`
+	// BackendService answers with Spillway's own HTTP/HTTPS frontends, a
+	// region's frontends while the service has healthy capacity there.
+	BackendService string `json:"backendService,omitempty"`
+	// Failback shapes how a recovered member's weight returns.
+	Failback *GSLBFailback `json:"failback,omitempty"`
+	// Locations map client subnets (EDNS Client Subnet, else the
+	// resolver's address) to regions, for the GEO policy.
+	Locations []GSLBLocation `json:"locations,omitempty"`
+}
+
+// GSLBPool is gslbNames[].pool.
+type GSLBPool struct {
+	Members []GSLBMember `json:"members,omitempty"`
+}
+
+// GSLBMember is one pool member.
+type GSLBMember struct {
+	Name string `json:"name"`
+	// Address is the IPv4 or IPv6 address answered (A or AAAA).
+	Address string `json:"address"`
+	// Region places the member, for GEO (a regions[] name or a known
+	// Google Cloud region).
+	Region string `json:"region,omitempty"`
+	// Weight is the member's relative share (default 1; 0 = never chosen
+	// while another member can be).
+	Weight *int `json:"weight,omitempty"`
+	// Priority is the FAILOVER tier: 0 is tried first.
+	Priority int `json:"priority,omitempty"`
+	// HealthCheck names a healthChecks[] entry that probes Address; it
+	// must give a port. No health check: always healthy.
+	HealthCheck string `json:"healthCheck,omitempty"`
+	// Fallback members are answered when every member is down.
+	Fallback bool `json:"fallback,omitempty"`
+}
+
+// GSLBFailback is gslbNames[].failback.
+type GSLBFailback struct {
+	// RampSec is how long a recovered member takes to return to its full
+	// weight (default DNSDefaultRampSec; 0 returns it at once).
+	RampSec *int `json:"rampSec,omitempty"`
+	// Steps are the percentages of its weight a recovered member gets,
+	// evenly spaced over RampSec (default 10, 25, 50, 100; last is 100).
+	Steps []int `json:"steps,omitempty"`
+}
+
+// GSLBLocation maps a client subnet to a region.
+type GSLBLocation struct {
+	CIDR   string `json:"cidr"`
+	Region string `json:"region"`
+}
+
+// Defaults of dnsZones fields.
+const (
+	// DNSDefaultRecordTTL is records[].ttl when unset.
+	DNSDefaultRecordTTL = 300
+	// DNSDefaultGSLBTTL is gslbNames[].ttl when unset.
+	DNSDefaultGSLBTTL = 30
+	// DNSDefaultTransitionTTL is gslbNames[].transitionTtl when unset.
+	DNSDefaultTransitionTTL = 15
+	// DNSDefaultAnswerCount is gslbNames[].answerCount when unset.
+	DNSDefaultAnswerCount = 1
+	// DNSDefaultWeight is members[].weight when unset.
+	DNSDefaultWeight = 1
+	// DNSDefaultRampSec is failback.rampSec when unset.
+	DNSDefaultRampSec = 240
+	// DNSDefaultSOARefresh, Retry, Expire and Minimum are the soa fields'
+	// defaults, in seconds; DNSDefaultSOASerial is soa.serial's.
+	DNSDefaultSOARefresh = 3600
+	DNSDefaultSOARetry   = 600
+	DNSDefaultSOAExpire  = 604800
+	DNSDefaultSOAMinimum = 30
+	DNSDefaultSOASerial  = 1
+	// DNSDefaultHealthyThreshold and DNSDefaultUnhealthyThreshold are the
+	// hysteresis of DNS pool members whose health check leaves the
+	// thresholds unset: 2 successes up, 3 failures down.
+	DNSDefaultHealthyThreshold   = 2
+	DNSDefaultUnhealthyThreshold = 3
+	// DNSMaxMembers bounds a pool's size.
+	DNSMaxMembers = 256
+)
+
+// DNSDefaultFailbackSteps returns failback.steps when unset: 10, 25, 50,
+// 100 percent.
+func DNSDefaultFailbackSteps() []int { return []int{10, 25, 50, 100} }
+
+// Owner returns name (relative, absolute or "@") as an absolute,
+// lower-case domain name with a trailing dot, inside zone z.
+func (z *DNSZone) Owner(name string) string {
+	zone := CanonicalDNSName(z.Name)
+	switch {
+	case name == "@" || name == "":
+		return zone
+	case strings.HasSuffix(name, "."):
+		return strings.ToLower(name)
+	case zone == ".":
+		return strings.ToLower(name) + "."
+	}
+	return strings.ToLower(name) + "." + zone
+}
+
+// CanonicalDNSName returns name lower-cased with a trailing dot.
+func CanonicalDNSName(name string) string {
+	name = strings.ToLower(name)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	return name
+}
+
+// InDNSZone reports whether the canonical name lies in (or is) the
+// canonical zone.
+func InDNSZone(name, zone string) bool {
+	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
+}

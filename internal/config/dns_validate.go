@@ -1,0 +1,388 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// dnsRecordTypes are the static record types dnsZones[].records accept.
+var dnsRecordTypes = []string{"A", "AAAA", "CNAME", "TXT", "MX", "SRV"}
+
+// gslbPolicies are the values of gslbNames[].policy.
+var gslbPolicies = []string{"WEIGHTED", "FAILOVER", "GEO"}
+
+// dnsZones validates dnsZones[] and how they relate to DNS frontends.
+func (v *validator) dnsZones() {
+	zones := map[string]int{}
+	for i := range v.c.DNSZones {
+		z := &v.c.DNSZones[i]
+		p := at("dnsZones[%d]", i)
+		if !v.dnsName(p+".name", z.Name, "gslb.example.") {
+			continue
+		}
+		zn := CanonicalDNSName(z.Name)
+		if first, dup := zones[zn]; dup {
+			v.add(p+".name", "serve each zone once", "zone %q is already dnsZones[%d]", zn, first)
+			continue
+		}
+		zones[zn] = i
+		v.dnsZone(p, z)
+	}
+	var dnsFrontends int
+	for _, f := range v.c.Frontends {
+		if f.Protocol == "DNS" {
+			dnsFrontends++
+		}
+	}
+	switch {
+	case len(v.c.DNSZones) > 0 && dnsFrontends == 0:
+		v.add("dnsZones", "add a frontend with protocol: DNS, e.g. {name: dns, address: 0.0.0.0:53, protocol: DNS}",
+			"no frontend serves the DNS zones")
+	case len(v.c.DNSZones) == 0 && dnsFrontends > 0:
+		for i, f := range v.c.Frontends {
+			if f.Protocol == "DNS" {
+				v.add(at("frontends[%d].protocol", i), "add dnsZones for it to serve, or remove the frontend",
+					"a DNS frontend needs dnsZones")
+			}
+		}
+	}
+}
+
+// dnsZone validates one zone whose name is valid.
+func (v *validator) dnsZone(p string, z *DNSZone) {
+	zone := CanonicalDNSName(z.Name)
+	if s := z.SOA; s != nil {
+		sp := p + ".soa"
+		if s.MName != "" {
+			v.dnsName(sp+".mname", s.MName, "ns1."+zone)
+		}
+		if s.RName != "" {
+			v.dnsName(sp+".rname", s.RName, "hostmaster."+zone)
+		}
+		if s.Serial != nil {
+			v.inRange(sp+".serial", *s.Serial, 0, 1<<32-1)
+		}
+		v.intRange(sp+".refresh", s.Refresh, 0, 1<<31-1)
+		v.intRange(sp+".retry", s.Retry, 0, 1<<31-1)
+		v.intRange(sp+".expire", s.Expire, 0, 1<<31-1)
+		v.intRange(sp+".minimum", s.Minimum, 0, 86400)
+	}
+	if len(z.NameServers) == 0 {
+		v.add(p+".nameServers", "list the zone's name servers, e.g. nameServers: [ns1."+zone+"]", "at least one name server is required")
+	}
+	for j, ns := range z.NameServers {
+		v.dnsName(at("%s.nameServers[%d]", p, j), ns, "ns1."+zone)
+	}
+
+	// owners maps an owner name to what is there, to find CNAME clashes.
+	type owner struct {
+		path  string
+		cname bool
+		gslb  bool
+	}
+	owners := map[string]owner{}
+	claim := func(path, name string, o owner) {
+		prev, ok := owners[name]
+		switch {
+		case !ok:
+			o.path = path
+			owners[name] = o
+		case prev.gslb || o.gslb:
+			v.add(path, "give the GSLB name its own owner name", "%q is already used by %s", name, prev.path)
+		case prev.cname || o.cname:
+			v.add(path, "a CNAME must be the only record at its name (RFC 1034 §3.6.2); rename one of them",
+				"%q already has records at %s", name, prev.path)
+		}
+	}
+	sets := map[string]int{}
+	for j := range z.Records {
+		r := &z.Records[j]
+		rp := at("%s.records[%d]", p, j)
+		name, ok := v.dnsOwner(rp+".name", z, r.Name)
+		typeOK := r.Type != "" && v.enum(rp+".type", r.Type, dnsRecordTypes...)
+		if r.Type == "" {
+			v.add(rp+".type", "use one of "+strings.Join(dnsRecordTypes, ", "), "a type is required")
+		}
+		v.intRange(rp+".ttl", r.TTL, 0, 1<<31-1)
+		if len(r.Rrdatas) == 0 {
+			v.add(rp+".rrdatas", "give the record data, e.g. rrdatas: [\"192.0.2.1\"]", "at least one rrdata is required")
+		}
+		if !ok || !typeOK {
+			continue
+		}
+		key := name + " " + r.Type
+		if first, dup := sets[key]; dup {
+			v.add(rp, "merge the rrdatas into one record set", "%s %s is already records[%d]", name, r.Type, first)
+			continue
+		}
+		sets[key] = j
+		if r.Type == "CNAME" {
+			if name == CanonicalDNSName(z.Name) {
+				v.add(rp+".name", "use CNAME below the apex; the apex has SOA and NS records", "a CNAME cannot be at the zone apex")
+			}
+			if len(r.Rrdatas) > 1 {
+				v.add(rp+".rrdatas", "keep one target", "a CNAME has exactly one target, not %d", len(r.Rrdatas))
+			}
+		}
+		claim(rp+".name", name, owner{cname: r.Type == "CNAME"})
+		for k, data := range r.Rrdatas {
+			if _, err := ParseDNSRecord(name, r.Type, 0, data); err != nil {
+				v.add(at("%s.rrdatas[%d]", rp, k), rrdataFix(r.Type), "%q is not valid %s data: %v", data, r.Type, err)
+			}
+		}
+	}
+	for j := range z.GSLBNames {
+		g := &z.GSLBNames[j]
+		gp := at("%s.gslbNames[%d]", p, j)
+		if name, ok := v.dnsOwner(gp+".name", z, g.Name); ok {
+			claim(gp+".name", name, owner{gslb: true})
+		}
+		v.gslbName(gp, g)
+	}
+}
+
+// ParseDNSRecord parses one rrdata of the given type in presentation
+// format into a resource record owned by name.
+func ParseDNSRecord(name, typ string, ttl uint32, rrdata string) (dns.RR, error) {
+	if strings.ContainsAny(rrdata, "\n;") && typ != "TXT" {
+		return nil, fmt.Errorf("unexpected newline or comment")
+	}
+	rr, err := dns.NewRR(name + " " + strconv.FormatUint(uint64(ttl), 10) + " IN " + typ + " " + rrdata)
+	if err != nil {
+		return nil, err
+	}
+	if rr == nil || dns.TypeToString[rr.Header().Rrtype] != typ {
+		return nil, fmt.Errorf("empty data")
+	}
+	return rr, nil
+}
+
+// rrdataFix is the fix hint for bad rrdata of a type.
+func rrdataFix(typ string) string {
+	switch typ {
+	case "A":
+		return `write an IPv4 address, e.g. "192.0.2.1"`
+	case "AAAA":
+		return `write an IPv6 address, e.g. "2001:db8::1"`
+	case "CNAME":
+		return `write a domain name, e.g. "www.example.com."`
+	case "TXT":
+		return `quote the text, e.g. "\"v=spf1 -all\""`
+	case "MX":
+		return `write PREFERENCE EXCHANGE, e.g. "10 mail.example.com."`
+	}
+	return `write PRIORITY WEIGHT PORT TARGET, e.g. "0 5 5060 sip.example.com."`
+}
+
+// gslbName validates one gslbNames[] entry.
+func (v *validator) gslbName(p string, g *GSLBName) {
+	geo := g.Policy == "GEO"
+	v.enum(p+".policy", g.Policy, gslbPolicies...)
+	v.intRange(p+".answerCount", g.AnswerCount, 1, 64)
+	v.intRange(p+".ttl", g.TTL, 0, 86400)
+	v.intRange(p+".transitionTtl", g.TransitionTTL, 0, 86400)
+	ttl, tttl := DNSDefaultGSLBTTL, DNSDefaultTransitionTTL
+	if g.TTL != nil {
+		ttl = *g.TTL
+	}
+	if g.TransitionTTL != nil {
+		tttl = *g.TransitionTTL
+	}
+	if tttl > ttl && (g.TTL != nil || g.TransitionTTL != nil) {
+		v.add(p+".transitionTtl", fmt.Sprintf("use at most the ttl, %d", ttl), "transitionTtl %d is longer than ttl %d", tttl, ttl)
+	}
+	switch {
+	case g.Pool != nil && g.BackendService != "":
+		v.add(p, "keep either pool or backendService", "pool and backendService are exclusive")
+	case g.Pool == nil && g.BackendService == "":
+		v.add(p, "add pool: {members: [...]} or backendService: NAME", "a pool or a backend service is required")
+	case g.Pool != nil:
+		v.gslbPool(p+".pool", g.Pool, geo)
+	default:
+		v.serviceRef(p+".backendService", g.BackendService)
+		if len(v.gslbFrontends()) == 0 {
+			v.add(p+".backendService", "give an HTTP or HTTPS frontend an IP address (not 0.0.0.0) and a region",
+				"no frontend can be answered: answers need an HTTP or HTTPS frontend with a specific IP address")
+		}
+	}
+	if f := g.Failback; f != nil {
+		v.intRange(p+".failback.rampSec", f.RampSec, 0, 3600)
+		for k, s := range f.Steps {
+			sp := at("%s.failback.steps[%d]", p, k)
+			switch {
+			case s < 1 || s > 100:
+				v.add(sp, "use a percentage between 1 and 100", "%d is out of range", s)
+			case k > 0 && s <= f.Steps[k-1]:
+				v.add(sp, "list increasing percentages, e.g. [10, 25, 50, 100]", "%d does not increase on %d", s, f.Steps[k-1])
+			}
+		}
+		if n := len(f.Steps); n > 0 && f.Steps[n-1] != 100 {
+			v.add(at("%s.failback.steps[%d]", p, n-1), "end the steps with 100", "the last step must be 100, not %d", f.Steps[n-1])
+		}
+	}
+	for k, l := range g.Locations {
+		lp := at("%s.locations[%d]", p, k)
+		pfx, err := netip.ParsePrefix(l.CIDR)
+		switch {
+		case l.CIDR == "":
+			v.add(lp+".cidr", "write a subnet, e.g. 198.51.100.0/24", "a CIDR is required")
+		case err != nil:
+			v.add(lp+".cidr", "write a subnet, e.g. 198.51.100.0/24 or 2001:db8::/32", "%q is not a CIDR", l.CIDR)
+		case pfx.Masked() != pfx:
+			v.add(lp+".cidr", fmt.Sprintf("write %s", pfx.Masked()), "%q has host bits set", l.CIDR)
+		}
+		if l.Region == "" {
+			v.add(lp+".region", "name the region clients in this subnet are in", "a region is required")
+		}
+	}
+	if len(g.Locations) > 0 && !geo {
+		v.add(p+".locations", "set policy: GEO, or remove the locations", "locations are only used by the GEO policy")
+	}
+}
+
+// gslbPool validates a pool.
+func (v *validator) gslbPool(p string, pool *GSLBPool, geo bool) {
+	if len(pool.Members) == 0 {
+		v.add(p+".members", "add members: [{name: a, address: 192.0.2.1}]", "at least one member is required")
+	}
+	if len(pool.Members) > DNSMaxMembers {
+		v.add(p+".members", fmt.Sprintf("split the pool; at most %d members", DNSMaxMembers), "%d members are too many", len(pool.Members))
+	}
+	names := map[string]int{}
+	for k := range pool.Members {
+		m := &pool.Members[k]
+		mp := at("%s.members[%d]", p, k)
+		if v.name(mp+".name", m.Name, "pool member", "iad-edge") {
+			if first, dup := names[m.Name]; dup {
+				v.add(mp+".name", "give each member its own name", "%q is already the name of members[%d]", m.Name, first)
+			}
+			names[m.Name] = k
+		}
+		if m.Address == "" {
+			v.add(mp+".address", "write an IP address, e.g. 192.0.2.10", "an address is required")
+		} else if a, err := netip.ParseAddr(m.Address); err != nil || a.Zone() != "" {
+			v.add(mp+".address", "write an IPv4 or IPv6 address without a port, e.g. 192.0.2.10", "%q is not an IP address", m.Address)
+		}
+		v.intRange(mp+".weight", m.Weight, 0, 10000)
+		v.inRange(mp+".priority", int64(m.Priority), 0, 100)
+		if geo && m.Region == "" {
+			v.add(mp+".region", "say where the member is, e.g. region: us-east1", "the GEO policy needs a region for every member")
+		}
+		if m.HealthCheck != "" {
+			v.gslbHealthCheck(mp+".healthCheck", m.HealthCheck)
+		}
+	}
+}
+
+// gslbHealthCheck checks a member's health check reference: it must exist
+// and probe a fixed port, because a member is an address without a port.
+func (v *validator) gslbHealthCheck(p, ref string) {
+	_, name := v.ref(p, ref, "health check", map[string]map[string]int{"healthChecks": v.hcs})
+	if name == "" {
+		return
+	}
+	hc := &v.c.HealthChecks[v.hcs[name]]
+	if _, ok := FixedProbePort(hc); !ok {
+		v.add(p, "set the health check's port (e.g. httpHealthCheck: {port: 80})",
+			"health check %q probes the serving port, which a DNS pool member does not have", name)
+	}
+}
+
+// FixedProbePort returns the port a health check probes when it does not
+// depend on a serving port, mirroring how the plan compiles health checks.
+func FixedProbePort(hc *HealthCheck) (int, bool) {
+	def := 80
+	var port *int
+	var spec string
+	present := false
+	switch hc.Type {
+	case "HTTPS", "HTTP2":
+		def = 443
+		h := hc.HTTPSHealthCheck
+		if hc.Type == "HTTP2" {
+			h = hc.HTTP2HealthCheck
+		}
+		if h != nil {
+			port, spec, present = h.Port, h.PortSpecification, true
+		}
+	case "TCP":
+		if t := hc.TCPHealthCheck; t != nil {
+			port, spec, present = t.Port, t.PortSpecification, true
+		}
+	default:
+		if h := hc.HTTPHealthCheck; h != nil {
+			port, spec, present = h.Port, h.PortSpecification, true
+		}
+	}
+	switch {
+	case !present:
+		return def, true
+	case spec == "USE_SERVING_PORT":
+		return 0, false
+	case port != nil:
+		return *port, true
+	case spec == "USE_FIXED_PORT":
+		return def, true
+	}
+	return 0, false
+}
+
+// gslbFrontends returns the indexes of frontends a backendService GSLB
+// name can answer with: HTTP or HTTPS, with a specific IP address.
+func (v *validator) gslbFrontends() []int {
+	var out []int
+	for i := range v.c.Frontends {
+		if _, ok := GSLBFrontendAddr(&v.c.Frontends[i]); ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// GSLBFrontendAddr returns the IP address a GSLB name answers for
+// frontend f, and whether f can be answered at all (HTTP or HTTPS, with a
+// specific, not unspecified, IP address).
+func GSLBFrontendAddr(f *Frontend) (netip.Addr, bool) {
+	if f.Protocol != "" && f.Protocol != "HTTP" && f.Protocol != "HTTPS" {
+		return netip.Addr{}, false
+	}
+	ap, err := netip.ParseAddrPort(f.Address)
+	if err != nil || ap.Addr().IsUnspecified() {
+		return netip.Addr{}, false
+	}
+	return ap.Addr(), true
+}
+
+// dnsName checks that s is a domain name; it reports whether s is usable.
+func (v *validator) dnsName(path, s, example string) bool {
+	if s == "" {
+		v.add(path, "write a domain name, e.g. "+example, "a name is required")
+		return false
+	}
+	if _, ok := dns.IsDomainName(s); !ok || strings.ContainsAny(s, " \t*\\") {
+		v.add(path, "write a domain name, e.g. "+example, "%q is not a domain name", s)
+		return false
+	}
+	return true
+}
+
+// dnsOwner checks an owner name inside zone z and returns it canonical.
+func (v *validator) dnsOwner(path string, z *DNSZone, name string) (string, bool) {
+	if name == "" {
+		v.add(path, `write a name relative to the zone ("www"), absolute ("www.`+CanonicalDNSName(z.Name)+`") or "@" for the apex`, "a name is required")
+		return "", false
+	}
+	if name != "@" && !v.dnsName(path, name, "www."+CanonicalDNSName(z.Name)) {
+		return "", false
+	}
+	o := z.Owner(name)
+	if zone := CanonicalDNSName(z.Name); !InDNSZone(o, zone) {
+		v.add(path, fmt.Sprintf("use a name that ends in %s, or write it relative to the zone", zone), "%q is outside zone %s", name, zone)
+		return "", false
+	}
+	return o, true
+}

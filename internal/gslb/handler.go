@@ -1,0 +1,267 @@
+package gslb
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// MaxUDPSize is the largest UDP response Spillway sends, whatever buffer
+// size a client advertises: 1232 bytes, the DNS Flag Day 2020 value, so
+// answers are not fragmented. Larger answers are truncated (TC set) and
+// the client retries over TCP.
+const MaxUDPSize = 1232
+
+// maxChain bounds how many CNAMEs an answer follows inside a zone.
+const maxChain = 8
+
+// serveDNS answers one query. It is the dns.Handler of every listener.
+func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
+	src, tcp := remoteAddr(w.RemoteAddr())
+	m := s.respond(r, src, tcp)
+	if m == nil {
+		return
+	}
+	bp := s.bufs.Get().(*[]byte)
+	out, err := m.PackBuffer(*bp)
+	if err != nil {
+		s.log.Warn("gslb: cannot pack reply", "qname", qname(r), "err", err)
+		fail := new(dns.Msg)
+		fail.SetRcode(r, dns.RcodeServerFailure)
+		fail.RecursionAvailable = false
+		out, err = fail.PackBuffer(*bp)
+		if err != nil {
+			s.bufs.Put(bp)
+			return
+		}
+	}
+	_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
+	if cap(out) <= 64<<10 {
+		*bp = out[:0]
+	}
+	s.bufs.Put(bp)
+}
+
+// qname returns the first question's name, for logs.
+func qname(r *dns.Msg) string {
+	if len(r.Question) == 0 {
+		return ""
+	}
+	return r.Question[0].Name
+}
+
+// remoteAddr returns the client's IP and whether it came over TCP.
+func remoteAddr(a net.Addr) (netip.Addr, bool) {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.AddrPort().Addr().Unmap(), false
+	case *net.TCPAddr:
+		return a.AddrPort().Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// respond builds the reply to r from a resolver at src, or returns nil
+// when r must not be answered (it is itself a response).
+func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
+	if r.Response {
+		return nil
+	}
+	m := &dns.Msg{}
+	m.Id, m.Response, m.Opcode = r.Id, true, r.Opcode
+	m.RecursionDesired, m.CheckingDisabled = r.RecursionDesired, r.CheckingDisabled
+	if len(r.Question) > 0 {
+		m.Question = r.Question[:1:1]
+	}
+	if r.Opcode != dns.OpcodeQuery {
+		m.Rcode = dns.RcodeNotImplemented
+		return m
+	}
+	if len(r.Question) != 1 {
+		m.Rcode = dns.RcodeFormatError
+		return m
+	}
+
+	udpSize := dns.MinMsgSize
+	client, useECS := src, false
+	var ecsIn *dns.EDNS0_SUBNET
+	var opt *dns.OPT
+	if reqOpt := r.IsEdns0(); reqOpt != nil {
+		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		opt.SetUDPSize(MaxUDPSize)
+		m.Extra = append(m.Extra, opt)
+		if reqOpt.Version() != 0 {
+			m.Rcode = dns.RcodeBadVers
+			return m
+		}
+		udpSize = min(max(int(reqOpt.UDPSize()), dns.MinMsgSize), MaxUDPSize)
+		for _, o := range reqOpt.Option {
+			if e, ok := o.(*dns.EDNS0_SUBNET); ok {
+				ecsIn = e
+			}
+		}
+		if ecsIn != nil {
+			a, ok := ecsAddr(ecsIn)
+			if !ok {
+				m.Rcode = dns.RcodeFormatError
+				return m
+			}
+			// RFC 7871 §7.1.2: source prefix 0 means "do not use my
+			// address"; the answer is then not tailored (scope 0).
+			client, useECS = a, true
+		}
+	}
+
+	q := r.Question[0]
+	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
+		m.Rcode = dns.RcodeRefused
+		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
+	}
+	name := strings.ToLower(q.Name)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	z := s.zones.find(name)
+	if z == nil {
+		m.Rcode = dns.RcodeRefused
+		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
+	}
+	m.Authoritative = true
+	scope := 0
+	now := s.now()
+	s.syncView(now)
+	for hop := 0; ; hop++ {
+		n := z.nodes[name]
+		if n == nil {
+			m.Rcode = dns.RcodeNameError
+			m.Ns = append(m.Ns, z.negSOA)
+			break
+		}
+		if n.cname != nil && q.Qtype != dns.TypeCNAME {
+			m.Answer = append(m.Answer, n.cname)
+			if hop >= maxChain || !config.InDNSZone(n.cname.Target, z.origin) {
+				break
+			}
+			name = n.cname.Target
+			continue
+		}
+		before := len(m.Answer)
+		if g := n.gslb; g != nil && (q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA || q.Qtype == dns.TypeANY) {
+			ladder := len(g.ladders) - 1
+			if g.policy == geo {
+				region, sc := g.table.lookup(client)
+				if region >= 0 {
+					ladder = region
+				}
+				if useECS && client.IsValid() {
+					scope = max(scope, sc)
+				}
+			} else {
+				ladder = 0
+			}
+			if q.Qtype == dns.TypeANY {
+				m.Answer, _ = g.answer(m.Answer, ladder, dns.TypeA, now, s.rnd)
+				m.Answer, _ = g.answer(m.Answer, ladder, dns.TypeAAAA, now, s.rnd)
+			} else {
+				m.Answer, _ = g.answer(m.Answer, ladder, q.Qtype, now, s.rnd)
+			}
+		} else if q.Qtype == dns.TypeANY {
+			// RFC 8482 allows less; a static name has few record sets.
+			for _, rrs := range n.rrsets {
+				m.Answer = append(m.Answer, rrs...)
+			}
+		} else if q.Qtype == dns.TypeCNAME && n.cname != nil {
+			m.Answer = append(m.Answer, n.cname)
+		} else {
+			rrs := n.rrsets[q.Qtype]
+			m.Answer = append(m.Answer, rrs...)
+			if q.Qtype == dns.TypeNS {
+				m.Extra = s.glue(m.Extra, z, rrs)
+			}
+		}
+		if len(m.Answer) == before {
+			m.Ns = append(m.Ns, z.negSOA) // NODATA
+		}
+		break
+	}
+	return s.finish(m, opt, ecsIn, scope, udpSize, tcp)
+}
+
+// glue appends in-zone addresses of name servers to extra, keeping the
+// OPT record last.
+func (s *Server) glue(extra []dns.RR, z *zone, ns []dns.RR) []dns.RR {
+	var opt dns.RR
+	if n := len(extra); n > 0 && extra[n-1].Header().Rrtype == dns.TypeOPT {
+		opt, extra = extra[n-1], extra[:n-1]
+	}
+	for _, rr := range ns {
+		if n := z.nodes[rr.(*dns.NS).Ns]; n != nil {
+			extra = append(extra, n.rrsets[dns.TypeA]...)
+			extra = append(extra, n.rrsets[dns.TypeAAAA]...)
+		}
+	}
+	if opt != nil {
+		extra = append(extra, opt)
+	}
+	return extra
+}
+
+// finish echoes ECS with the scope the answer depends on and truncates
+// UDP answers that do not fit.
+func (s *Server) finish(m *dns.Msg, opt *dns.OPT, ecsIn *dns.EDNS0_SUBNET, scope, udpSize int, tcp bool) *dns.Msg {
+	if opt != nil && ecsIn != nil {
+		if ecsIn.SourceNetmask == 0 {
+			scope = 0
+		}
+		opt.Option = append(opt.Option, &dns.EDNS0_SUBNET{
+			Code: dns.EDNS0SUBNET, Family: ecsIn.Family, SourceNetmask: ecsIn.SourceNetmask,
+			SourceScope: uint8(scope), Address: ecsIn.Address,
+		})
+	}
+	if tcp {
+		m.Compress = len(m.Answer)+len(m.Ns)+len(m.Extra) > 1
+		return m
+	}
+	m.Truncate(udpSize)
+	return m
+}
+
+// ecsAddr returns the client address of an ECS option (invalid when the
+// source prefix is 0) and whether the option is well formed (RFC 7871
+// §7.1.1: known family, prefix within the family, scope 0 in queries).
+func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
+	var bits int
+	switch e.Family {
+	case 1:
+		bits = 32
+	case 2:
+		bits = 128
+	default:
+		return netip.Addr{}, false
+	}
+	if int(e.SourceNetmask) > bits || e.SourceScope != 0 {
+		return netip.Addr{}, false
+	}
+	if e.SourceNetmask == 0 {
+		return netip.Addr{}, true
+	}
+	a, ok := netip.AddrFromSlice(e.Address)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	if bits == 32 {
+		a = a.Unmap()
+		if !a.Is4() {
+			return netip.Addr{}, false
+		}
+	}
+	p, err := a.Prefix(int(e.SourceNetmask))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return p.Addr(), true
+}

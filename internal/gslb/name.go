@@ -1,0 +1,336 @@
+package gslb
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/health"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/probe"
+)
+
+// policy is a GSLB name's answer policy.
+type policy uint8
+
+const (
+	weighted policy = iota
+	failover
+	geo
+)
+
+// gname is a compiled GSLB name. Everything but state is immutable after
+// New; state is replaced whole (copy on write) when a member's health or
+// ramp changes, so the query path reads it without locks.
+type gname struct {
+	owner         string
+	policy        policy
+	answerCount   int
+	ttl, transTTL uint32
+	// window is how long after a member's state change answers keep the
+	// transition TTL: one normal TTL, the longest a resolver can hold an
+	// answer from before the change.
+	window time.Duration
+	ramp   Ramp // template: Period and Steps
+	// members in configuration order.
+	members []member
+	// ladders are the failover ladders (tiers of member indexes, first
+	// choice first). WEIGHTED has one ladder of one tier, FAILOVER one
+	// ladder of priority tiers, GEO one ladder per client region (regions
+	// by distance) plus a last one, a single tier, for clients whose
+	// region is unknown.
+	ladders [][][]int
+	all     []int          // every member index, in order
+	table   *locationTable // GEO only
+	service *plan.Service  // backendService names only
+
+	// health is guarded by Server.mu; state is published from it.
+	health []health.State
+	state  atomic.Pointer[nameState]
+}
+
+// member is one pool member (or, for a backend service, one frontend).
+type member struct {
+	name     string
+	addr     netip.Addr
+	region   string
+	regionID int // plan region index, -1 if unknown (backend service only)
+	weight   float64
+	fallback bool
+	// rr and rrTrans are the member's answer at the name's TTL and at
+	// its transition TTL, built once.
+	rr, rrTrans dns.RR
+	// target is the probe target (nil: no health check).
+	target     *probe.Target
+	thresholds health.Thresholds
+}
+
+// nameState is the published health of a name's members.
+type nameState struct {
+	members []memberState
+	// stableAfter is when answers go back to the normal TTL.
+	stableAfter time.Time
+}
+
+// memberState is one member's published state.
+type memberState struct {
+	healthy bool
+	changed time.Time // last up/down change (zero: never)
+	ramp    Ramp
+}
+
+// newName compiles gslbNames[i] of zone z.
+func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.Plan) (*gname, error) {
+	n := &gname{
+		owner:       z.Owner(g.Name),
+		answerCount: intOr(g.AnswerCount, config.DNSDefaultAnswerCount),
+		ttl:         uint32(intOr(g.TTL, config.DNSDefaultGSLBTTL)),
+		transTTL:    uint32(intOr(g.TransitionTTL, config.DNSDefaultTransitionTTL)),
+	}
+	n.window = time.Duration(n.ttl) * time.Second
+	switch g.Policy {
+	case "FAILOVER":
+		n.policy = failover
+	case "GEO":
+		n.policy = geo
+	}
+	steps := config.DNSDefaultFailbackSteps()
+	rampSec := config.DNSDefaultRampSec
+	if f := g.Failback; f != nil {
+		rampSec = intOr(f.RampSec, rampSec)
+		if len(f.Steps) > 0 {
+			steps = slices.Clone(f.Steps)
+		}
+	}
+	n.ramp = NewRamp(time.Duration(rampSec)*time.Second, steps)
+
+	var priorities []int
+	if g.Pool != nil {
+		for i := range g.Pool.Members {
+			cm := &g.Pool.Members[i]
+			addr, err := netip.ParseAddr(cm.Address)
+			if err != nil {
+				return nil, fmt.Errorf("gslb: %s: member %q: %w", n.owner, cm.Name, err)
+			}
+			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1,
+				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback}
+			if cm.HealthCheck != "" {
+				if err := n.probeTarget(&m, cm.HealthCheck, cfg, p); err != nil {
+					return nil, err
+				}
+			}
+			n.members = append(n.members, m)
+			priorities = append(priorities, cm.Priority)
+		}
+	} else {
+		svc := p.ServiceByName[config.RefName(g.BackendService)]
+		if svc == nil {
+			return nil, fmt.Errorf("gslb: %s: unknown backend service %q", n.owner, g.BackendService)
+		}
+		n.service = svc
+		for _, f := range p.Frontends {
+			addr, ok := config.GSLBFrontendAddr(f.Config)
+			if !ok {
+				continue
+			}
+			n.members = append(n.members, member{name: f.Name, addr: addr.Unmap(), region: f.Region,
+				regionID: f.RegionID, weight: 1})
+			priorities = append(priorities, 0)
+		}
+		if len(n.members) == 0 {
+			return nil, fmt.Errorf("gslb: %s: no HTTP or HTTPS frontend with a specific IP address to answer", n.owner)
+		}
+	}
+	for i := range n.members {
+		m := &n.members[i]
+		m.rr, m.rrTrans = addressRR(n.owner, m.addr, n.ttl), addressRR(n.owner, m.addr, n.transTTL)
+	}
+	n.health = make([]health.State, len(n.members))
+
+	all := make([]int, len(n.members))
+	for i := range all {
+		all[i] = i
+	}
+	n.all = all
+	switch n.policy {
+	case weighted:
+		n.ladders = [][][]int{{all}}
+	case failover:
+		n.ladders = [][][]int{tiersBy(all, func(i int) float64 { return float64(priorities[i]) })}
+	case geo:
+		n.geoLadders(g, all, p)
+	}
+	initial := make([]memberState, len(n.members))
+	for i := range initial {
+		// Unknown health is healthy (health.State): serve until a probe
+		// says otherwise.
+		initial[i] = memberState{healthy: true, ramp: n.ramp}
+	}
+	n.state.Store(n.newState(initial))
+	return n, nil
+}
+
+// geoLadders builds one ladder per client region: member regions by
+// distance from it, nearest first.
+func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) {
+	clients := map[string]int{}
+	var names []string
+	add := func(r string) int {
+		if i, ok := clients[r]; ok {
+			return i
+		}
+		clients[r] = len(names)
+		names = append(names, r)
+		return len(names) - 1
+	}
+	var locs []location
+	for _, l := range g.Locations {
+		pfx, err := netip.ParsePrefix(l.CIDR)
+		if err != nil {
+			continue // rejected by validation
+		}
+		locs = append(locs, location{prefix: pfx.Masked(), region: add(l.Region)})
+	}
+	for _, m := range n.members {
+		add(m.region)
+	}
+	n.table = newLocationTable(locs)
+	dist := regionDistance(p)
+	for _, client := range names {
+		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 { return dist(client, n.members[i].region) }))
+	}
+	n.ladders = append(n.ladders, [][]int{all})
+}
+
+// tiersBy groups members into tiers of equal key, lowest key first
+// (+Inf, an unknown distance, last; ties between groups keep member
+// order).
+func tiersBy(members []int, key func(int) float64) [][]int {
+	sorted := slices.Clone(members)
+	slices.SortStableFunc(sorted, func(a, b int) int { return cmp.Compare(key(a), key(b)) })
+	var tiers [][]int
+	for i, m := range sorted {
+		if i == 0 || key(m) != key(sorted[i-1]) {
+			tiers = append(tiers, nil)
+		}
+		tiers[len(tiers)-1] = append(tiers[len(tiers)-1], m)
+	}
+	return tiers
+}
+
+// regionDistance returns the proximity metric between two regions: the
+// plan's matrix when it knows both, else great-circle distance from the
+// regions list or the built-in region locations, else +Inf.
+func regionDistance(p *plan.Plan) func(a, b string) float64 {
+	coords := map[string][2]float64{}
+	if p.Config != nil {
+		for _, r := range p.Config.Regions {
+			if r.Latitude != nil && r.Longitude != nil {
+				coords[r.Name] = [2]float64{*r.Latitude, *r.Longitude}
+			}
+		}
+	}
+	return func(a, b string) float64 {
+		if a == b {
+			return 0
+		}
+		ia, oka := p.RegionIndex[a]
+		ib, okb := p.RegionIndex[b]
+		if oka && okb && !math.IsInf(p.Distance[ia][ib], 1) {
+			return p.Distance[ia][ib]
+		}
+		loc := func(r string) (float64, float64, bool) {
+			if c, ok := coords[r]; ok {
+				return c[0], c[1], true
+			}
+			return plan.KnownRegionLocation(r)
+		}
+		la, oa, ok1 := loc(a)
+		lb, ob, ok2 := loc(b)
+		if !ok1 || !ok2 {
+			return math.Inf(1)
+		}
+		return haversineKm(la, oa, lb, ob)
+	}
+}
+
+// haversineKm is the great-circle distance in km.
+func haversineKm(lat1, lon1, lat2, lon2 float64) float64 {
+	const r = 6371.0
+	rad := math.Pi / 180
+	dlat := (lat2 - lat1) * rad
+	dlon := (lon2 - lon1) * rad
+	a := math.Sin(dlat/2)*math.Sin(dlat/2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dlon/2)*math.Sin(dlon/2)
+	return 2 * r * math.Asin(math.Sqrt(a))
+}
+
+// probeTarget fills in m's probe target from health check hcName.
+func (n *gname) probeTarget(m *member, hcName string, cfg *config.Config, p *plan.Plan) error {
+	name := config.RefName(hcName)
+	var hc *plan.HealthCheck
+	for _, h := range p.HealthChecks {
+		if h.Name == name {
+			hc = h
+		}
+	}
+	var ch *config.HealthCheck
+	for i := range cfg.HealthChecks {
+		if cfg.HealthChecks[i].Name == name {
+			ch = &cfg.HealthChecks[i]
+		}
+	}
+	if hc == nil || ch == nil {
+		return fmt.Errorf("gslb: %s: member %q: unknown health check %q", n.owner, m.name, name)
+	}
+	port, ok := config.FixedProbePort(ch)
+	if !ok || port == 0 {
+		return fmt.Errorf("gslb: %s: member %q: health check %q has no fixed port", n.owner, m.name, name)
+	}
+	m.target = &probe.Target{
+		Addr: netip.AddrPortFrom(m.addr, uint16(port)).String(),
+		Spec: probe.Spec{Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path,
+			Host: hc.Host, Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader},
+	}
+	m.thresholds = health.Thresholds{
+		Healthy:   intOr(ch.HealthyThreshold, config.DNSDefaultHealthyThreshold),
+		Unhealthy: intOr(ch.UnhealthyThreshold, config.DNSDefaultUnhealthyThreshold),
+	}
+	return nil
+}
+
+// newState publishes member states, computing when answers are stable.
+func (n *gname) newState(ms []memberState) *nameState {
+	st := &nameState{members: ms}
+	for i := range ms {
+		if c := ms[i].changed; !c.IsZero() && c.Add(n.window).After(st.stableAfter) {
+			st.stableAfter = c.Add(n.window)
+		}
+		if e := ms[i].ramp.End(); e.After(st.stableAfter) {
+			st.stableAfter = e
+		}
+	}
+	return st
+}
+
+// addressRR builds an A or AAAA record.
+func addressRR(owner string, a netip.Addr, ttl uint32) dns.RR {
+	if a.Is4() {
+		return &dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: a.AsSlice()}
+	}
+	return &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: a.AsSlice()}
+}
+
+// intOr returns *p, or def when p is nil.
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,160 @@
+package gslb
+
+import (
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// unit maps a uniform uint64 to [0, 1).
+func unit(u uint64) float64 { return float64(u>>11) * (1.0 / (1 << 53)) }
+
+// memberSet is a set of member indexes (pools have at most
+// config.DNSMaxMembers = 256 members), kept on the stack.
+type memberSet [4]uint64
+
+func (s *memberSet) has(i int) bool { return s[i>>6]&(1<<(i&63)) != 0 }
+func (s *memberSet) add(i int)      { s[i>>6] |= 1 << (i & 63) }
+
+// answer appends the addresses of the family of qtype (A or AAAA) that
+// name answers from ladder l at now, and reports whether the name is in
+// transition (answers then carry the transition TTL). rnd draws uniform
+// numbers.
+//
+// The walk: each tier of the ladder takes the query with probability p,
+// the largest ramp fraction among its healthy members (1 once any member
+// is fully back), and passes the rest to the next tier; if no tier takes
+// it, the first tier with a healthy member does. Within the tier, members
+// are drawn by weight × ramp fraction. When answerCount > 1, further
+// members come from the same tier, then the later tiers, then the earlier
+// ones. When no member of the family is healthy the answer is the
+// fallback members, or all members when there are none ("least bad").
+func (n *gname) answer(out []dns.RR, l int, qtype uint16, now time.Time, rnd func() uint64) ([]dns.RR, bool) {
+	st := n.state.Load()
+	v6 := qtype == dns.TypeAAAA
+	trans := now.Before(st.stableAfter)
+	pick := func(i int) {
+		if trans {
+			out = append(out, n.members[i].rrTrans)
+		} else {
+			out = append(out, n.members[i].rr)
+		}
+	}
+	tiers := n.ladders[l]
+	x := unit(rnd())
+	start, first := -1, -1
+	for t, tier := range tiers {
+		p := 0.0
+		for _, i := range tier {
+			if n.members[i].addr.Is6() == v6 && st.members[i].healthy {
+				p = max(p, st.members[i].ramp.Weight(now))
+			}
+		}
+		if p == 0 {
+			continue
+		}
+		if first < 0 {
+			first = t
+		}
+		if x < p {
+			start = t
+			break
+		}
+		x = (x - p) / (1 - p)
+	}
+	if start < 0 {
+		start = first
+	}
+	var chosen memberSet
+	want := n.answerCount
+	if start < 0 {
+		// Everything of this family is down: fallback members, else all.
+		fb := false
+		for i := range n.members {
+			if n.members[i].addr.Is6() == v6 && n.members[i].fallback {
+				fb = true
+				break
+			}
+		}
+		eligible := func(i int) (float64, bool) {
+			m := &n.members[i]
+			return m.weight, m.addr.Is6() == v6 && (m.fallback || !fb)
+		}
+		for got := 0; got < want; got++ {
+			i := draw(n.all, eligible, &chosen, rnd)
+			if i < 0 {
+				break
+			}
+			chosen.add(i)
+			pick(i)
+		}
+		return out, trans
+	}
+	eligible := func(i int) (float64, bool) {
+		m := &n.members[i]
+		if m.addr.Is6() != v6 || !st.members[i].healthy {
+			return 0, false
+		}
+		w := st.members[i].ramp.Weight(now)
+		return m.weight * w, w > 0
+	}
+	got := 0
+	for k := range tiers {
+		t := (start + k) % len(tiers)
+		for got < want {
+			i := draw(tiers[t], eligible, &chosen, rnd)
+			if i < 0 {
+				break
+			}
+			chosen.add(i)
+			pick(i)
+			got++
+		}
+		if got == want {
+			break
+		}
+	}
+	return out, trans
+}
+
+// draw picks one eligible member of tier not yet chosen, with probability
+// proportional to its weight; members of weight 0 are taken, in order,
+// only when every eligible member weighs 0. It returns -1 when none is
+// left.
+func draw(tier []int, eligible func(int) (float64, bool), chosen *memberSet, rnd func() uint64) int {
+	total := 0.0
+	zero := -1
+	for _, i := range tier {
+		if chosen.has(i) {
+			continue
+		}
+		w, ok := eligible(i)
+		if !ok {
+			continue
+		}
+		if w == 0 && zero < 0 {
+			zero = i
+		}
+		total += w
+	}
+	if total == 0 {
+		return zero
+	}
+	x := unit(rnd()) * total
+	last := -1
+	for _, i := range tier {
+		if chosen.has(i) {
+			continue
+		}
+		w, ok := eligible(i)
+		if !ok || w == 0 {
+			continue
+		}
+		last = i
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return last
+}

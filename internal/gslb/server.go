@@ -1,0 +1,274 @@
+package gslb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/probe"
+)
+
+// Options are what a Server takes from its composer. Every field is
+// optional.
+type Options struct {
+	// Logger receives listener and health transitions (default: discard).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now). Health transitions, ramps and
+	// transition TTLs are computed from it, so tests can use a virtual one.
+	Now func() time.Time
+	// Rand is the source of weighted draws; the Server serializes its use.
+	// Default: the runtime's goroutine-safe generator (math/rand/v2).
+	Rand rand.Source
+	// View returns the engine's current decision snapshot; backendService
+	// GSLB names answer a region while the View gives the service healthy
+	// capacity there. Nil: every region of such names is healthy.
+	View func() *engine.View
+}
+
+// Server is Spillway's authoritative DNS server for dnsZones: it answers
+// from the zones' static records and decides GSLB names per query from
+// its own pool probes and the engine's View. Create it with New, serve
+// with Run. All methods are safe for concurrent use.
+type Server struct {
+	log   *slog.Logger
+	now   func() time.Time
+	rnd   func() uint64
+	view  func() *engine.View
+	plan  *plan.Plan
+	zones zoneSet
+	names []*gname
+	// frontends are the plan's protocol: DNS frontends.
+	frontends []*plan.Frontend
+	prober    *probe.Prober
+	// targets maps a probe target to the members it decides.
+	targets map[probe.Target][]memberRef
+	bufs    sync.Pool
+
+	// mu guards the members' health.State, the publishing of name
+	// states, and addrs.
+	mu       sync.Mutex
+	lastView atomic.Pointer[engine.View]
+	addrs    map[string]string
+	ready    chan struct{}
+	running  bool
+}
+
+// memberRef names one member of one name.
+type memberRef struct {
+	name   *gname
+	member int
+}
+
+// New compiles cfg's dnsZones against plan p (compiled from the same,
+// validated cfg). It opens no sockets; Run does.
+func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
+	if cfg == nil || p == nil {
+		return nil, errors.New("gslb: New needs a config and a plan")
+	}
+	s := &Server{
+		log:     opts.Logger,
+		now:     opts.Now,
+		view:    opts.View,
+		plan:    p,
+		zones:   zoneSet{},
+		targets: map[probe.Target][]memberRef{},
+		addrs:   map[string]string{},
+		ready:   make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.rnd = rand.Uint64
+	if src := opts.Rand; src != nil {
+		var mu sync.Mutex
+		s.rnd = func() uint64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return src.Uint64()
+		}
+	}
+	s.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	for i := range cfg.DNSZones {
+		z, names, err := newZone(&cfg.DNSZones[i], cfg, p)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := s.zones[z.origin]; dup {
+			return nil, fmt.Errorf("gslb: zone %s is defined twice", z.origin)
+		}
+		s.zones[z.origin] = z
+		s.names = append(s.names, names...)
+	}
+	var targets []probe.Target
+	for _, n := range s.names {
+		for i := range n.members {
+			if t := n.members[i].target; t != nil {
+				if _, seen := s.targets[*t]; !seen {
+					targets = append(targets, *t)
+				}
+				s.targets[*t] = append(s.targets[*t], memberRef{n, i})
+			}
+		}
+	}
+	for _, f := range p.Frontends {
+		if f.Protocol == "DNS" {
+			s.frontends = append(s.frontends, f)
+		}
+	}
+	s.prober = probe.New(s.report, probe.WithClock(s.now), probe.WithLogger(s.log))
+	s.prober.Update(targets)
+	return s, nil
+}
+
+// Handler returns the DNS handler every listener uses (for tests and for
+// composing with another dns.Server).
+func (s *Server) Handler() dns.Handler { return dns.HandlerFunc(s.serveDNS) }
+
+// Addr returns the address frontend listens on (UDP and TCP share it), or
+// "" before Run has bound it or when no such DNS frontend exists.
+func (s *Server) Addr(frontend string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addrs[frontend]
+}
+
+// Ready is closed once Run has bound every DNS frontend.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// viewPoll is how often Run re-reads the View when no query does.
+const viewPoll = time.Second
+
+// Run listens on every protocol: DNS frontend (UDP and TCP on the same
+// address), probes the pools' health checks and answers queries until ctx
+// is done; it then shuts the listeners down and returns nil. It returns
+// an error when a frontend cannot be bound or a listener fails. Run may
+// be called once.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("gslb: Run called twice")
+	}
+	s.running = true
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var servers []*dns.Server
+	closeAll := func() {
+		for _, srv := range servers {
+			if srv.PacketConn != nil {
+				_ = srv.PacketConn.Close()
+			}
+			if srv.Listener != nil {
+				_ = srv.Listener.Close()
+			}
+		}
+	}
+	for _, f := range s.frontends {
+		pc, ln, err := listenBoth(f.Address)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("gslb: frontend %s: %w", f.Name, err)
+		}
+		h := s.Handler()
+		servers = append(servers,
+			&dns.Server{PacketConn: pc, Handler: h, UDPSize: dns.MaxMsgSize},
+			&dns.Server{Listener: ln, Handler: h, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+		s.mu.Lock()
+		s.addrs[f.Name] = pc.LocalAddr().String()
+		s.mu.Unlock()
+		s.log.Info("frontend listening", "frontend", f.Name, "address", pc.LocalAddr().String(), "protocol", "DNS")
+	}
+	close(s.ready)
+
+	errc := make(chan error, len(servers)+2)
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Go(func() {
+			if err := srv.ActivateAndServe(); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("gslb: serve: %w", err)
+				cancel()
+			}
+		})
+	}
+	wg.Go(func() { _ = s.prober.Run(ctx) })
+	if s.view != nil {
+		wg.Go(func() {
+			t := time.NewTicker(viewPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					s.syncView(s.now())
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	for _, srv := range servers {
+		_ = srv.ShutdownContext(sctx)
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// listenBoth binds UDP and TCP on the same address. With port 0 the TCP
+// socket takes the port the UDP one got, retrying a few times in case
+// another process holds that TCP port.
+func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+	var lastErr error
+	for range 10 {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listen udp: %w", err)
+		}
+		tcpAddr := addr
+		if ap, err := netip.ParseAddrPort(pc.LocalAddr().String()); err == nil {
+			host, _, _ := net.SplitHostPort(addr)
+			tcpAddr = net.JoinHostPort(host, strconv.Itoa(int(ap.Port())))
+		}
+		ln, err := net.Listen("tcp", tcpAddr)
+		if err == nil {
+			return pc, ln, nil
+		}
+		_ = pc.Close()
+		lastErr = fmt.Errorf("listen tcp: %w", err)
+		if !errors.Is(err, syscall.EADDRINUSE) || !isPortZero(addr) {
+			break
+		}
+	}
+	return nil, nil, lastErr
+}
+
+// isPortZero reports whether addr asks for any free port.
+func isPortZero(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && (port == "0" || port == "")
+}

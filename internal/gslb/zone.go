@@ -1,0 +1,139 @@
+package gslb
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/plan"
+)
+
+// zone is a compiled dnsZones[] entry: immutable after New.
+type zone struct {
+	origin string
+	// nodes holds every name that exists in the zone, including empty
+	// non-terminals (names with no records but with names below them),
+	// so that NXDOMAIN and NODATA are told apart.
+	nodes map[string]*node
+	// negSOA is the SOA put in the authority section of negative answers,
+	// with the TTL of RFC 2308 §5: min(SOA TTL, SOA minimum).
+	negSOA dns.RR
+}
+
+// node is one owner name.
+type node struct {
+	rrsets map[uint16][]dns.RR
+	cname  *dns.CNAME
+	gslb   *gname
+}
+
+// soaTTL is the TTL of the SOA record itself.
+const soaTTL = 300
+
+// newZone compiles z.
+func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gname, error) {
+	origin := config.CanonicalDNSName(z.Name)
+	zn := &zone{origin: origin, nodes: map[string]*node{}}
+	at := func(name string) *node {
+		n := zn.nodes[name]
+		if n == nil {
+			n = &node{rrsets: map[uint16][]dns.RR{}}
+			zn.nodes[name] = n
+			// Empty non-terminals up to the apex exist too.
+			for parent := name; parent != origin; {
+				i, end := dns.NextLabel(parent, 0)
+				if end {
+					break
+				}
+				parent = parent[i:]
+				if _, ok := zn.nodes[parent]; !ok {
+					zn.nodes[parent] = &node{rrsets: map[uint16][]dns.RR{}}
+				}
+			}
+		}
+		return n
+	}
+
+	soa := &dns.SOA{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: soaTTL},
+		Serial: config.DNSDefaultSOASerial, Refresh: config.DNSDefaultSOARefresh, Retry: config.DNSDefaultSOARetry,
+		Expire: config.DNSDefaultSOAExpire, Minttl: config.DNSDefaultSOAMinimum, Mbox: "hostmaster." + origin}
+	if len(z.NameServers) > 0 {
+		soa.Ns = config.CanonicalDNSName(z.NameServers[0])
+	}
+	if s := z.SOA; s != nil {
+		if s.MName != "" {
+			soa.Ns = config.CanonicalDNSName(s.MName)
+		}
+		if s.RName != "" {
+			soa.Mbox = config.CanonicalDNSName(s.RName)
+		}
+		if s.Serial != nil {
+			soa.Serial = uint32(*s.Serial)
+		}
+		soa.Refresh = uint32(intOr(s.Refresh, int(soa.Refresh)))
+		soa.Retry = uint32(intOr(s.Retry, int(soa.Retry)))
+		soa.Expire = uint32(intOr(s.Expire, int(soa.Expire)))
+		soa.Minttl = uint32(intOr(s.Minimum, int(soa.Minttl)))
+	}
+	apex := at(origin)
+	apex.rrsets[dns.TypeSOA] = []dns.RR{soa}
+	neg := dns.Copy(soa)
+	neg.Header().Ttl = min(soa.Hdr.Ttl, soa.Minttl)
+	zn.negSOA = neg
+	for _, ns := range z.NameServers {
+		apex.rrsets[dns.TypeNS] = append(apex.rrsets[dns.TypeNS], &dns.NS{
+			Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: config.DNSDefaultRecordTTL},
+			Ns:  config.CanonicalDNSName(ns)})
+	}
+
+	for i := range z.Records {
+		r := &z.Records[i]
+		name := z.Owner(r.Name)
+		ttl := uint32(intOr(r.TTL, config.DNSDefaultRecordTTL))
+		n := at(name)
+		for _, data := range r.Rrdatas {
+			rr, err := config.ParseDNSRecord(name, r.Type, ttl, data)
+			if err != nil {
+				return nil, nil, fmt.Errorf("gslb: zone %s: %s %s %q: %w", origin, name, r.Type, data, err)
+			}
+			rr.Header().Name = name
+			if c, ok := rr.(*dns.CNAME); ok {
+				c.Target = strings.ToLower(c.Target)
+				n.cname = c
+				continue
+			}
+			t := rr.Header().Rrtype
+			n.rrsets[t] = append(n.rrsets[t], rr)
+		}
+	}
+	var names []*gname
+	for i := range z.GSLBNames {
+		g, err := newName(z, &z.GSLBNames[i], cfg, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		at(g.owner).gslb = g
+		names = append(names, g)
+	}
+	return zn, names, nil
+}
+
+// zoneSet finds the zone of a name: the longest served zone that is a
+// suffix of it.
+type zoneSet map[string]*zone
+
+// find returns the zone qname (canonical) falls in, or nil.
+func (zs zoneSet) find(qname string) *zone {
+	for off := 0; ; {
+		if z := zs[qname[off:]]; z != nil {
+			return z
+		}
+		next, end := dns.NextLabel(qname, off)
+		if end {
+			return zs["."]
+		}
+		off = next
+	}
+}
