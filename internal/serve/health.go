@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -116,6 +117,10 @@ func (s *Server) adminHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(s.Health())
 	})
+	// Profiling, on the admin listener only (loopback by default).
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.ConfigPath == "" {
 			http.Error(w, "no config file to reload", http.StatusConflict)
