@@ -27,7 +27,9 @@ func (s *Server) report(r probe.Result) {
 func (s *Server) observeLocked(n *gname, i int, ok bool, detail string, now time.Time) {
 	m := &n.members[i]
 	hs := &n.health[i]
-	changed := hs.Observe(ok, detail, now, m.thresholds)
+	was := hs.Healthy()
+	hs.Observe(ok, detail, now, m.thresholds)
+	changed := hs.Healthy() != was
 	cur := n.state.Load().members[i]
 	errRate := 0.0
 	if !ok {

@@ -1,0 +1,79 @@
+package gslb_test
+
+import (
+	"net"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/gslb"
+)
+
+// FuzzHandler: any packet that unpacks is answered without a panic, and
+// the reply (if any) unpacks and fits the UDP limit.
+func FuzzHandler(f *testing.F) {
+	s := compile(f, zoneYAML, gslb.Options{})
+	h := s.Handler()
+	for _, q := range []*dns.Msg{
+		query("w.gslb.example.", dns.TypeA, 0, ""),
+		query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24"),
+		query("many.gslb.example.", dns.TypeAAAA, 0, ""),
+		query("www.gslb.example.", dns.TypeANY, 4096, "2001:db8::/56"),
+		query("nope.example.", dns.TypeA, 0, ""),
+	} {
+		b, err := q.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, tcp bool) {
+		r := new(dns.Msg)
+		if err := r.Unpack(data); err != nil {
+			return
+		}
+		w := &fakeWriter{remote: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}}
+		if tcp {
+			w.remote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}
+		}
+		h.ServeDNS(w, r)
+		if w.msg == nil {
+			return
+		}
+		out := new(dns.Msg)
+		if err := out.Unpack(w.msg); err != nil {
+			t.Fatalf("reply does not unpack: %v", err)
+		}
+		if !tcp && len(w.msg) > gslb.MaxUDPSize {
+			t.Fatalf("UDP reply of %d bytes", len(w.msg))
+		}
+		if out.RecursionAvailable {
+			t.Fatal("RA set")
+		}
+	})
+}
+
+// BenchmarkServeDNS measures one weighted query through the handler
+// (answer, ECS-free, pack into a pooled buffer).
+func BenchmarkServeDNS(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		q    *dns.Msg
+	}{
+		{"weighted", query("w.gslb.example.", dns.TypeA, 0, "")},
+		{"weighted-edns", query("w.gslb.example.", dns.TypeA, 1232, "")},
+		{"geo-ecs", query("geo.gslb.example.", dns.TypeA, 1232, "10.1.2.0/24")},
+		{"cname-chain", query("www.gslb.example.", dns.TypeA, 0, "")},
+		{"nxdomain", query("nope.gslb.example.", dns.TypeA, 0, "")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := compile(b, zoneYAML, gslb.Options{})
+			h := s.Handler()
+			w := &fakeWriter{remote: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeDNS(w, bc.q)
+			}
+		})
+	}
+}
