@@ -56,7 +56,7 @@ type Config struct {
 	// (and again for each retry) and must be cheap (an atomic load).
 	Snapshot func() *Snapshot
 	// Transport carries requests to HTTP and HTTPS backend services
-	// (default NewTransport()).
+	// (default NewFastTransport(NewTransport())).
 	Transport http.RoundTripper
 	// H2Transport carries requests to HTTP2 and H2C backend services
 	// (default NewH2Transport()).
@@ -123,7 +123,7 @@ func NewHandler(cfg Config) http.Handler {
 		h.https = f.Protocol == "HTTPS"
 	}
 	if h.transport == nil {
-		h.transport = NewTransport()
+		h.transport = NewFastTransport(NewTransport())
 	}
 	if h.h2 == nil {
 		h.h2 = NewH2Transport()

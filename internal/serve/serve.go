@@ -118,7 +118,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport: opts.Transport,
 	}
 	if s.transport == nil {
-		s.transport = proxy.NewTransport()
+		s.transport = proxy.NewFastTransport(proxy.NewTransport())
 	}
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.state = control.New(p)
