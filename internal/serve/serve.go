@@ -25,6 +25,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/gslb"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
@@ -66,10 +67,25 @@ type Server struct {
 
 	outcomes chan proxy.Outcome
 
+	// dns is the running DNS GSLB server (nil when the config has no
+	// dnsZones); guarded by mu. firstDNS is the one New built, started by
+	// Run; runCtx is Run's context, for DNS servers started on reload.
+	dns      *dnsServer
+	firstDNS *gslb.Server
+	runCtx   context.Context
+
 	// Owned by the loop goroutine.
 	state    *control.State
 	targets  map[probe.Target][]int
 	outliers *outliers
+}
+
+// dnsServer is one generation of the DNS GSLB server: a reload stops the
+// old one and starts a new one on the same addresses.
+type dnsServer struct {
+	srv    *gslb.Server
+	cancel context.CancelFunc
+	done   chan error
 }
 
 type frontend struct {
@@ -88,6 +104,7 @@ type event struct {
 type reloadReq struct {
 	cfg  *config.Config
 	p    *plan.Plan
+	dns  *gslb.Server
 	errc chan error
 }
 
@@ -124,6 +141,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.state = control.New(p)
 	s.outliers = newOutliers(p, s.now())
 	if err := s.publish(p, true); err != nil {
+		return nil, err
+	}
+	if s.firstDNS, err = s.newDNS(cfg, p); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -175,7 +195,11 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
 	if _, err := compileRoutes(p); err != nil {
 		return err
 	}
-	req := &reloadReq{cfg: cfg, p: p, errc: make(chan error, 1)}
+	g, err := s.newDNS(cfg, p)
+	if err != nil {
+		return err
+	}
+	req := &reloadReq{cfg: cfg, p: p, dns: g, errc: make(chan error, 1)}
 	select {
 	case s.events <- event{reload: req}:
 	case <-s.stopped:
@@ -260,7 +284,12 @@ func (s *Server) updateTargets(p *plan.Plan) {
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.runCtx = ctx
 	if err := s.syncFrontends(s.snap.Load().Plan); err != nil {
+		s.closeFrontends(context.Background())
+		return err
+	}
+	if err := s.startDNS(ctx, s.firstDNS); err != nil {
 		s.closeFrontends(context.Background())
 		return err
 	}
@@ -289,6 +318,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.loop(ctx)
 	close(s.stopped)
 	wg.Wait()
+	s.startDNS(ctx, nil)
 
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
@@ -378,6 +408,12 @@ func (s *Server) applyReload(req *reloadReq) error {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
 		s.log.Error("reload: frontend listeners", "err", err)
+		return err
+	}
+	// The DNS server restarts on the same addresses (a gap of a few
+	// milliseconds; resolvers retry).
+	if err := s.startDNS(s.runCtx, req.dns); err != nil {
+		s.log.Error("reload: DNS frontends", "err", err)
 		return err
 	}
 	s.log.Info("config reloaded", "services", len(req.p.Services), "endpoints", len(req.p.Endpoints))

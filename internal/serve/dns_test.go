@@ -1,0 +1,84 @@
+package serve_test
+
+import (
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// The DNS GSLB answers from the same View as the proxy: when the US
+// region's only backend fails its health check, the name answered for a
+// US client moves to the EU frontend.
+func TestDNSFollowsProxyHealth(t *testing.T) {
+	us := startBackend(t, "us")
+	eu := startBackend(t, "eu")
+	uh, up, _ := net.SplitHostPort(us.addr)
+	eh, ep, _ := net.SplitHostPort(eu.addr)
+	cfg := fmt.Sprintf(`healthChecks:
+- {name: hc, type: HTTP, checkIntervalMs: 50, timeoutMs: 40, httpHealthCheck: {requestPath: /healthz}}
+networkEndpointGroups:
+- {name: neg-us, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}
+- {name: neg-eu, zone: europe-west3-a, endpoints: [{ipAddress: %s, port: %s}]}
+backendServices:
+- name: web
+  healthChecks: [hc]
+  backends:
+  - {group: neg-us, balancingMode: RATE, maxRatePerEndpoint: 1000}
+  - {group: neg-eu, balancingMode: RATE, maxRatePerEndpoint: 1000}
+urlMaps:
+- {name: um, defaultService: web}
+frontends:
+- {name: dns, address: "127.0.0.1:0", protocol: DNS}
+- {name: web-us, address: "127.0.0.21:0", protocol: HTTP, urlMap: um, region: us-east1}
+- {name: web-eu, address: "127.0.0.22:0", protocol: HTTP, urlMap: um, region: europe-west3}
+dnsZones:
+- name: gslb.example.
+  soa: {mname: ns1.gslb.example., rname: hostmaster.gslb.example., serial: 1, minimum: 30}
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: ns1, type: A, rrdatas: ["127.0.0.1"]}
+  gslbNames:
+  - name: www
+    policy: GEO
+    backendService: web
+    locations:
+    - {cidr: 198.51.100.0/24, region: us-east1}
+    - {cidr: 203.0.113.0/24, region: europe-west3}
+`, uh, up, eh, ep)
+	c, err := config.Parse([]byte(cfg), "dns.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startServer(t, c)
+	addr := s.DNSAddr("dns")
+	if addr == "" {
+		t.Fatal("DNS frontend not bound")
+	}
+	ask := func() string {
+		m := new(dns.Msg)
+		m.SetQuestion("www.gslb.example.", dns.TypeA)
+		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		o.SetUDPSize(1232)
+		o.Option = append(o.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.ParseIP("198.51.100.7").To4()})
+		m.Extra = append(m.Extra, o)
+		r, err := dns.Exchange(m, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Answer) == 0 {
+			return "no answer: " + dns.RcodeToString[r.Rcode]
+		}
+		return r.Answer[0].(*dns.A).A.String()
+	}
+	waitFor(t, "US client answered with the US frontend", func() bool { return ask() == "127.0.0.21" })
+	us.unready.Store(true)
+	waitFor(t, "US client moved to the EU frontend", func() bool { return ask() == "127.0.0.22" })
+	// Recovery: the US frontend comes back (gradually, through the
+	// failback ramp).
+	us.unready.Store(false)
+	waitFor(t, "US frontend answered again", func() bool { return ask() == "127.0.0.21" })
+}
