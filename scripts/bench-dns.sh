@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Starts `spillway serve` as an authoritative GSLB server for the
+# ../shared/bench/dns-peers.sh zone (gslb.example, www = 70/20/10 weighted,
+# no health checks, like the gdnsd and PowerDNS rows):
+#
+#   dns-peers.sh --extra spillway 127.0.0.1:15380 "$PWD/scripts/bench-dns.sh 127.0.0.1:15380"
+set -euo pipefail
+listen=${1:?usage: bench-dns.sh LISTEN_ADDR}
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${SPILLWAY:-$here/bin/spillway}
+dir=$(mktemp -d)
+cat >"$dir/dns.yaml" <<YAML
+frontends:
+- {name: dns, address: "$listen", protocol: DNS}
+dnsZones:
+- name: gslb.example.
+  soa: {mname: ns1.gslb.example., rname: hostmaster.gslb.example., serial: 1, minimum: 30}
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: ns1, type: A, rrdatas: ["127.0.0.1"]}
+  - {name: static, type: A, rrdatas: ["127.0.0.11"]}
+  gslbNames:
+  - name: www
+    policy: WEIGHTED
+    pool:
+      members:
+      - {name: zone-a, address: 127.0.0.11, weight: 70}
+      - {name: zone-b, address: 127.0.0.12, weight: 20}
+      - {name: zone-c, address: 127.0.0.13, weight: 10}
+YAML
+exec "$bin" serve --config "$dir/dns.yaml" --admin "" --watch 0 --log-level warn
