@@ -147,16 +147,7 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 		fmt.Fprintf(w, "backend service %s (%s%s, failover threshold %d%%)\n", s.Name, s.Algorithm, drain, s.Threshold)
 		fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %6s\n", "BACKEND", "ZONE", "PREFERENCE", "HEALTHY", "STATE", "SHARE")
 		for _, b := range s.Backends {
-			state := "serving"
-			switch {
-			case b.Drained:
-				state = "drained"
-			case b.DrainBlocked:
-				state = "drain blocked"
-			case b.Healthy == 0:
-				state = "unhealthy"
-			}
-			fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %5.1f%%\n", b.Group, b.Zone, b.Preference, fmt.Sprintf("%d/%d", b.Healthy, b.Members), state, 100*b.Share)
+			printBackendRow(w, b.Group, b.Zone, b.Preference, b.Healthy, b.Members, b.Drained, b.DrainBlocked, b.Share)
 			for _, e := range b.Endpoints {
 				extra := []string{}
 				if e.Ejected {

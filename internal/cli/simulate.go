@@ -202,16 +202,7 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 			if b.Preferred {
 				pref = "PREFERRED"
 			}
-			state := "serving"
-			switch {
-			case b.Drained:
-				state = "drained"
-			case b.DrainBlocked:
-				state = "drain blocked"
-			case b.Healthy == 0:
-				state = "unhealthy"
-			}
-			fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %5.1f%%\n", b.Group, b.Zone, pref, fmt.Sprintf("%d/%d", b.Healthy, b.Members), state, 100*b.Share)
+			printBackendRow(w, b.Group, b.Zone, pref, b.Healthy, b.Members, b.Drained, b.DrainBlocked, b.Share)
 		}
 	}
 
@@ -247,4 +238,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// printBackendRow prints one backend of a service table (simulate and
+// get-health share the layout).
+func printBackendRow(w io.Writer, group, zone, pref string, healthy, members int, drained, blocked bool, share float64) {
+	state := "serving"
+	switch {
+	case drained:
+		state = "drained"
+	case blocked:
+		state = "drain blocked"
+	case healthy == 0:
+		state = "unhealthy"
+	}
+	fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %5.1f%%\n", group, zone, pref, fmt.Sprintf("%d/%d", healthy, members), state, 100*share)
 }
