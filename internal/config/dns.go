@@ -75,6 +75,35 @@ type GSLBName struct {
 	// Locations map client subnets (EDNS Client Subnet, else the
 	// resolver's address) to regions, for the GEO policy.
 	Locations []GSLBLocation `json:"locations,omitempty"`
+	// GeoDatabase is the path of a MaxMind-format database (GeoLite2 or
+	// GeoIP2 City or Country, or any .mmdb with the same location fields)
+	// that places clients no Locations entry matches, for the GEO policy.
+	GeoDatabase string `json:"geoDatabase,omitempty"`
+	// Passive tunes the passive signal from Spillway's own proxy for
+	// members that are Spillway frontends.
+	Passive *GSLBPassive `json:"passive,omitempty"`
+}
+
+// GSLBPassive is gslbNames[].passive: members that are Spillway's own
+// HTTP/HTTPS frontends (backendService names, and pool members whose
+// address is such a frontend's IP) have their weight halved while the
+// real requests those frontends proxy fail or are slow.
+type GSLBPassive struct {
+	// Enable turns the passive signal on or off (default true).
+	Enable *bool `json:"enable,omitempty"`
+	// WindowSec is the sliding window requests are measured over
+	// (default DNSDefaultPassiveWindowSec).
+	WindowSec *int `json:"windowSec,omitempty"`
+	// MaxErrorRate is the error rate (0..1; 5xx, connect failures and
+	// timeouts) above which the weight is halved (default
+	// DNSDefaultPassiveMaxErrorRate).
+	MaxErrorRate *float64 `json:"maxErrorRate,omitempty"`
+	// MaxP95LatencyMs is the 95th percentile latency above which the
+	// weight is halved (default DNSDefaultPassiveMaxP95LatencyMs).
+	MaxP95LatencyMs *int `json:"maxP95LatencyMs,omitempty"`
+	// MinRequests is how many requests a window needs before it is
+	// judged (default DNSDefaultPassiveMinRequests).
+	MinRequests *int `json:"minRequests,omitempty"`
 }
 
 // GSLBPool is gslbNames[].pool.
@@ -96,10 +125,24 @@ type GSLBMember struct {
 	// Priority is the FAILOVER tier: 0 is tried first.
 	Priority int `json:"priority,omitempty"`
 	// HealthCheck names a healthChecks[] entry that probes Address; it
-	// must give a port. No health check: always healthy.
+	// must give a port. No health check: always healthy. It is the same
+	// as HealthChecks: [{name: HealthCheck, layer: SHALLOW}].
 	HealthCheck string `json:"healthCheck,omitempty"`
+	// HealthChecks are layered checks (exclusive with HealthCheck):
+	// SHALLOW checks decide up or down, a failing DEEP check halves the
+	// member's weight, a failing SYNTHETIC check zeroes it.
+	HealthChecks []GSLBMemberCheck `json:"healthChecks,omitempty"`
 	// Fallback members are answered when every member is down.
 	Fallback bool `json:"fallback,omitempty"`
+}
+
+// GSLBMemberCheck is one of a member's layered health checks.
+type GSLBMemberCheck struct {
+	// Name is a healthChecks[] entry with a fixed port; it probes the
+	// member's address at its own interval.
+	Name string `json:"name"`
+	// Layer is SHALLOW (default), DEEP or SYNTHETIC.
+	Layer string `json:"layer,omitempty"`
 }
 
 // GSLBFailback is gslbNames[].failback.
@@ -146,6 +189,33 @@ const (
 	DNSDefaultUnhealthyThreshold = 3
 	// DNSMaxMembers bounds a pool's size.
 	DNSMaxMembers = 256
+	// DNSMaxMemberChecks bounds members[].healthChecks.
+	DNSMaxMemberChecks = 8
+	// DNSDefaultDeepUnhealthyThreshold is how many consecutive failures
+	// of a DEEP check (whose health check leaves unhealthyThreshold
+	// unset) halve the member's weight.
+	DNSDefaultDeepUnhealthyThreshold = 2
+	// DNSDefaultSyntheticUnhealthyThreshold and
+	// DNSDefaultSyntheticHealthyThreshold are the hysteresis of a
+	// SYNTHETIC check whose health check leaves them unset: one failure
+	// zeroes the member, one success restores it.
+	DNSDefaultSyntheticUnhealthyThreshold = 1
+	DNSDefaultSyntheticHealthyThreshold   = 1
+	// DNSDefaultPassiveWindowSec, DNSDefaultPassiveMaxErrorRate,
+	// DNSDefaultPassiveMaxP95LatencyMs and DNSDefaultPassiveMinRequests
+	// are the passive fields' defaults: 1.5% errors or p95 above 400 ms
+	// over 30 s, judged from 100 requests.
+	DNSDefaultPassiveWindowSec       = 30
+	DNSDefaultPassiveMaxErrorRate    = 0.015
+	DNSDefaultPassiveMaxP95LatencyMs = 400
+	DNSDefaultPassiveMinRequests     = 100
+)
+
+// DNS health check layers (members[].healthChecks[].layer).
+const (
+	DNSLayerShallow   = "SHALLOW"
+	DNSLayerDeep      = "DEEP"
+	DNSLayerSynthetic = "SYNTHETIC"
 )
 
 // DNSDefaultFailbackSteps returns failback.steps when unset: 10, 25, 50,

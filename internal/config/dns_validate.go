@@ -242,6 +242,16 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 	if len(g.Locations) > 0 && !geo {
 		v.add(p+".locations", "set policy: GEO, or remove the locations", "locations are only used by the GEO policy")
 	}
+	if g.GeoDatabase != "" && !geo {
+		v.add(p+".geoDatabase", "set policy: GEO, or remove the geoDatabase", "a geoDatabase is only used by the GEO policy")
+	}
+	if ps := g.Passive; ps != nil {
+		pp := p + ".passive"
+		v.intRange(pp+".windowSec", ps.WindowSec, 1, 3600)
+		v.floatRange(pp+".maxErrorRate", ps.MaxErrorRate, 0, 1)
+		v.intRange(pp+".maxP95LatencyMs", ps.MaxP95LatencyMs, 1, 600000)
+		v.intRange(pp+".minRequests", ps.MinRequests, 1, 1<<30)
+	}
 }
 
 // gslbPool validates a pool.
@@ -275,6 +285,40 @@ func (v *validator) gslbPool(p string, pool *GSLBPool, geo bool) {
 		if m.HealthCheck != "" {
 			v.gslbHealthCheck(mp+".healthCheck", m.HealthCheck)
 		}
+		v.gslbMemberChecks(mp, m)
+	}
+}
+
+// gslbLayers are the values of members[].healthChecks[].layer.
+var gslbLayers = []string{DNSLayerShallow, DNSLayerDeep, DNSLayerSynthetic}
+
+// gslbMemberChecks validates a member's layered health checks.
+func (v *validator) gslbMemberChecks(mp string, m *GSLBMember) {
+	if len(m.HealthChecks) == 0 {
+		return
+	}
+	if m.HealthCheck != "" {
+		v.add(mp+".healthChecks", "move healthCheck into healthChecks as {name: "+m.HealthCheck+", layer: SHALLOW}",
+			"healthCheck and healthChecks are exclusive")
+	}
+	if len(m.HealthChecks) > DNSMaxMemberChecks {
+		v.add(mp+".healthChecks", fmt.Sprintf("keep at most %d checks", DNSMaxMemberChecks), "%d checks are too many", len(m.HealthChecks))
+	}
+	seen := map[string]int{}
+	for k, c := range m.HealthChecks {
+		cp := at("%s.healthChecks[%d]", mp, k)
+		v.enum(cp+".layer", c.Layer, gslbLayers...)
+		if c.Name == "" {
+			v.add(cp+".name", "name a healthChecks[] entry, e.g. {name: hc-deep, layer: DEEP}", "a health check name is required")
+			continue
+		}
+		name := RefName(c.Name)
+		if first, dup := seen[name]; dup {
+			v.add(cp+".name", "list each health check once", "%q is already healthChecks[%d]", name, first)
+			continue
+		}
+		seen[name] = k
+		v.gslbHealthCheck(cp+".name", c.Name)
 	}
 }
 

@@ -41,6 +41,15 @@ func TestDNSValid(t *testing.T) {
 	}
 }
 
+func TestDNSLayeredAndPassiveValid(t *testing.T) {
+	cfg := strings.Replace(dnsBase, "healthCheck: hc}", "healthChecks: [{name: hc}, {name: hc2, layer: DEEP}, {name: hc3, layer: SYNTHETIC}]}", 1)
+	cfg = strings.Replace(cfg, "- {name: hc, type: HTTP", "- {name: hc2, type: HTTP, checkIntervalSec: 15, httpHealthCheck: {port: 8080, requestPath: /deep}}\n- {name: hc3, type: TCP, checkIntervalSec: 60, tcpHealthCheck: {port: 443}}\n- {name: hc, type: HTTP", 1)
+	cfg = strings.Replace(cfg, "policy: GEO", "policy: GEO\n    geoDatabase: /var/lib/GeoLite2-City.mmdb\n    passive: {windowSec: 10, maxErrorRate: 0.02, maxP95LatencyMs: 250, minRequests: 20}", 1)
+	if _, err := Parse([]byte(cfg), "dns.yaml"); err != nil {
+		t.Fatalf("valid layered config rejected:\n%v", err)
+	}
+}
+
 func TestDNSInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name, old, new, want string
@@ -63,6 +72,13 @@ func TestDNSInvalid(t *testing.T) {
 		{"no DNS frontend", `{name: dns, address: "127.0.0.1:5300", protocol: DNS}`, `{name: dns, address: "127.0.0.1:5300", urlMap: web-map}`, "dnsZones: no frontend serves the DNS zones"},
 		{"transition longer than ttl", "policy: GEO", "policy: GEO\n    ttl: 10", "transitionTtl 15 is longer than ttl 10"},
 		{"steps must end at 100", "policy: GEO", "policy: GEO\n    failback: {steps: [10, 50]}", "failback.steps[1]: the last step must be 100, not 50"},
+		{"check and checks", "healthCheck: hc}", "healthCheck: hc, healthChecks: [{name: hc}]}", "healthCheck and healthChecks are exclusive"},
+		{"unknown layer", "healthCheck: hc}", "healthChecks: [{name: hc, layer: MEDIUM}]}", `members[0].healthChecks[0].layer: unknown value "MEDIUM"`},
+		{"duplicate layered check", "healthCheck: hc}", "healthChecks: [{name: hc}, {name: hc, layer: DEEP}]}", `members[0].healthChecks[1].name: "hc" is already healthChecks[0]`},
+		{"layered serving-port check", "healthCheck: hc}", "healthChecks: [{name: hc}, {name: hc-serving, layer: DEEP}]}", `healthChecks[1].name: health check "hc-serving" probes the serving port`},
+		{"passive error rate range", "policy: GEO", "policy: GEO\n    passive: {maxErrorRate: 1.5}", "passive.maxErrorRate: 1.5 is out of range"},
+		{"passive window range", "policy: GEO", "policy: GEO\n    passive: {windowSec: 0}", "passive.windowSec: 0 is out of range"},
+		{"geoDatabase needs GEO", "{name: svc, backendService: web}", "{name: svc, backendService: web, geoDatabase: /x.mmdb}", "a geoDatabase is only used by the GEO policy"},
 		{"answerCount range", "policy: GEO", "policy: GEO\n    answerCount: 0", "answerCount: 0 is out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,9 +18,29 @@ type Decision struct {
 func unit(u uint64) float64 { return float64(u>>11) * (1.0 / (1 << 53)) }
 
 // Pick chooses a backend and endpoint of service for a client in
-// clientRegion (-1: none), from the uniform random number u. Endpoints are
-// taken round robin within the chosen backend. Pick does not allocate.
+// clientRegion (-1: none), from the uniform random number u, with the
+// service's localityLbPolicy and no affinity key. Pick does not allocate.
 func (v *View) Pick(service, clientRegion int, u uint64) Decision {
+	d, _, _ := v.pick(service, clientRegion, u, 0, false)
+	return d
+}
+
+// PickKey is Pick with a session-affinity key (hasKey). Under RING_HASH
+// and MAGLEV the key decides both the backend (zone) draw, from a value
+// derived from the key, so one key stays in one zone while the split is
+// unchanged, and the endpoint (ring or Maglev table lookup). Under the
+// other policies the key is ignored, as Google documents affinity to have
+// no effect there. Without a key, PickKey is Pick: RANDOM and
+// LEAST_REQUEST draw from u, and the hash policies use u as the key.
+// PickKey does not allocate.
+func (v *View) PickKey(service, clientRegion int, u uint64, key uint64, hasKey bool) Decision {
+	d, _, _ := v.pick(service, clientRegion, u, key, hasKey)
+	return d
+}
+
+// pick is PickKey, also returning the chosen backend's view and the
+// endpoint's index in its healthy list.
+func (v *View) pick(service, clientRegion int, u, key uint64, hasKey bool) (Decision, *backendView, int) {
 	sv := &v.services[service]
 	if clientRegion < 0 {
 		clientRegion = len(sv.splits) - 1
@@ -29,31 +49,43 @@ func (v *View) Pick(service, clientRegion int, u uint64) Decision {
 	d := Decision{Service: sv.svc}
 	if sp.Status != 0 {
 		d.Status, d.Reason = sp.Status, sp.Reason
-		return d
+		return d, nil, 0
 	}
-	x := unit(u)
+	draw, h := u, uint64(0)
+	if sv.policy.hashed() {
+		if !hasKey {
+			key = u
+		} else {
+			draw = mix64(key ^ saltZone)
+		}
+		h = mix64(key)
+	}
+	x := unit(draw)
 	i := 0
 	for i < len(sp.cum)-1 && x >= sp.cum[i] {
 		i++
 	}
 	bv := sv.backends[sp.backend[i]]
-	n := bv.rr.Add(1)
+	k := v.endpoint(sv.policy, bv, u, h)
 	d.Backend = bv.b
-	d.Endpoint = bv.healthy[int(n%uint32(len(bv.healthy)))]
-	return d
+	d.Endpoint = bv.healthy[k]
+	return d, bv, k
 }
 
 // PickExcept is Pick for a retry: it avoids endpoint `avoid` when the
-// chosen backend has another healthy endpoint, so a retry lands elsewhere.
+// chosen backend has another healthy endpoint, so a retry lands elsewhere
+// (the next endpoint in round robin, else a random other one).
 func (v *View) PickExcept(service, clientRegion int, u uint64, avoid *plan.Endpoint) Decision {
-	d := v.Pick(service, clientRegion, u)
-	if d.Status != 0 || d.Endpoint != avoid {
+	d, bv, k := v.pick(service, clientRegion, u, 0, false)
+	if d.Status != 0 || d.Endpoint != avoid || len(bv.healthy) < 2 {
 		return d
 	}
-	bv := v.services[service].backends[d.Backend.Index]
-	if len(bv.healthy) > 1 {
-		n := bv.rr.Add(1)
-		d.Endpoint = bv.healthy[int(n%uint32(len(bv.healthy)))]
+	n := len(bv.healthy)
+	if v.services[service].policy == polRoundRobin {
+		k = int(bv.rr.Add(1) % uint32(n))
+	} else {
+		k = (k + 1 + below(uint32(mix64(u^saltRetry)>>32), n-1)) % n
 	}
+	d.Endpoint = bv.healthy[k]
 	return d
 }

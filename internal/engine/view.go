@@ -5,8 +5,9 @@
 // server and the simulator all call it, so they decide identically.
 //
 // A View is an immutable snapshot built from control.State. All the
-// per-request work is a weighted draw from a precomputed Split and a
-// round-robin step, with no locks and no allocation.
+// per-request work is a weighted draw from a precomputed Split and an
+// endpoint step (round robin, random, least request, or a ring or Maglev
+// table lookup built with the view), with no locks and no allocation.
 package engine
 
 import (
@@ -22,10 +23,12 @@ type View struct {
 	Plan     *plan.Plan
 	Version  uint64
 	services []serviceView
+	inflight *Inflight
 }
 
 type serviceView struct {
 	svc      *plan.Service
+	policy   lbPolicy
 	backends []*backendView
 	// splits[r] is the split for client region r; the last entry is for
 	// clients with no region.
@@ -38,17 +41,29 @@ type backendView struct {
 	share   float64 // healthy share of configured members
 	drain   control.DrainState
 	rr      atomic.Uint32
+	ring    []ringPoint // RING_HASH
+	table   []int32     // MAGLEV: index in healthy per slot
 }
 
-// NewView builds a snapshot of s. RATE capacity is shared by the client
-// regions of a service: regions are served in index order, each taking what
-// the regions before it left.
-func NewView(s *control.State) *View {
+// NewView builds a snapshot of s with fresh in-flight counters. RATE
+// capacity is shared by the client regions of a service: regions are
+// served in index order, each taking what the regions before it left.
+func NewView(s *control.State) *View { return NewViewWith(s, nil) }
+
+// NewViewWith is NewView with the in-flight counters LEAST_REQUEST reads;
+// pass the same Inflight to every View of a plan so counts survive view
+// rebuilds. A nil in, or one made for another plan, is replaced by fresh
+// counters.
+func NewViewWith(s *control.State, in *Inflight) *View {
 	p := s.Plan()
-	v := &View{Plan: p, Version: s.Version(), services: make([]serviceView, len(p.Services))}
+	if in == nil || in.plan != p {
+		in = NewInflight(p)
+	}
+	v := &View{Plan: p, Version: s.Version(), services: make([]serviceView, len(p.Services)), inflight: in}
 	for _, svc := range p.Services {
 		sv := &v.services[svc.ID]
 		sv.svc = svc
+		sv.policy = policyOf(svc.LocalityLbPolicy)
 		remaining := make([]float64, len(svc.Backends))
 		for _, b := range svc.Backends {
 			bv := &backendView{b: b, drain: s.Drain(svc.ID, b.Index)}
@@ -60,17 +75,19 @@ func NewView(s *control.State) *View {
 			if n := len(b.Endpoints); n > 0 {
 				bv.share = float64(len(bv.healthy)) / float64(n)
 			}
+			bv.build(sv.policy, svc.MinRingSize)
 			remaining[b.Index] = b.Capacity
 			sv.backends = append(sv.backends, bv)
 		}
 		sv.splits = make([]Split, len(p.Regions)+1)
 		for r := 0; r <= len(p.Regions); r++ {
-			client, demand, salt := r, 0.0, ""
+			client, salt := r, ""
 			if r == len(p.Regions) {
 				client = -1
 			} else {
-				demand, salt = s.Demand(svc.ID, r), p.Regions[r]
+				salt = p.Regions[r]
 			}
+			demand := s.Demand(svc.ID, client)
 			sv.splits[r] = computeSplit(&splitInput{
 				svc: svc, backends: sv.backends, client: client,
 				demand: demand, remaining: remaining, salt: salt,
@@ -79,6 +96,10 @@ func NewView(s *control.State) *View {
 	}
 	return v
 }
+
+// Inflight returns the in-flight counters the view's LEAST_REQUEST picks
+// read; the proxy counts its attempts in them.
+func (v *View) Inflight() *Inflight { return v.inflight }
 
 // Split returns the split of a service's traffic from a client region
 // (-1 for no region).

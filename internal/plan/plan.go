@@ -119,9 +119,51 @@ type Service struct {
 	// FailoverThreshold is failoverHealthThreshold as a fraction (0.70).
 	FailoverThreshold float64
 	HealthCheck       *HealthCheck
-	LocalityLbPolicy  string
-	PolicyName        string
-	Config            *config.BackendService
+	// LocalityLbPolicy picks the endpoint inside a backend: ROUND_ROBIN
+	// by default, MAGLEV when session affinity is set (Google's default).
+	LocalityLbPolicy string
+	// Affinity is the compiled sessionAffinity.
+	Affinity Affinity
+	// MinRingSize is consistentHash.minimumRingSize (default 1024).
+	MinRingSize int
+	PolicyName  string
+	Config      *config.BackendService
+}
+
+// HashPolicy reports whether the service picks endpoints by consistent
+// hash (RING_HASH or MAGLEV), the only policies session affinity affects.
+func (s *Service) HashPolicy() bool {
+	return s.LocalityLbPolicy == "RING_HASH" || s.LocalityLbPolicy == "MAGLEV"
+}
+
+// AffinityKind is a backend service's sessionAffinity.
+type AffinityKind uint8
+
+// The supported session affinities.
+const (
+	AffinityNone AffinityKind = iota
+	AffinityClientIP
+	AffinityGeneratedCookie
+	AffinityHTTPCookie
+	AffinityHeaderField
+)
+
+// GeneratedCookieName is the cookie GENERATED_COOKIE affinity issues, and
+// the HTTP_COOKIE cookie name when consistentHash.httpCookie.name is unset.
+const GeneratedCookieName = "GCLB"
+
+// Affinity is a compiled session affinity: what the proxy hashes.
+type Affinity struct {
+	Kind AffinityKind
+	// Cookie, CookiePath and CookieTTL describe the cookie of
+	// GENERATED_COOKIE ("GCLB", "/", affinityCookieTtlSec) and HTTP_COOKIE
+	// (consistentHash.httpCookie, ttl defaulting to affinityCookieTtlSec).
+	// A zero CookieTTL is a session cookie.
+	Cookie     string
+	CookiePath string
+	CookieTTL  time.Duration
+	// Header is the canonical consistentHash.httpHeaderName (HEADER_FIELD).
+	Header string
 }
 
 // Backend is one backends[] entry: a group as seen by one service.
@@ -274,8 +316,16 @@ func Compile(c *config.Config) (*Plan, error) {
 			Protocol:          orDefault(bs.Protocol, "HTTP"),
 			Timeout:           time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
 			FailoverThreshold: float64(config.DefaultFailoverHealthThreshold) / 100,
-			LocalityLbPolicy:  orDefault(bs.LocalityLbPolicy, "ROUND_ROBIN"),
+			Affinity:          compileAffinity(bs),
+			MinRingSize:       config.DefaultMinimumRingSize,
 			Config:            bs,
+		}
+		s.LocalityLbPolicy = orDefault(bs.LocalityLbPolicy, "ROUND_ROBIN")
+		if bs.LocalityLbPolicy == "" && s.Affinity.Kind != AffinityNone {
+			s.LocalityLbPolicy = "MAGLEV"
+		}
+		if ch := bs.ConsistentHash; ch != nil && ch.MinimumRingSize != nil && *ch.MinimumRingSize > 0 {
+			s.MinRingSize = int(*ch.MinimumRingSize)
 		}
 		if len(bs.HealthChecks) > 0 {
 			s.HealthCheck = hcs[config.RefName(bs.HealthChecks[0])]
@@ -359,6 +409,51 @@ func Compile(c *config.Config) (*Plan, error) {
 		p.Frontends = append(p.Frontends, fe)
 	}
 	return p, nil
+}
+
+// compileAffinity compiles a backend service's sessionAffinity.
+func compileAffinity(bs *config.BackendService) Affinity {
+	var a Affinity
+	ttl := time.Duration(intOr(bs.AffinityCookieTTLSec, 0)) * time.Second
+	switch bs.SessionAffinity {
+	case "CLIENT_IP":
+		a.Kind = AffinityClientIP
+	case "GENERATED_COOKIE":
+		a = Affinity{Kind: AffinityGeneratedCookie, Cookie: GeneratedCookieName, CookiePath: "/", CookieTTL: ttl}
+	case "HTTP_COOKIE":
+		a = Affinity{Kind: AffinityHTTPCookie, Cookie: GeneratedCookieName, CookiePath: "/", CookieTTL: ttl}
+		if ch := bs.ConsistentHash; ch != nil && ch.HTTPCookie != nil {
+			c := ch.HTTPCookie
+			a.Cookie = orDefault(c.Name, a.Cookie)
+			a.CookiePath = orDefault(c.Path, a.CookiePath)
+			if c.TTL != nil {
+				a.CookieTTL = time.Duration(c.TTL.Seconds)*time.Second + time.Duration(c.TTL.Nanos)
+			}
+		}
+	case "HEADER_FIELD":
+		a.Kind = AffinityHeaderField
+		if ch := bs.ConsistentHash; ch != nil {
+			a.Header = canonicalHeader(ch.HTTPHeaderName)
+		}
+	}
+	return a
+}
+
+// canonicalHeader is textproto.CanonicalMIMEHeaderKey for the ASCII
+// header names config accepts ("x-user" -> "X-User").
+func canonicalHeader(s string) string {
+	b := []byte(s)
+	upper := true
+	for i, c := range b {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			b[i] = c - ('a' - 'A')
+		case !upper && 'A' <= c && c <= 'Z':
+			b[i] = c + ('a' - 'A')
+		}
+		upper = c == '-'
+	}
+	return string(b)
 }
 
 // capacity returns the RATE limit (rps, +Inf when none) and the proportion

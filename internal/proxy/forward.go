@@ -146,6 +146,7 @@ var errPerTryTimeout = errors.New("per-try timeout")
 // try sends the request to ep once, bounded by ctx and perTry.
 func (x *exchange) try(ctx context.Context, ep *plan.Endpoint, perTry time.Duration) attempt {
 	at := attempt{out: Outcome{Endpoint: ep, Service: x.svc}}
+	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
 	var timer *time.Timer
 	if perTry > 0 {
 		ctx, at.cancel = context.WithCancel(ctx)
@@ -252,6 +253,7 @@ func (x *exchange) fail(at *attempt) {
 func (x *exchange) respond(ctx context.Context, resp *http.Response) {
 	w := x.w
 	dst := w.Header()
+	keepSetCookie(dst, resp.Header) // the affinity cookie survives the copy
 	copyHeaders(dst, resp.Header)
 	dst["Via"] = appendVia(resp.Header["Via"], x.h.via)
 	x.hp.response(dst)

@@ -261,7 +261,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	region := h.regionID(snap.Plan)
 	snap.Demand.Add(svc.ID, region)
-	d := snap.View.Pick(svc.ID, region, h.rand())
+	d := h.pick(w, r, snap, svc, region)
 	if d.Status != 0 {
 		lbError(w, d.Status, d.Reason)
 		return
