@@ -29,6 +29,41 @@ type exchange struct {
 	body    *trackedBody // nil for a body-less request
 	timeout time.Duration
 	policy  retryPolicy
+
+	// deadline ends the exchange (now + timeout when serve starts). The
+	// fast transport takes it as a connection deadline; ctx, a context
+	// with this deadline, is built only for the other transports.
+	deadline time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// context returns the exchange's context: the client request's, ending at
+// the deadline. It is built on first use.
+func (x *exchange) context() context.Context {
+	if x.ctx == nil {
+		x.ctx, x.cancel = context.WithDeadline(x.r.Context(), x.deadline)
+	}
+	return x.ctx
+}
+
+// done reports whether the exchange is over: its deadline passed or its
+// client went away.
+func (x *exchange) done() bool {
+	return !time.Now().Before(x.deadline) || x.r.Context().Err() != nil
+}
+
+// fastPath reports whether an attempt can use the handler's fast
+// transport directly: a body-less, non-upgrade request to an HTTP backend.
+func (x *exchange) fastPath() bool {
+	if x.h.fast == nil || x.body != nil || x.upgrade != "" || len(x.hdr["Upgrade"]) > 0 {
+		return false
+	}
+	switch x.svc.Protocol {
+	case "HTTPS", "HTTP2", "H2C":
+		return false
+	}
+	return true
 }
 
 // trackedBody forwards the client's request body and records whether the
@@ -143,10 +178,16 @@ func (x *exchange) newRequest(ctx context.Context, scheme string, ep *plan.Endpo
 // errPerTryTimeout is the error of an attempt cut by perTryTimeout.
 var errPerTryTimeout = errors.New("per-try timeout")
 
-// try sends the request to ep once, bounded by ctx and perTry.
-func (x *exchange) try(ctx context.Context, ep *plan.Endpoint, perTry time.Duration) attempt {
+// try sends the request to ep once, bounded by the exchange's deadline
+// and perTry.
+func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	at := attempt{out: Outcome{Endpoint: ep, Service: x.svc}}
 	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
+	if x.fastPath() {
+		x.tryFast(&at, ep, perTry)
+		return at
+	}
+	ctx := x.context()
 	var timer *time.Timer
 	if perTry > 0 {
 		ctx, at.cancel = context.WithCancel(ctx)
@@ -178,15 +219,57 @@ func (x *exchange) try(ctx context.Context, ep *plan.Endpoint, perTry time.Durat
 	return at
 }
 
+// tryFast is try on the fast transport: the deadlines are connection
+// deadlines and no context is built.
+func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration) {
+	wr := wireRequest{
+		method: x.r.Method, addr: ep.Addr, host: x.host,
+		path: x.path, rawPath: x.rawPath, rawQuery: x.r.URL.RawQuery,
+		header: x.hdr,
+	}
+	if wr.host == "" {
+		wr.host = ep.Addr
+	}
+	start := time.Now()
+	headerDeadline := x.deadline
+	if perTry > 0 {
+		if d := start.Add(perTry); d.Before(headerDeadline) {
+			headerDeadline = d
+		}
+	}
+	resp, err := x.h.fast.do(x.r.Context(), &wr, headerDeadline, x.deadline)
+	end := time.Now()
+	at.out.Latency = end.Sub(start)
+	if err != nil {
+		at.out.Err = err
+		switch {
+		case !end.Before(headerDeadline) && headerDeadline.Before(x.deadline):
+			// The per-try timeout expired, whatever the error says.
+			at.out.Err = errPerTryTimeout
+			at.out.Timeout = true
+		default:
+			at.out.ConnectFailure = isConnectFailure(err)
+			at.out.Timeout = !end.Before(x.deadline) || isTimeout(err)
+		}
+		return
+	}
+	at.resp = resp
+	at.out.Status = resp.StatusCode
+}
+
 // serve forwards the request, retrying per policy, and writes the answer.
 func (x *exchange) serve(ep *plan.Endpoint) {
-	ctx, cancel := context.WithTimeout(x.r.Context(), x.timeout)
-	defer cancel()
+	x.deadline = time.Now().Add(x.timeout)
+	defer func() {
+		if x.cancel != nil {
+			x.cancel()
+		}
+	}()
 	var at attempt
 	for n := 0; ; n++ {
-		at = x.try(ctx, ep, x.policy.perTry)
+		at = x.try(ep, x.policy.perTry)
 		x.h.observe(at.out)
-		if n >= x.policy.retries || ctx.Err() != nil || !x.policy.retriable(&at, x.body) {
+		if n >= x.policy.retries || x.done() || !x.policy.retriable(&at, x.body) {
 			break
 		}
 		next := x.repick(ep)
@@ -207,7 +290,7 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 		x.h.tunnel(x, at.resp)
 		return
 	}
-	x.respond(ctx, at.resp)
+	x.respond(at.resp)
 }
 
 // repick chooses the endpoint for a retry: the same backend service, from
@@ -250,7 +333,7 @@ func (x *exchange) fail(at *attempt) {
 }
 
 // respond copies the backend response to the client, streaming the body.
-func (x *exchange) respond(ctx context.Context, resp *http.Response) {
+func (x *exchange) respond(resp *http.Response) {
 	w := x.w
 	dst := w.Header()
 	keepSetCookie(dst, resp.Header) // the affinity cookie survives the copy
@@ -270,7 +353,7 @@ func (x *exchange) respond(ctx context.Context, resp *http.Response) {
 		// The backend failed or the timeout expired mid-body: the status
 		// is already sent, so abort the stream and let the client see a
 		// truncated response.
-		x.h.log.Debug("response body aborted", "service", x.svc.Name, "err", err, "timeout", ctx.Err() != nil)
+		x.h.log.Debug("response body aborted", "service", x.svc.Name, "err", err, "timeout", !time.Now().Before(x.deadline))
 		panic(http.ErrAbortHandler)
 	}
 	for k, vv := range resp.Trailer {

@@ -21,9 +21,16 @@ import (
 // pooled connection, with no handoff. Everything else (request bodies,
 // upgrades, TLS, HTTP/2) goes to the fallback net/http Transport.
 //
-// Parsing is net/http's own: http.Request.Write and http.ReadResponse, so
-// framing (Content-Length, chunked, close-delimited, HEAD, 1xx) is the
-// standard library's.
+// The request head is written by writeRequestHead (net/http's rules,
+// without building an *http.Request); responses are parsed by
+// http.ReadResponse, so framing (Content-Length, chunked, close-delimited,
+// HEAD, 1xx) is the standard library's.
+//
+// Timeouts and cancellation are connection deadlines, not contexts: an
+// attempt sets one deadline on its connection. A caller's context is
+// watched only once an attempt has waited probeInterval for its response
+// (or when the response body has to be read from the network), so short
+// requests never register a cancellation callback.
 type fastTransport struct {
 	fallback http.RoundTripper
 	dialer   net.Dialer
@@ -43,6 +50,11 @@ func NewFastTransport(fallback http.RoundTripper) http.RoundTripper {
 	}
 }
 
+// probeInterval is how long an attempt waits for its response before it
+// starts watching its context: a client that goes away during the first
+// probeInterval of an attempt is noticed when the interval ends.
+const probeInterval = 100 * time.Millisecond
+
 // connPool holds the idle connections to one backend. A buffered channel
 // is the free list: getting and putting never block.
 type connPool struct {
@@ -55,6 +67,10 @@ type pconn struct {
 	bw       *bufio.Writer
 	lastUsed time.Time
 	pool     *connPool
+	// req is handed to http.ReadResponse, which needs only the method
+	// (HEAD responses have no body). The connection's current attempt
+	// owns it.
+	req http.Request
 }
 
 func (t *fastTransport) pool(addr string) *connPool {
@@ -94,28 +110,59 @@ func fast(req *http.Request) bool {
 		req.Header.Get("Upgrade") == "" && !req.Close
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. The request's context bounds
+// the whole exchange, response body included.
 func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fast(req) {
 		return t.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
-	p := t.pool(req.URL.Host)
+	d, _ := ctx.Deadline()
+	wr := wireRequest{
+		method: req.Method, host: req.Host, addr: req.URL.Host,
+		path: req.URL.Path, rawPath: req.URL.RawPath, rawQuery: req.URL.RawQuery,
+		header: req.Header,
+	}
+	if wr.host == "" {
+		wr.host = req.URL.Host
+	}
+	resp, err := t.do(ctx, &wr, d, d)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	resp.Request = req
+	return resp, nil
+}
+
+// do sends a body-less request to wr.addr and reads the response head.
+// headerDeadline bounds the attempt until the response head has arrived,
+// deadline (not before headerDeadline) the response body; zero means none.
+// ctx is watched for cancellation (the client going away); its own
+// deadline is not looked at. A canceled ctx makes do fail with ctx.Err().
+func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline, deadline time.Time) (*http.Response, error) {
+	p := t.pool(wr.addr)
+	now := time.Now()
 	// A pooled connection may have been closed by the backend while idle;
 	// a request that fails on one before any response byte is retried
 	// once on a fresh connection (it had no body, so this is safe).
-	if c := p.get(time.Now()); c != nil {
-		resp, err := t.exchange(ctx, c, req)
+	if c := p.get(now); c != nil {
+		resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
 		if err == nil || !staleConn(err) {
 			return resp, err
 		}
 	}
-	nc, err := t.dialer.DialContext(ctx, "tcp", req.URL.Host)
+	dctx := ctx
+	if !headerDeadline.IsZero() {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithDeadline(ctx, headerDeadline)
+		defer cancel()
+	}
+	nc, err := t.dialer.DialContext(dctx, "tcp", wr.addr)
 	if err != nil {
 		return nil, err
 	}
 	c := &pconn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
-	return t.exchange(ctx, c, req)
+	return t.exchange(ctx, c, wr, headerDeadline, deadline)
 }
 
 // staleConn reports an error that means "the idle connection was dead".
@@ -124,33 +171,84 @@ func staleConn(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-func (t *fastTransport) exchange(ctx context.Context, c *pconn, req *http.Request) (*http.Response, error) {
-	if d, ok := ctx.Deadline(); ok {
-		c.c.SetDeadline(d)
-	} else {
-		c.c.SetDeadline(time.Time{})
+// aLongTimeAgo is a deadline in the past: setting it unblocks pending I/O.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// exchange runs one request on c. See do.
+func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest, headerDeadline, deadline time.Time) (*http.Response, error) {
+	// cur is the deadline set on the connection: headerDeadline, or the
+	// probe deadline while the context is not watched yet.
+	cur := headerDeadline
+	watch := ctx.Done() != nil
+	if watch {
+		if p := time.Now().Add(probeInterval); cur.IsZero() || p.Before(cur) {
+			cur = p
+		}
 	}
-	// Cancellation (client gone, per-try timeout) unblocks the I/O.
-	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
-	if err := req.Write(c.bw); err != nil {
-		stop()
+	c.c.SetDeadline(cur)
+	var stop func() bool // unregisters the cancellation callback
+	poison := func() { c.c.SetDeadline(aLongTimeAgo) }
+	fail := func(err error) (*http.Response, error) {
+		if stop != nil {
+			stop()
+		}
 		c.c.Close()
-		return nil, ctxErr(ctx, err)
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, err
+	}
+	if err := writeRequestHead(c.bw, wr); err != nil {
+		c.bw.Reset(c.c)
+		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
-		stop()
-		c.c.Close()
-		return nil, ctxErr(ctx, err)
+		return fail(err)
 	}
+	// Wait for the first response byte; when the probe deadline expires
+	// first, watch the context from now on.
 	for {
-		resp, err := http.ReadResponse(c.br, req)
+		_, err := c.br.Peek(1)
+		if err == nil {
+			break
+		}
+		if cur.Equal(headerDeadline) || !isTimeout(err) {
+			return fail(err)
+		}
+		if ctx.Err() != nil {
+			return fail(err)
+		}
+		cur = headerDeadline
+		c.c.SetDeadline(cur)
+		stop = context.AfterFunc(ctx, poison)
+	}
+	c.req.Method = wr.method
+	for {
+		resp, err := http.ReadResponse(c.br, &c.req)
 		if err != nil {
-			stop()
-			c.c.Close()
-			return nil, ctxErr(ctx, err)
+			return fail(err)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // 1xx informational: the final response follows
+		}
+		resp.Request = nil
+		// A body already in the buffer needs neither a deadline nor
+		// cancellation; one still to be read gets both.
+		inBuffer := resp.Body == http.NoBody ||
+			(resp.ContentLength >= 0 && int64(c.br.Buffered()) >= resp.ContentLength)
+		if !inBuffer {
+			if !cur.Equal(deadline) {
+				if stop != nil && !stop() {
+					resp.Body.Close()
+					stop = nil
+					return fail(context.Canceled)
+				}
+				c.c.SetDeadline(deadline)
+				stop = nil
+			}
+			if stop == nil && watch {
+				stop = context.AfterFunc(ctx, poison)
+			}
 		}
 		resp.Body = &pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close}
 		return resp, nil
@@ -171,7 +269,7 @@ func ctxErr(ctx context.Context, err error) error {
 type pooledBody struct {
 	rc    io.ReadCloser
 	c     *pconn
-	stop  func() bool
+	stop  func() bool // nil when no cancellation callback is registered
 	reuse bool
 	done  bool
 }
@@ -200,9 +298,9 @@ func (b *pooledBody) finish(eof bool) {
 	b.done = true
 	b.rc.Close()
 	// stop reports false when the cancellation already fired and
-	// poisoned the deadline: then the connection cannot be reused.
-	if b.stop() && eof && b.reuse && b.c.br.Buffered() == 0 {
-		b.c.c.SetDeadline(time.Time{})
+	// poisoned the deadline: then the connection cannot be reused. The
+	// next attempt on a reused connection sets its own deadline.
+	if (b.stop == nil || b.stop()) && eof && b.reuse && b.c.br.Buffered() == 0 {
 		b.c.pool.put(b.c)
 		return
 	}

@@ -82,6 +82,7 @@ type handler struct {
 	region    string // frontend region name, "" for none
 	https     bool   // frontend protocol HTTPS
 	transport http.RoundTripper
+	fast      *fastTransport // transport when it is the fast one, else nil
 	h2        http.RoundTripper
 	rand      func() uint64
 	log       *slog.Logger
@@ -125,6 +126,7 @@ func NewHandler(cfg Config) http.Handler {
 	if h.transport == nil {
 		h.transport = NewFastTransport(NewTransport())
 	}
+	h.fast, _ = h.transport.(*fastTransport)
 	if h.h2 == nil {
 		h.h2 = NewH2Transport()
 	}

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// wireRequest is a body-less HTTP/1.1 request as the fast transport writes
+// it: no *http.Request and no url.URL are built.
+type wireRequest struct {
+	method   string // "" means GET
+	addr     string // backend host:port, dialled; the Host when host is ""
+	host     string // Host header
+	path     string // decoded path
+	rawPath  string // encoded path hint, as url.URL.RawPath
+	rawQuery string
+	header   http.Header
+}
+
+// Errors of writeRequestHead, as net/http's Transport words them.
+var (
+	errCTLInURI      = errors.New("net/http: can't write control character in Request.URL")
+	errInvalidHeader = errors.New("net/http: invalid header field")
+)
+
+// reqWriteExclude are the headers http.Request.Write does not copy from
+// Header: it writes Host, User-Agent and the framing itself.
+func reqWriteExclude(k string) bool {
+	switch k {
+	case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
+
+// writeRequestHead writes the request line and header block of a
+// body-less request, byte for byte what http.Request.Write writes except
+// that header fields are not sorted by name (their order carries no
+// meaning, RFC 9110 §5.3). Like net/http's Transport it refuses invalid
+// header names and values (CR, LF and other control characters) and a
+// URL with control characters. Hosts that need net/http's IDNA or zone
+// handling are written by http.Request.Write itself.
+func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
+	if !plainHost(wr.host) {
+		return writeRequestSlow(bw, wr)
+	}
+	if err := checkHeader(wr.header); err != nil {
+		return err
+	}
+	u := url.URL{Path: wr.path, RawPath: wr.rawPath}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if hasCTL(path) || hasCTL(wr.rawQuery) {
+		return errCTLInURI
+	}
+	method := wr.method
+	if method == "" {
+		method = http.MethodGet
+	}
+	bw.WriteString(method)
+	bw.WriteByte(' ')
+	bw.WriteString(path)
+	if wr.rawQuery != "" {
+		bw.WriteByte('?')
+		bw.WriteString(wr.rawQuery)
+	}
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(wr.host)
+	bw.WriteString("\r\n")
+	ua := "Go-http-client/1.1" // net/http's default when there is none
+	if vv, ok := wr.header["User-Agent"]; ok {
+		ua = ""
+		if len(vv) > 0 {
+			ua = trimOWS(vv[0])
+		}
+	}
+	if ua != "" {
+		bw.WriteString("User-Agent: ")
+		bw.WriteString(ua)
+		bw.WriteString("\r\n")
+	}
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		// Many servers expect a Content-Length for these (net/http).
+		bw.WriteString("Content-Length: 0\r\n")
+	}
+	for k, vv := range wr.header {
+		if reqWriteExclude(k) {
+			continue
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(trimOWS(v))
+			bw.WriteString("\r\n")
+		}
+	}
+	_, err := bw.WriteString("\r\n")
+	return err
+}
+
+// writeRequestSlow writes wr with http.Request.Write.
+func writeRequestSlow(bw *bufio.Writer, wr *wireRequest) error {
+	if err := checkHeader(wr.header); err != nil {
+		return err
+	}
+	req := &http.Request{
+		Method:     wr.method,
+		URL:        &url.URL{Scheme: "http", Host: wr.addr, Path: wr.path, RawPath: wr.rawPath, RawQuery: wr.rawQuery},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     wr.header,
+		Host:       wr.host,
+	}
+	return req.Write(bw)
+}
+
+// checkHeader validates header names and values as net/http's Transport
+// does before sending.
+func checkHeader(h http.Header) error {
+	for k, vv := range h {
+		if !validFieldName(k) {
+			return errInvalidHeader
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return errInvalidHeader
+			}
+		}
+	}
+	return nil
+}
+
+// plainHost reports a non-empty Host made only of letters, digits and
+// ".-_:[]": one http.Request.Write would send unchanged.
+func plainHost(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '-', c == '_', c == ':', c == '[', c == ']':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldName reports an RFC 9110 token.
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue reports a field value without control characters other
+// than horizontal tab (httpguts.ValidHeaderFieldValue).
+func validFieldValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// hasCTL reports an ASCII control character.
+func hasCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// trimOWS trims spaces and tabs at both ends (textproto.TrimString for
+// values that contain no CR or LF).
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
