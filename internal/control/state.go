@@ -40,7 +40,7 @@ type State struct {
 	health  []health.State
 	ejected []bool
 	drain   [][]DrainState // [service][backend]
-	demand  [][]float64    // [service][client region] offered rps
+	demand  [][]float64    // [service][client region] offered rps; the last column is "no region"
 	version uint64
 }
 
@@ -55,7 +55,7 @@ func New(p *plan.Plan) *State {
 	}
 	for i, svc := range p.Services {
 		s.drain[i] = make([]DrainState, len(svc.Backends))
-		s.demand[i] = make([]float64, len(p.Regions))
+		s.demand[i] = make([]float64, len(p.Regions)+1)
 	}
 	return s
 }
@@ -119,8 +119,16 @@ func (s *State) Ejected(id int) bool { return s.ejected[id] }
 // Drain returns the drain state of a service's backend.
 func (s *State) Drain(service, backend int) DrainState { return s.drain[service][backend] }
 
-// Demand returns the offered rate (rps) from a client region to a service.
-func (s *State) Demand(service, region int) float64 { return s.demand[service][region] }
+// Demand returns the offered rate (rps) from a client region (-1: clients
+// with no region) to a service.
+func (s *State) Demand(service, region int) float64 { return s.demand[service][s.col(region)] }
+
+func (s *State) col(region int) int {
+	if region < 0 {
+		return len(s.plan.Regions)
+	}
+	return region
+}
 
 // ObserveProbe steps endpoint id's health with one probe result and
 // re-evaluates drain. It reports whether anything changed.
@@ -149,9 +157,11 @@ func (s *State) SetEjected(id int, ejected bool, now time.Time) bool {
 	return true
 }
 
-// SetDemand records the offered rate from a client region to a service. It
+// SetDemand records the offered rate from a client region (-1: none) to a
+// service. It
 // reports whether the value moved enough (5%, or from/to zero) to matter.
 func (s *State) SetDemand(service, region int, rps float64, now time.Time) bool {
+	region = s.col(region)
 	old := s.demand[service][region]
 	s.demand[service][region] = rps
 	if old == rps {

@@ -379,7 +379,7 @@ func (s *Server) measureDemand(p *plan.Plan) {
 	changed := false
 	secs := p.DemandWindow.Seconds()
 	for svc := range p.Services {
-		for r := range p.Regions {
+		for r := -1; r < len(p.Regions); r++ {
 			n := snap.Demand.Swap(svc, r)
 			if s.state.SetDemand(svc, r, float64(n)/secs, s.now()) {
 				changed = true

@@ -403,7 +403,7 @@ func (s *sim) runRate() {
 	window := s.p.DemandWindow
 	counts := make([][]int, len(s.p.Services))
 	for i := range counts {
-		counts[i] = make([]int, len(s.p.Regions))
+		counts[i] = make([]int, len(s.p.Regions)+1) // last: no region
 	}
 	nextWindow := start.Add(window)
 	total := int(s.o.Rate * s.o.Duration.Seconds())
@@ -415,7 +415,11 @@ func (s *sim) runRate() {
 			s.advance(nextWindow)
 			for svc := range counts {
 				for r := range counts[svc] {
-					s.st.SetDemand(svc, r, float64(counts[svc][r])/window.Seconds(), s.now)
+					region := r
+					if r == len(s.p.Regions) {
+						region = -1
+					}
+					s.st.SetDemand(svc, region, float64(counts[svc][r])/window.Seconds(), s.now)
 					counts[svc][r] = 0
 				}
 			}
@@ -427,8 +431,12 @@ func (s *sim) runRate() {
 			s.res.Timeline = append(s.res.Timeline, Bucket{Start: Duration(bs.Sub(start)), Zones: map[string]int{}, Status: map[string]int{}})
 			b = &s.res.Timeline[len(s.res.Timeline)-1]
 		}
-		if svc := s.request(b); svc >= 0 && s.client >= 0 {
-			counts[svc][s.client]++
+		if svc := s.request(b); svc >= 0 {
+			col := s.client
+			if col < 0 {
+				col = len(s.p.Regions)
+			}
+			counts[svc][col]++
 		}
 	}
 	s.advance(start.Add(s.o.Duration))
@@ -436,9 +444,6 @@ func (s *sim) runRate() {
 
 // primeDemand sets each service's demand to its expected share of the rate.
 func (s *sim) primeDemand() {
-	if s.client < 0 {
-		return
-	}
 	a := s.table.Match(&s.req)
 	tot := 0
 	for _, w := range a.Services {
