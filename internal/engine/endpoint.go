@@ -41,7 +41,7 @@ func (p lbPolicy) hashed() bool { return p == polRingHash || p == polMaglev }
 // Inflight counts the requests in flight to each endpoint of one plan, for
 // LEAST_REQUEST. Views are rebuilt on every health or demand change, so
 // the counters live outside them: create one per plan and hand it to every
-// View of that plan (NewViewWith). The proxy adds 1 before an attempt and
+// View of that plan (NextView). The proxy adds 1 before an attempt and
 // subtracts 1 after it. Safe for concurrent use.
 type Inflight struct {
 	plan *plan.Plan
@@ -78,6 +78,21 @@ func (f *Inflight) Load(e *plan.Endpoint) int64 {
 		return f.c[e.ID].n.Load()
 	}
 	return 0
+}
+
+// reuse takes old's hash structures when old had the same healthy
+// endpoints, and reports whether it did.
+func (bv *backendView) reuse(old *backendView) bool {
+	if old.ring == nil && old.table == nil || len(old.healthy) != len(bv.healthy) {
+		return false
+	}
+	for i, e := range bv.healthy {
+		if old.healthy[i] != e {
+			return false
+		}
+	}
+	bv.ring, bv.table = old.ring, old.table
+	return true
 }
 
 // build precomputes the endpoint choice structure of a backend over its

@@ -162,11 +162,8 @@ func TestRandomIsUniform(t *testing.T) {
 
 func TestLeastRequestPrefersFewerInflight(t *testing.T) {
 	p, st := lbBuild(t, "  localityLbPolicy: LEAST_REQUEST\n", 4)
-	in := engine.NewInflight(p)
-	v := engine.NewViewWith(st, in)
-	if v.Inflight() != in {
-		t.Fatal("view does not use the given counters")
-	}
+	v := engine.NewView(st)
+	in := v.Inflight()
 	eps := p.Services[0].Backends[0].Endpoints
 	r := rng(11)
 	// All idle: uniform.
@@ -180,8 +177,11 @@ func TestLeastRequestPrefersFewerInflight(t *testing.T) {
 	for i, e := range eps {
 		in.Add(e, int64(i))
 	}
-	// The counters outlive the view: a rebuilt view sees them.
-	v = engine.NewViewWith(st, in)
+	// The counters outlive the view: the next view shares them.
+	v = engine.NextView(st, v)
+	if v.Inflight() != in {
+		t.Fatal("the next view does not share the in-flight counters")
+	}
 	f := fractions(v, 60000, &r)
 	for i, e := range eps {
 		want := float64(3-i) / 6
@@ -374,5 +374,16 @@ func BenchmarkNewViewMaglev(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		engine.NewView(st)
+	}
+}
+
+// BenchmarkNextViewMaglev is the same rebuild when no backend's healthy
+// endpoints changed: the tables are reused.
+func BenchmarkNextViewMaglev(b *testing.B) {
+	_, st := lbBuild(b, "  localityLbPolicy: MAGLEV\n", 20, 20, 20)
+	v := engine.NewView(st)
+	b.ReportAllocs()
+	for b.Loop() {
+		v = engine.NextView(st, v)
 	}
 }

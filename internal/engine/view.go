@@ -48,16 +48,21 @@ type backendView struct {
 // NewView builds a snapshot of s with fresh in-flight counters. RATE
 // capacity is shared by the client regions of a service: regions are
 // served in index order, each taking what the regions before it left.
-func NewView(s *control.State) *View { return NewViewWith(s, nil) }
+func NewView(s *control.State) *View { return NextView(s, nil) }
 
-// NewViewWith is NewView with the in-flight counters LEAST_REQUEST reads;
-// pass the same Inflight to every View of a plan so counts survive view
-// rebuilds. A nil in, or one made for another plan, is replaced by fresh
-// counters.
-func NewViewWith(s *control.State, in *Inflight) *View {
+// NextView builds the snapshot that follows prev. When prev is of the same
+// plan, the new View shares prev's in-flight counters (so LEAST_REQUEST
+// counts survive rebuilds) and reuses a backend's RING_HASH ring or MAGLEV
+// table when its healthy endpoints did not change (building a Maglev
+// table costs milliseconds; most rebuilds change one backend at most).
+func NextView(s *control.State, prev *View) *View {
 	p := s.Plan()
-	if in == nil || in.plan != p {
-		in = NewInflight(p)
+	if prev != nil && prev.Plan != p {
+		prev = nil
+	}
+	in := NewInflight(p)
+	if prev != nil {
+		in = prev.inflight
 	}
 	v := &View{Plan: p, Version: s.Version(), services: make([]serviceView, len(p.Services)), inflight: in}
 	for _, svc := range p.Services {
@@ -75,7 +80,9 @@ func NewViewWith(s *control.State, in *Inflight) *View {
 			if n := len(b.Endpoints); n > 0 {
 				bv.share = float64(len(bv.healthy)) / float64(n)
 			}
-			bv.build(sv.policy, svc.MinRingSize)
+			if prev == nil || !bv.reuse(prev.services[svc.ID].backends[b.Index]) {
+				bv.build(sv.policy, svc.MinRingSize)
+			}
 			remaining[b.Index] = b.Capacity
 			sv.backends = append(sv.backends, bv)
 		}

@@ -240,7 +240,11 @@ func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
 // and demand counters and the probe targets.
 func (s *Server) publish(p *plan.Plan, newPlan bool) error {
 	old := s.snap.Load()
-	snap := &proxy.Snapshot{Plan: p, View: engine.NewView(s.state)}
+	var prev *engine.View
+	if old != nil {
+		prev = old.View
+	}
+	snap := &proxy.Snapshot{Plan: p, View: engine.NextView(s.state, prev)}
 	if newPlan || old == nil {
 		routes, err := compileRoutes(p)
 		if err != nil {
