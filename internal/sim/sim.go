@@ -263,7 +263,7 @@ func (s *sim) setDown(targets []string, down bool) {
 
 func (s *sim) refresh() {
 	if s.view == nil || s.view.Version != s.st.Version() {
-		s.view = engine.NewView(s.st)
+		s.view = engine.NextView(s.st, s.view)
 		s.lastChange = s.now
 	}
 }
