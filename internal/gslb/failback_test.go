@@ -74,7 +74,7 @@ func TestFailbackRamp(t *testing.T) {
 	probe := func(ok bool) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.observeLocked(n, 0, ok, "test", now)
+		s.observeLocked(n, 0, 0, ok, "test", now)
 	}
 	probe(true) // known healthy
 	if sh, ttl := shareOf(s, "192.0.2.1", 4000); sh < 0.47 || sh > 0.53 || ttl != 30 {
@@ -176,7 +176,7 @@ dnsZones:
 	s.mu.Lock()
 	for _, n := range s.names {
 		for i := range n.members {
-			s.observeLocked(n, i, false, "down", now)
+			s.observeLocked(n, i, 0, false, "down", now)
 		}
 	}
 	s.mu.Unlock()

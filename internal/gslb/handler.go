@@ -154,6 +154,11 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
 			ladder := len(g.ladders) - 1
 			if g.policy == geo {
 				region, sc := g.table.lookup(client)
+				if region < 0 && g.geo != nil && client.IsValid() {
+					var dbScope int
+					region, dbScope = g.geoLadder(client)
+					sc = max(sc, dbScope)
+				}
 				if region >= 0 {
 					ladder = region
 				}

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
-	"github.com/spillwaylb/spillway/internal/health"
 	"github.com/spillwaylb/spillway/internal/probe"
 )
 
@@ -16,36 +16,37 @@ func (s *Server) report(r probe.Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ref := range s.targets[r.Target] {
-		s.observeLocked(ref.name, ref.member, r.OK, r.Detail, r.At)
+		s.observeLocked(ref.name, ref.member, ref.check, r.OK, r.Detail, r.At)
 	}
 }
 
-// observeLocked feeds one probe result to member i of n. A failure while
-// the member ramps back rolls the ramp back: the member is down again and
-// needs the healthy threshold of successes to start a new ramp. Caller
-// must hold s.mu.
-func (s *Server) observeLocked(n *gname, i int, ok bool, detail string, now time.Time) {
+// observeLocked feeds one result of health check c to member i of n. A
+// shallow failure while the member ramps back rolls the ramp back: the
+// member is down again and needs the healthy threshold of successes to
+// start a new ramp. Deep and synthetic results change the member's
+// weight factor. Caller must hold s.mu.
+func (s *Server) observeLocked(n *gname, i, c int, ok bool, detail string, now time.Time) {
 	m := &n.members[i]
-	hs := &n.health[i]
-	was := hs.Healthy()
-	hs.Observe(ok, detail, now, m.thresholds)
-	changed := hs.Healthy() != was
-	cur := n.state.Load().members[i]
-	errRate := 0.0
-	if !ok {
-		errRate = 1
+	l := &n.layers[i]
+	was := l.Healthy()
+	l.Observe(c, ok, detail, now)
+	changed := l.Healthy() != was
+	if l.Layer(c) == Shallow {
+		errRate := 0.0
+		if !ok {
+			errRate = 1
+		}
+		if r := n.state.Load().members[i].ramp; l.Healthy() && !changed && r.Observe(errRate, now) {
+			l.Fail(detail, now)
+			changed = true
+			s.log.Info("gslb: ramp rolled back", "name", n.owner, "member", m.name, "detail", detail)
+		}
 	}
-	if r := cur.ramp; hs.Healthy() && !changed && r.Observe(errRate, now) {
-		*hs = health.State{}
-		hs.Observe(false, detail, now, m.thresholds)
-		changed = true
-		s.log.Info("gslb: ramp rolled back", "name", n.owner, "member", m.name, "detail", detail)
+	if changed {
+		s.setLocked(n, i, l.Healthy(), now)
+		s.log.Info("gslb: member health changed", "name", n.owner, "member", m.name, "healthy", l.Healthy(), "detail", detail)
 	}
-	if !changed {
-		return
-	}
-	s.setLocked(n, i, hs.Healthy(), now)
-	s.log.Info("gslb: member health changed", "name", n.owner, "member", m.name, "healthy", hs.Healthy(), "detail", detail)
+	s.refreshFactorLocked(n, i, now)
 }
 
 // setLocked publishes member i of n as healthy or not from now: a member
@@ -59,6 +60,50 @@ func (s *Server) setLocked(n *gname, i int, healthy bool, now time.Time) {
 		ms[i].ramp.Start(now)
 	}
 	n.state.Store(n.newState(ms))
+}
+
+// memberFactor is the fraction of its weight member i of n keeps: the
+// layered checks' factor, halved again while the passive signal says
+// the member is degraded. Caller must hold s.mu.
+func (n *gname) memberFactor(i int) float64 {
+	f := n.layers[i].Factor()
+	if n.degraded[i] {
+		f /= 2
+	}
+	return f
+}
+
+// refreshFactorLocked publishes member i's weight factor when it has
+// changed. A member coming back from 0 (its synthetic check passes
+// again) ramps back like a recovered one. Caller must hold s.mu.
+func (s *Server) refreshFactorLocked(n *gname, i int, now time.Time) {
+	f := n.memberFactor(i)
+	old := n.state.Load()
+	prev := old.members[i].factor
+	if prev == f {
+		return
+	}
+	ms := slices.Clone(old.members)
+	ms[i].factor, ms[i].changed = f, now
+	if prev == 0 && ms[i].healthy {
+		ms[i].ramp = n.ramp
+		ms[i].ramp.Start(now)
+	}
+	n.state.Store(n.newState(ms))
+	s.log.Info("gslb: member weight factor changed", "name", n.owner, "member", n.members[i].name, "factor", f)
+}
+
+// rollbackLocked rolls member i of n back after its ramp failed: a
+// member with shallow checks is down until they pass again; one without
+// restarts its ramp from the first step. Caller must hold s.mu.
+func (s *Server) rollbackLocked(n *gname, i int, detail string, now time.Time) {
+	if l := &n.layers[i]; l.HasShallow() {
+		l.Fail(detail, now)
+		s.setLocked(n, i, false, now)
+	} else {
+		s.setLocked(n, i, true, now)
+	}
+	s.log.Info("gslb: ramp rolled back", "name", n.owner, "member", n.members[i].name, "detail", detail)
 }
 
 // ObserveErrorRate feeds a passive error rate (0..1, e.g. measured by the
@@ -83,18 +128,81 @@ func (s *Server) ObserveErrorRate(owner, member string, rate float64) bool {
 			if !r.Observe(rate, now) {
 				return false
 			}
-			if n.members[i].target != nil {
-				hs := &n.health[i]
-				*hs = health.State{}
-				hs.Observe(false, "error rate", now, n.members[i].thresholds)
-				s.setLocked(n, i, false, now)
-			} else {
-				s.setLocked(n, i, true, now)
-			}
+			s.rollbackLocked(n, i, "error rate", now)
 			return true
 		}
 	}
 	return false
+}
+
+// ObservePassive feeds the cumulative request counters of Spillway's own
+// frontends (PassiveCounters.Sample, by frontend name), sampled at the
+// Server's now; the composer calls it every few seconds. Each member that
+// is one of those frontends (or whose address is theirs) is judged over
+// its name's passive window: an error rate or p95 latency above the
+// policy halves its weight until a window is good again, and during a
+// failback ramp an error rate above DefaultMaxErrorRate rolls it back.
+func (s *Server) ObservePassive(samples map[string]PassiveSample) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.names {
+		if !n.passiveOn {
+			continue
+		}
+		for i, fes := range n.frontends {
+			var sum PassiveSample
+			have := false
+			for _, f := range fes {
+				if smp, ok := samples[f]; ok {
+					sum.Add(&smp)
+					have = true
+				}
+			}
+			if !have {
+				continue
+			}
+			n.windows[i].Add(now, sum)
+			st := n.windows[i].Stats()
+			if deg := n.passive.Degraded(st, n.degraded[i]); deg != n.degraded[i] {
+				n.degraded[i] = deg
+				s.log.Info("gslb: passive signal", "name", n.owner, "member", n.members[i].name, "degraded", deg,
+					"requests", st.Requests, "errorRate", st.ErrorRate, "p95", st.P95)
+				s.refreshFactorLocked(n, i, now)
+			}
+			if st.Requests >= n.passive.MinRequests {
+				if r := n.state.Load().members[i].ramp; r.Observe(st.ErrorRate, now) {
+					s.rollbackLocked(n, i, "passive error rate", now)
+				}
+			}
+		}
+	}
+}
+
+// Weight returns the share member of GSLB name owner gets at now,
+// relative to its configured weight (1 = full): 0 while it is down,
+// else its ramp fraction × its weight factor (halved by failing deep
+// checks or the passive signal, 0 while a synthetic check fails). ok is
+// false for an unknown name or member.
+func (s *Server) Weight(owner, member string) (w float64, ok bool) {
+	now := s.now()
+	s.syncView(now)
+	for _, n := range s.names {
+		if n.owner != config.CanonicalDNSName(owner) {
+			continue
+		}
+		st := n.state.Load()
+		for i := range n.members {
+			if n.members[i].name == member {
+				ms := st.members[i]
+				if !ms.healthy {
+					return 0, true
+				}
+				return ms.ramp.Weight(now) * ms.factor, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // syncView applies the engine's View to backendService names when it has

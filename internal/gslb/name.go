@@ -49,11 +49,24 @@ type gname struct {
 	ladders [][][]int
 	all     []int          // every member index, in order
 	table   *locationTable // GEO only
+	geo     *geoDB         // GEO with geoDatabase only
+	// geoRegions are the member regions with known coordinates, for
+	// placing clients the geo database locates.
+	geoRegions []geoRegion
 	service *plan.Service  // backendService names only
 
-	// health is guarded by Server.mu; state is published from it.
-	health []health.State
-	state  atomic.Pointer[nameState]
+	// passive judges members that are Spillway frontends (passiveOn);
+	// frontends[i] are the frontends whose requests judge member i.
+	passive   PassivePolicy
+	passiveOn bool
+	frontends [][]string
+
+	// layers, windows and degraded are guarded by Server.mu; state is
+	// published from them.
+	layers   []Layered
+	windows  []PassiveWindow
+	degraded []bool
+	state    atomic.Pointer[nameState]
 }
 
 // member is one pool member (or, for a backend service, one frontend).
@@ -67,9 +80,10 @@ type member struct {
 	// rr and rrTrans are the member's answer at the name's TTL and at
 	// its transition TTL, built once.
 	rr, rrTrans dns.RR
-	// target is the probe target (nil: no health check).
-	target     *probe.Target
-	thresholds health.Thresholds
+	// targets are the probe targets of the member's health checks, and
+	// checks their layers and hysteresis (same order).
+	targets []probe.Target
+	checks  []LayerCheck
 }
 
 // nameState is the published health of a name's members.
@@ -82,7 +96,11 @@ type nameState struct {
 // memberState is one member's published state.
 type memberState struct {
 	healthy bool
-	changed time.Time // last up/down change (zero: never)
+	// factor is the fraction of its weight the member keeps: halved by
+	// a failing deep check or a passive signal, zeroed by a failing
+	// synthetic check.
+	factor  float64
+	changed time.Time // last change of healthy or factor (zero: never)
 	ramp    Ramp
 }
 
@@ -121,8 +139,12 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 			}
 			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1,
 				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback}
+			checks := cm.HealthChecks
 			if cm.HealthCheck != "" {
-				if err := n.probeTarget(&m, cm.HealthCheck, cfg, p); err != nil {
+				checks = []config.GSLBMemberCheck{{Name: cm.HealthCheck}}
+			}
+			for _, c := range checks {
+				if err := n.probeTarget(&m, c, cfg, p); err != nil {
 					return nil, err
 				}
 			}
@@ -152,7 +174,11 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		m := &n.members[i]
 		m.rr, m.rrTrans = addressRR(n.owner, m.addr, n.ttl), addressRR(n.owner, m.addr, n.transTTL)
 	}
-	n.health = make([]health.State, len(n.members))
+	n.layers = make([]Layered, len(n.members))
+	for i := range n.members {
+		n.layers[i] = NewLayered(n.members[i].checks)
+	}
+	n.passivePolicy(g, p)
 
 	all := make([]int, len(n.members))
 	for i := range all {
@@ -165,13 +191,15 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 	case failover:
 		n.ladders = [][][]int{tiersBy(all, func(i int) float64 { return float64(priorities[i]) })}
 	case geo:
-		n.geoLadders(g, all, p)
+		if err := n.geoLadders(g, all, p); err != nil {
+			return nil, err
+		}
 	}
 	initial := make([]memberState, len(n.members))
 	for i := range initial {
 		// Unknown health is healthy (health.State): serve until a probe
 		// says otherwise.
-		initial[i] = memberState{healthy: true, ramp: n.ramp}
+		initial[i] = memberState{healthy: true, factor: 1, ramp: n.ramp}
 	}
 	n.state.Store(n.newState(initial))
 	return n, nil
@@ -179,7 +207,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 
 // geoLadders builds one ladder per client region: member regions by
 // distance from it, nearest first.
-func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) {
+func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 	clients := map[string]int{}
 	var names []string
 	add := func(r string) int {
@@ -207,6 +235,20 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) {
 		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 { return dist(client, n.members[i].region) }))
 	}
 	n.ladders = append(n.ladders, [][]int{all})
+	if g.GeoDatabase != "" {
+		db, err := openGeoDB(g.GeoDatabase)
+		if err != nil {
+			return fmt.Errorf("gslb: %s: geoDatabase: %w", n.owner, err)
+		}
+		n.geo = db
+		coords := regionCoords(p)
+		for _, m := range n.members {
+			if lat, lon, ok := coords(m.region); ok {
+				n.geoRegions = append(n.geoRegions, geoRegion{ladder: clients[m.region], lat: lat, lon: lon})
+			}
+		}
+	}
+	return nil
 }
 
 // tiersBy groups members into tiers of equal key, lowest key first
@@ -229,14 +271,7 @@ func tiersBy(members []int, key func(int) float64) [][]int {
 // plan's matrix when it knows both, else great-circle distance from the
 // regions list or the built-in region locations, else +Inf.
 func regionDistance(p *plan.Plan) func(a, b string) float64 {
-	coords := map[string][2]float64{}
-	if p.Config != nil {
-		for _, r := range p.Config.Regions {
-			if r.Latitude != nil && r.Longitude != nil {
-				coords[r.Name] = [2]float64{*r.Latitude, *r.Longitude}
-			}
-		}
-	}
+	loc := regionCoords(p)
 	return func(a, b string) float64 {
 		if a == b {
 			return 0
@@ -246,18 +281,31 @@ func regionDistance(p *plan.Plan) func(a, b string) float64 {
 		if oka && okb && !math.IsInf(p.Distance[ia][ib], 1) {
 			return p.Distance[ia][ib]
 		}
-		loc := func(r string) (float64, float64, bool) {
-			if c, ok := coords[r]; ok {
-				return c[0], c[1], true
-			}
-			return plan.KnownRegionLocation(r)
-		}
 		la, oa, ok1 := loc(a)
 		lb, ob, ok2 := loc(b)
 		if !ok1 || !ok2 {
 			return math.Inf(1)
 		}
 		return haversineKm(la, oa, lb, ob)
+	}
+}
+
+// regionCoords returns a region's coordinates: from the regions list,
+// else the built-in Google Cloud region locations.
+func regionCoords(p *plan.Plan) func(region string) (lat, lon float64, ok bool) {
+	coords := map[string][2]float64{}
+	if p.Config != nil {
+		for _, r := range p.Config.Regions {
+			if r.Latitude != nil && r.Longitude != nil {
+				coords[r.Name] = [2]float64{*r.Latitude, *r.Longitude}
+			}
+		}
+	}
+	return func(r string) (float64, float64, bool) {
+		if c, ok := coords[r]; ok {
+			return c[0], c[1], true
+		}
+		return plan.KnownRegionLocation(r)
 	}
 }
 
@@ -271,9 +319,9 @@ func haversineKm(lat1, lon1, lat2, lon2 float64) float64 {
 	return 2 * r * math.Asin(math.Sqrt(a))
 }
 
-// probeTarget fills in m's probe target from health check hcName.
-func (n *gname) probeTarget(m *member, hcName string, cfg *config.Config, p *plan.Plan) error {
-	name := config.RefName(hcName)
+// probeTarget adds one of m's probe targets, from layered check c.
+func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, cfg *config.Config, p *plan.Plan) error {
+	name := config.RefName(c.Name)
 	var hc *plan.HealthCheck
 	for _, h := range p.HealthChecks {
 		if h.Name == name {
@@ -293,16 +341,114 @@ func (n *gname) probeTarget(m *member, hcName string, cfg *config.Config, p *pla
 	if !ok || port == 0 {
 		return fmt.Errorf("gslb: %s: member %q: health check %q has no fixed port", n.owner, m.name, name)
 	}
-	m.target = &probe.Target{
+	m.targets = append(m.targets, probe.Target{
 		Addr: netip.AddrPortFrom(m.addr, uint16(port)).String(),
 		Spec: probe.Spec{Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path,
 			Host: hc.Host, Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader},
+	})
+	lc := LayerCheck{Thresholds: health.Thresholds{Healthy: config.DNSDefaultHealthyThreshold, Unhealthy: config.DNSDefaultUnhealthyThreshold}}
+	switch c.Layer {
+	case config.DNSLayerDeep:
+		lc.Layer = Deep
+		lc.Thresholds.Unhealthy = config.DNSDefaultDeepUnhealthyThreshold
+	case config.DNSLayerSynthetic:
+		lc.Layer = Synthetic
+		lc.Thresholds = health.Thresholds{Healthy: config.DNSDefaultSyntheticHealthyThreshold, Unhealthy: config.DNSDefaultSyntheticUnhealthyThreshold}
 	}
-	m.thresholds = health.Thresholds{
-		Healthy:   intOr(ch.HealthyThreshold, config.DNSDefaultHealthyThreshold),
-		Unhealthy: intOr(ch.UnhealthyThreshold, config.DNSDefaultUnhealthyThreshold),
-	}
+	lc.Thresholds.Healthy = intOr(ch.HealthyThreshold, lc.Thresholds.Healthy)
+	lc.Thresholds.Unhealthy = intOr(ch.UnhealthyThreshold, lc.Thresholds.Unhealthy)
+	m.checks = append(m.checks, lc)
 	return nil
+}
+
+// passivePolicy sets up the passive signal: which frontends judge each
+// member, and the policy.
+func (n *gname) passivePolicy(g *config.GSLBName, p *plan.Plan) {
+	n.frontends = make([][]string, len(n.members))
+	n.windows = make([]PassiveWindow, len(n.members))
+	n.degraded = make([]bool, len(n.members))
+	ps := g.Passive
+	if ps == nil {
+		ps = &config.GSLBPassive{}
+	}
+	if ps.Enable != nil && !*ps.Enable {
+		return
+	}
+	maxErr := config.DNSDefaultPassiveMaxErrorRate
+	if ps.MaxErrorRate != nil {
+		maxErr = *ps.MaxErrorRate
+	}
+	n.passive = PassivePolicy{
+		Window:       time.Duration(intOr(ps.WindowSec, config.DNSDefaultPassiveWindowSec)) * time.Second,
+		MaxErrorRate: maxErr,
+		MaxP95:       time.Duration(intOr(ps.MaxP95LatencyMs, config.DNSDefaultPassiveMaxP95LatencyMs)) * time.Millisecond,
+		MinRequests:  uint64(intOr(ps.MinRequests, config.DNSDefaultPassiveMinRequests)),
+	}
+	for i, m := range n.members {
+		if n.service != nil {
+			n.frontends[i] = []string{m.name}
+		} else {
+			n.frontends[i] = frontendsAt(p, m.addr)
+		}
+		if len(n.frontends[i]) > 0 {
+			n.passiveOn = true
+		}
+		n.windows[i].Window = n.passive.Window
+	}
+}
+
+// PassiveFrontends returns the names of the HTTP/HTTPS frontends of plan
+// p whose request outcomes a DNS GSLB name of p's config depends on (the
+// frontends of backendService names, and those at a pool member's
+// address), unless the name turns its passive signal off. The composer
+// counts those frontends' requests (PassiveCounters) and feeds them to
+// Server.ObservePassive.
+func PassiveFrontends(p *plan.Plan) []string {
+	if p == nil || p.Config == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(names []string) {
+		for _, f := range names {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	for _, z := range p.Config.DNSZones {
+		for _, g := range z.GSLBNames {
+			if g.Passive != nil && g.Passive.Enable != nil && !*g.Passive.Enable {
+				continue
+			}
+			if g.Pool == nil {
+				for _, f := range p.Frontends {
+					if _, ok := config.GSLBFrontendAddr(f.Config); ok {
+						add([]string{f.Name})
+					}
+				}
+				continue
+			}
+			for _, m := range g.Pool.Members {
+				if a, err := netip.ParseAddr(m.Address); err == nil {
+					add(frontendsAt(p, a.Unmap()))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// frontendsAt returns the HTTP/HTTPS frontends listening on addr.
+func frontendsAt(p *plan.Plan, addr netip.Addr) []string {
+	var out []string
+	for _, f := range p.Frontends {
+		if a, ok := config.GSLBFrontendAddr(f.Config); ok && a.Unmap() == addr {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // newState publishes member states, computing when answers are stable.

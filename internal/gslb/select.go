@@ -22,10 +22,14 @@ func (s *memberSet) add(i int)      { s[i>>6] |= 1 << (i & 63) }
 // numbers.
 //
 // The walk: each tier of the ladder takes the query with probability p,
-// the largest ramp fraction among its healthy members (1 once any member
-// is fully back), and passes the rest to the next tier; if no tier takes
-// it, the first tier with a healthy member does. Within the tier, members
-// are drawn by weight × ramp fraction. When answerCount > 1, further
+// the largest fraction (ramp fraction × weight factor) among its healthy
+// members (1 once any member is fully back at full weight), and passes
+// the rest to the next tier; if no tier takes it, the first tier with a
+// healthy member of non-zero fraction does. Within the tier, members are
+// drawn by weight × fraction. Members whose factor is 0 (a failing
+// synthetic check) are answered only when no healthy member has a
+// non-zero fraction: then the first tier holding one is drawn from by
+// weight × ramp fraction. When answerCount > 1, further
 // members come from the same tier, then the later tiers, then the earlier
 // ones. When no member of the family is healthy the answer is the
 // fallback members, or all members when there are none ("least bad").
@@ -42,12 +46,16 @@ func (n *gname) answer(out []dns.RR, l int, qtype uint16, now time.Time, rnd fun
 	}
 	tiers := n.ladders[l]
 	x := unit(rnd())
-	start, first := -1, -1
+	start, first, zeroed := -1, -1, -1
 	for t, tier := range tiers {
 		p := 0.0
 		for _, i := range tier {
-			if n.members[i].addr.Is6() == v6 && st.members[i].healthy {
-				p = max(p, st.members[i].ramp.Weight(now))
+			if ms := &st.members[i]; n.members[i].addr.Is6() == v6 && ms.healthy {
+				r := ms.ramp.Weight(now)
+				p = max(p, r*ms.factor)
+				if zeroed < 0 && r > 0 {
+					zeroed = t
+				}
 			}
 		}
 		if p == 0 {
@@ -64,6 +72,11 @@ func (n *gname) answer(out []dns.RR, l int, qtype uint16, now time.Time, rnd fun
 	}
 	if start < 0 {
 		start = first
+	}
+	// useFactor is false when only zero-factor members are left.
+	useFactor := true
+	if start < 0 && zeroed >= 0 {
+		start, useFactor = zeroed, false
 	}
 	var chosen memberSet
 	want := n.answerCount
@@ -96,6 +109,9 @@ func (n *gname) answer(out []dns.RR, l int, qtype uint16, now time.Time, rnd fun
 			return 0, false
 		}
 		w := st.members[i].ramp.Weight(now)
+		if useFactor {
+			w *= st.members[i].factor
+		}
 		return m.weight * w, w > 0
 	}
 	got := 0

@@ -67,10 +67,11 @@ type Server struct {
 	running  bool
 }
 
-// memberRef names one member of one name.
+// memberRef names one health check of one member of one name.
 type memberRef struct {
 	name   *gname
 	member int
+	check  int
 }
 
 // New compiles cfg's dnsZones against plan p (compiled from the same,
@@ -119,11 +120,11 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 	var targets []probe.Target
 	for _, n := range s.names {
 		for i := range n.members {
-			if t := n.members[i].target; t != nil {
-				if _, seen := s.targets[*t]; !seen {
-					targets = append(targets, *t)
+			for c, t := range n.members[i].targets {
+				if _, seen := s.targets[t]; !seen {
+					targets = append(targets, t)
 				}
-				s.targets[*t] = append(s.targets[*t], memberRef{n, i})
+				s.targets[t] = append(s.targets[t], memberRef{n, i, c})
 			}
 		}
 	}

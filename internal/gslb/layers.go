@@ -1,0 +1,119 @@
+package gslb
+
+import (
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/health"
+)
+
+// Layer is how deep one of a member's health checks looks (seed 004:
+// shallow every 5 s, deep every 15 s, synthetic every 60 s).
+type Layer uint8
+
+const (
+	// Shallow checks (TCP connect, HTTP 200) decide whether a member is
+	// up: it is down while any of them is down.
+	Shallow Layer = iota
+	// Deep checks (e.g. a cache fetch with origin validation) halve the
+	// member's weight while any of them is failing.
+	Deep
+	// Synthetic checks (a full transaction) zero the member's weight
+	// while any of them is failing: the member is kept, but gets traffic
+	// only when no member with weight is left.
+	Synthetic
+)
+
+// String returns the configuration spelling of l.
+func (l Layer) String() string {
+	switch l {
+	case Deep:
+		return "DEEP"
+	case Synthetic:
+		return "SYNTHETIC"
+	}
+	return "SHALLOW"
+}
+
+// LayerCheck is one of a member's health checks: its layer and its
+// hysteresis.
+type LayerCheck struct {
+	Layer      Layer
+	Thresholds health.Thresholds
+}
+
+// Layered is the health of one member from its layered checks: whether
+// it is up (Healthy) and the fraction of its weight it keeps (Factor).
+// It is pure: time is an argument, so tests drive it with a virtual
+// clock. A member without checks is healthy at full weight; so is each
+// check until its first result (which then decides at once, like
+// health.State).
+type Layered struct {
+	checks []LayerCheck // shared between copies; never modified
+	states []health.State
+}
+
+// NewLayered returns the health of a member with checks, all unknown.
+func NewLayered(checks []LayerCheck) Layered {
+	return Layered{checks: checks, states: make([]health.State, len(checks))}
+}
+
+// Observe feeds the result of check i at now and reports whether
+// Healthy or Factor changed.
+func (l *Layered) Observe(i int, ok bool, detail string, now time.Time) bool {
+	h, f := l.Healthy(), l.Factor()
+	l.states[i].Observe(ok, detail, now, l.checks[i].Thresholds)
+	return l.Healthy() != h || l.Factor() != f
+}
+
+// Healthy reports whether every shallow check is up.
+func (l *Layered) Healthy() bool {
+	for i := range l.states {
+		if l.checks[i].Layer == Shallow && !l.states[i].Healthy() {
+			return false
+		}
+	}
+	return true
+}
+
+// HasShallow reports whether any check decides up or down.
+func (l *Layered) HasShallow() bool {
+	for _, c := range l.checks {
+		if c.Layer == Shallow {
+			return true
+		}
+	}
+	return false
+}
+
+// Factor returns the fraction of its weight the member keeps: 0 while a
+// synthetic check fails, else 0.5 while a deep check fails, else 1.
+func (l *Layered) Factor() float64 {
+	f := 1.0
+	for i := range l.states {
+		if l.states[i].Healthy() {
+			continue
+		}
+		switch l.checks[i].Layer {
+		case Synthetic:
+			return 0
+		case Deep:
+			f = 0.5
+		}
+	}
+	return f
+}
+
+// Layer returns the layer of check i.
+func (l *Layered) Layer(i int) Layer { return l.checks[i].Layer }
+
+// Fail takes the member down at now: every shallow check restarts from
+// a failure, so the member needs its healthy threshold of successes to
+// come back (a failback rollback).
+func (l *Layered) Fail(detail string, now time.Time) {
+	for i := range l.states {
+		if l.checks[i].Layer == Shallow {
+			l.states[i] = health.State{}
+			l.states[i].Observe(false, detail, now, l.checks[i].Thresholds)
+		}
+	}
+}
