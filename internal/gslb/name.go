@@ -53,7 +53,7 @@ type gname struct {
 	// geoRegions are the member regions with known coordinates, for
 	// placing clients the geo database locates.
 	geoRegions []geoRegion
-	service *plan.Service  // backendService names only
+	service    *plan.Service // backendService names only
 
 	// passive judges members that are Spillway frontends (passiveOn);
 	// frontends[i] are the frontends whose requests judge member i.
