@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -55,6 +56,21 @@ Examples:
   spillway lab --fail-mode 2 --json
   spillway lab --config examples/seed-70-30/with-policy.yaml
 
+--scenario winticket runs seed 003 (examples/winticket, built in) instead:
+bs-default spans Tokyo (asia-northeast1) and Osaka (asia-northeast2) with
+outlierDetection; the frontend serves from Osaka. Phases: 1 healthy (all to
+Osaka); 2 Osaka answers 503 to every request while its health check stays
+200, until outlier detection ejects it, then 100% Tokyo (with get-health's
+ejected state); 3 Osaka healthy again, back after baseEjectionTime; 4 the
+manual switch, a Reload to weights 0/100/0 (bs-tokyo) under load, with no
+failed request. Lab settings: probes every --interval; outlierDetection
+interval 10s -> --outlier-interval (1s) and baseEjectionTime 180s ->
+--ejection-time (5s); thresholds unchanged. It takes about 12 s.
+--requests (default 200 here) is per measured phase.
+
+  spillway lab --scenario winticket
+  spillway lab --scenario winticket --json
+
 --config FILE runs the four kinds of scenario on that one config instead:
 steady, then the first one, two, ... all zones of the frontend's region
 down. --json prints {"scenarios": [{"config", "down", "requests", "regions",
@@ -69,6 +85,9 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, `print {"scenarios": [...]} with counts instead of the table`)
 	interval := fs.Duration("interval", lab.DefaultInterval, "health-check interval the lab sets (checkIntervalMs)")
 	rate := fs.Float64("rate", lab.DefaultRate, "requests per second; keep it below the RATE capacity left after failures")
+	scenario := fs.String("scenario", "", "run a named scenario instead of the seed-000 matrix: winticket")
+	outlierInterval := fs.Duration("outlier-interval", lab.DefaultOutlierInterval, "winticket: outlierDetection.interval the lab sets")
+	ejectionTime := fs.Duration("ejection-time", lab.DefaultBaseEjectionTime, "winticket: outlierDetection.baseEjectionTime the lab sets")
 	var only listFlag
 	fs.Var(&only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
 	if err := parse(fs, args); err != nil {
@@ -81,6 +100,36 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *requests <= 0 || *rate <= 0 || *interval < 10*time.Millisecond {
 		fmt.Fprintln(stderr, "spillway lab: --requests and --rate must be positive and --interval at least 10ms")
 		return errUsage
+	}
+	if *scenario != "" {
+		if *scenario != "winticket" {
+			fmt.Fprintf(stderr, "spillway lab: --scenario %q: the only named scenario is winticket\n", *scenario)
+			return errUsage
+		}
+		if *cfgPath != "" || len(only) > 0 {
+			fmt.Fprintln(stderr, "spillway lab: --scenario winticket runs examples/winticket; it cannot be combined with --config or --only")
+			return errUsage
+		}
+		n, r := lab.DefaultWinticketRequests, float64(lab.DefaultWinticketRate)
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "requests":
+				n = *requests
+			case "rate":
+				r = *rate
+			}
+		})
+		rep, err := lab.RunWinticket(ctx, lab.WinticketOptions{
+			Interval: *interval, OutlierInterval: *outlierInterval, BaseEjectionTime: *ejectionTime,
+			Requests: n, Rate: r, Progress: stderr,
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return lab.WriteWinticketJSON(stdout, rep)
+		}
+		return lab.WriteWinticketTable(stdout, rep)
 	}
 	var configs []lab.Config
 	switch {

@@ -26,10 +26,13 @@ import (
 // the health check's expected response) and every other request with
 // {"zone": ..., "instance": ...}.
 //
-// Zones fail in two ways: FailHealth makes the health path answer 503
+// Zones fail in three ways: FailHealth makes the health path answer 503
 // while the data path keeps working (failure mode 1, a sick application
 // behind a live socket), StopListeners closes the listeners and every open
-// connection (failure mode 2, a dead zone). Recover undoes either.
+// connection (failure mode 2, a dead zone), and FailRequests makes every
+// data request answer 503 while the health path stays 200 (a broken
+// application whose health check stays green: only outlier detection can
+// see it). Recover undoes any of them.
 type Backends struct {
 	servers []*backend
 	tlsCert *tls.Certificate // shared self-signed cert for HTTPS backends
@@ -45,7 +48,9 @@ type backend struct {
 	health map[string]string
 	tlsCfg *tls.Config
 
-	failHealth atomic.Bool
+	failHealth   atomic.Bool
+	failRequests atomic.Bool
+	failed       atomic.Int64 // data requests answered 503 by FailRequests
 
 	mu   sync.Mutex // guards srv and done
 	srv  *http.Server
@@ -208,6 +213,13 @@ func (b *backend) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(body))
 		return
 	}
+	if b.failRequests.Load() {
+		b.failed.Add(1)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("failing requests (lab failure mode: requests)\n"))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(response{Zone: b.zone, Instance: b.instance})
 }
@@ -282,8 +294,34 @@ func (bs *Backends) StopListeners(zone string) error {
 	return nil
 }
 
-// Recover undoes FailHealth and StopListeners for zone: health checks
-// pass again and stopped listeners bind again.
+// FailRequests makes every data request to the backends in zone answer
+// 503 while their health path keeps answering 200: the zone stays green
+// to health checks and only passive outlier detection can remove it.
+func (bs *Backends) FailRequests(zone string) error {
+	list, err := bs.inZone(zone)
+	if err != nil {
+		return err
+	}
+	for _, b := range list {
+		b.failRequests.Store(true)
+	}
+	return nil
+}
+
+// FailedRequests returns how many data requests the backends in zone have
+// answered with 503 because of FailRequests, since they started.
+func (bs *Backends) FailedRequests(zone string) int {
+	n := int64(0)
+	for _, b := range bs.servers {
+		if b.zone == zone {
+			n += b.failed.Load()
+		}
+	}
+	return int(n)
+}
+
+// Recover undoes FailHealth, FailRequests and StopListeners for zone:
+// health checks and requests pass again and stopped listeners bind again.
 func (bs *Backends) Recover(ctx context.Context, zone string) error {
 	list, err := bs.inZone(zone)
 	if err != nil {
@@ -291,6 +329,7 @@ func (bs *Backends) Recover(ctx context.Context, zone string) error {
 	}
 	for _, b := range list {
 		b.failHealth.Store(false)
+		b.failRequests.Store(false)
 		if err := b.start(ctx); err != nil {
 			return err
 		}
