@@ -73,6 +73,8 @@ type Server struct {
 	dns      *dnsServer
 	firstDNS *gslb.Server
 	runCtx   context.Context
+	// passive counts the requests of frontends DNS names depend on.
+	passive passiveCounters
 
 	// Owned by the loop goroutine.
 	state    *control.State
@@ -360,6 +362,7 @@ func (s *Server) loop(ctx context.Context) {
 				s.publish(p, false)
 			}
 			s.sweepOutliers()
+			s.samplePassive()
 		case <-window.C:
 			s.measureDemand(p)
 		}
@@ -444,11 +447,10 @@ func (s *Server) syncFrontends(p *plan.Plan) error {
 		}
 	}
 	var errs []error
+	counters := s.passive.update(p)
 	for name, pf := range want {
 		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log}
-		if s.outliers.enabled() {
-			cfg.Observe = s.observe
-		}
+		cfg.Observe = s.frontendObserver(counters[name])
 		var h http.Handler = proxy.NewHandler(cfg)
 		if f := s.frontends[name]; f != nil {
 			f.cfg = pf
