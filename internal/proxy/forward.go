@@ -21,7 +21,7 @@ type exchange struct {
 	svc *plan.Service
 
 	hp      headerPlan
-	hdr     http.Header // headers towards the backend
+	hdr     http.Header // headers towards the backend, nil until needed (header)
 	host    string      // Host towards the backend
 	path    string
 	rawPath string
@@ -36,6 +36,15 @@ type exchange struct {
 	deadline time.Time
 	ctx      context.Context
 	cancel   context.CancelFunc
+}
+
+// header returns the headers towards the backend. When the handler left
+// hdr nil (no upgrade, no header plan), they are built from the client's.
+func (x *exchange) header() http.Header {
+	if x.hdr == nil {
+		x.hdr = x.h.outHeader(x.r, x.upgrade)
+	}
+	return x.hdr
 }
 
 // context returns the exchange's context: the client request's, ending at
@@ -164,7 +173,7 @@ func (x *exchange) newRequest(ctx context.Context, scheme string, ep *plan.Endpo
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
-		Header:     x.hdr,
+		Header:     x.header(),
 		Host:       x.host,
 		Trailer:    x.r.Trailer,
 	}
@@ -226,6 +235,10 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 		method: x.r.Method, addr: ep.Addr, host: x.host,
 		path: x.path, rawPath: x.rawPath, rawQuery: x.r.URL.RawQuery,
 		header: x.hdr,
+	}
+	if wr.header == nil {
+		wr.src, wr.clientIP, wr.lbIP = x.r.Header, hostOnly(x.r.RemoteAddr), localIP(x.r)
+		wr.proto, wr.via = x.h.scheme(x.r), x.h.via[0]
 	}
 	if wr.host == "" {
 		wr.host = ep.Addr

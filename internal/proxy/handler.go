@@ -276,8 +276,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.rawPath = r.URL.RawPath
 	}
 	x.upgrade = upgradeType(r.Header)
-	x.hdr = h.outHeader(r, x.upgrade)
-	x.hp.request(x.hdr)
+	if x.upgrade != "" || x.hp.rewritesRequest() {
+		// Else the fast path writes the headers without this map.
+		x.hdr = h.outHeader(r, x.upgrade)
+		x.hp.request(x.hdr)
+	}
 	x.timeout = a.Timeout
 	if x.timeout <= 0 {
 		x.timeout = svc.Timeout

@@ -167,6 +167,22 @@ type headerPlan struct {
 	actions []*config.HTTPHeaderAction
 }
 
+// rewritesRequest reports whether request applies any change.
+func (p *headerPlan) rewritesRequest() bool {
+	if p.svc != nil && len(p.svc.CustomRequestHeaders) > 0 {
+		return true
+	}
+	if a := p.weight; a != nil && len(a.RequestHeadersToRemove)+len(a.RequestHeadersToAdd) > 0 {
+		return true
+	}
+	for _, a := range p.actions {
+		if len(a.RequestHeadersToRemove)+len(a.RequestHeadersToAdd) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // request applies the plan to the headers sent to the backend.
 func (p *headerPlan) request(h http.Header) {
 	if p.svc != nil && len(p.svc.CustomRequestHeaders) > 0 {

@@ -34,7 +34,11 @@ func (h *handler) mirror(snap *Snapshot, mp *config.RequestMirrorPolicy, x *exch
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	m := exchange{h: h, r: x.r, svc: svc, path: x.path, rawPath: x.rawPath, hdr: x.hdr.Clone(), host: x.host + "-shadow"}
+	hdr := x.hdr.Clone()
+	if hdr == nil {
+		hdr = h.outHeader(x.r, x.upgrade) // built now: the copy may outlive the request
+	}
+	m := exchange{h: h, r: x.r, svc: svc, path: x.path, rawPath: x.rawPath, hdr: hdr, host: x.host + "-shadow"}
 	rt, scheme := h.transportFor(svc)
 	ep := d.Endpoint
 	go func() {

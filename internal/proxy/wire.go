@@ -17,7 +17,35 @@ type wireRequest struct {
 	path     string // decoded path
 	rawPath  string // encoded path hint, as url.URL.RawPath
 	rawQuery string
-	header   http.Header
+	// header is the complete outbound header. When it is nil, the
+	// outbound header is the one handler.outHeader would build from src
+	// and the forwarding fields below, and is written without building it.
+	header http.Header
+
+	src      http.Header // the client's request header
+	clientIP string      // for X-Forwarded-For
+	lbIP     string      // for X-Forwarded-For, "" when unknown
+	proto    string      // X-Forwarded-Proto
+	via      string      // this proxy's Via entry
+}
+
+// outHeader returns the outbound header as a map.
+func (wr *wireRequest) outHeader() http.Header {
+	if wr.header != nil {
+		return wr.header
+	}
+	h := make(http.Header, len(wr.src)+4)
+	copyHeaders(h, wr.src)
+	if te := wr.src["Te"]; len(te) > 0 && listed(te, "trailers") {
+		h["Te"] = []string{"trailers"}
+	}
+	h["X-Forwarded-For"] = []string{forwardedFor(wr.src["X-Forwarded-For"], wr.clientIP, wr.lbIP)}
+	h["X-Forwarded-Proto"] = []string{wr.proto}
+	h["Via"] = appendVia(wr.src["Via"], []string{wr.via})
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = []string{""}
+	}
+	return h
 }
 
 // Errors of writeRequestHead, as net/http's Transport words them.
@@ -47,8 +75,26 @@ func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
 	if !plainHost(wr.host) {
 		return writeRequestSlow(bw, wr)
 	}
-	if err := checkHeader(wr.header); err != nil {
-		return err
+	ua := "Go-http-client/1.1" // net/http's default when there is none
+	if wr.header != nil {
+		if err := checkHeader(wr.header); err != nil {
+			return err
+		}
+		if vv, ok := wr.header["User-Agent"]; ok {
+			ua = ""
+			if len(vv) > 0 {
+				ua = trimOWS(vv[0])
+			}
+		}
+	} else {
+		// outHeader keeps the client's User-Agent or sends none.
+		ua = ""
+		if vv := wr.src["User-Agent"]; len(vv) > 0 && !listed(wr.src["Connection"], "User-Agent") {
+			if !validFieldValue(vv[0]) {
+				return errInvalidHeader
+			}
+			ua = trimOWS(vv[0])
+		}
 	}
 	u := url.URL{Path: wr.path, RawPath: wr.rawPath}
 	path := u.EscapedPath()
@@ -72,13 +118,6 @@ func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(wr.host)
 	bw.WriteString("\r\n")
-	ua := "Go-http-client/1.1" // net/http's default when there is none
-	if vv, ok := wr.header["User-Agent"]; ok {
-		ua = ""
-		if len(vv) > 0 {
-			ua = trimOWS(vv[0])
-		}
-	}
 	if ua != "" {
 		bw.WriteString("User-Agent: ")
 		bw.WriteString(ua)
@@ -89,24 +128,116 @@ func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
 		// Many servers expect a Content-Length for these (net/http).
 		bw.WriteString("Content-Length: 0\r\n")
 	}
-	for k, vv := range wr.header {
-		if reqWriteExclude(k) {
-			continue
+	if wr.header == nil {
+		if err := writeForwarded(bw, wr); err != nil {
+			return err
 		}
-		for _, v := range vv {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			bw.WriteString(trimOWS(v))
-			bw.WriteString("\r\n")
+	} else {
+		for k, vv := range wr.header {
+			if reqWriteExclude(k) {
+				continue
+			}
+			for _, v := range vv {
+				writeField(bw, k, trimOWS(v))
+			}
 		}
 	}
 	_, err := bw.WriteString("\r\n")
 	return err
 }
 
+// writeField writes "k: v\r\n".
+func writeField(bw *bufio.Writer, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+}
+
+// writeForwarded writes the header fields of wr.outHeader() without
+// building it: the client's fields except hop-by-hop ones and those its
+// Connection header lists, Te: trailers when asked for, then
+// X-Forwarded-For, X-Forwarded-Proto and Via. A field that is not valid
+// is refused before any of its bytes are written.
+func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
+	src := wr.src
+	conn := src["Connection"]
+	for k, vv := range src {
+		switch k {
+		case "X-Forwarded-For", "X-Forwarded-Proto", "Via":
+			continue // written below
+		}
+		if reqWriteExclude(k) || isHopHeader(k) || (len(conn) > 0 && listed(conn, k)) {
+			continue
+		}
+		if !validFieldName(k) {
+			return errInvalidHeader
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return errInvalidHeader
+			}
+			writeField(bw, k, trimOWS(v))
+		}
+	}
+	if te := src["Te"]; len(te) > 0 && listed(te, "trailers") {
+		bw.WriteString("Te: trailers\r\n")
+	}
+	// X-Forwarded-For: the prior values, the client, the LB, joined by
+	// "," (forwardedFor), as one field.
+	prior := src["X-Forwarded-For"]
+	for _, p := range prior {
+		if !validFieldValue(p) {
+			return errInvalidHeader
+		}
+	}
+	if !validFieldValue(wr.clientIP) || !validFieldValue(wr.lbIP) {
+		return errInvalidHeader
+	}
+	bw.WriteString("X-Forwarded-For: ")
+	for i, p := range prior {
+		if i == 0 {
+			p = trimLeftOWS(p)
+		}
+		bw.WriteString(p)
+		bw.WriteByte(',')
+	}
+	bw.WriteString(wr.clientIP)
+	if wr.lbIP != "" {
+		bw.WriteByte(',')
+		bw.WriteString(wr.lbIP)
+	}
+	bw.WriteString("\r\n")
+	writeField(bw, "X-Forwarded-Proto", wr.proto)
+	// Via: the prior fields, this proxy appended to the last (appendVia).
+	via := src["Via"]
+	for _, v := range via {
+		if !validFieldValue(v) {
+			return errInvalidHeader
+		}
+	}
+	if len(via) == 0 {
+		writeField(bw, "Via", wr.via)
+		return nil
+	}
+	for i, v := range via {
+		if i < len(via)-1 {
+			writeField(bw, "Via", trimOWS(v))
+			continue
+		}
+		bw.WriteString("Via: ")
+		bw.WriteString(trimLeftOWS(v))
+		bw.WriteString(", ")
+		bw.WriteString(wr.via)
+		bw.WriteString("\r\n")
+	}
+	return nil
+}
+
 // writeRequestSlow writes wr with http.Request.Write.
 func writeRequestSlow(bw *bufio.Writer, wr *wireRequest) error {
-	if err := checkHeader(wr.header); err != nil {
+	h := wr.outHeader()
+	if err := checkHeader(h); err != nil {
 		return err
 	}
 	req := &http.Request{
@@ -115,7 +246,7 @@ func writeRequestSlow(bw *bufio.Writer, wr *wireRequest) error {
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
-		Header:     wr.header,
+		Header:     h,
 		Host:       wr.host,
 	}
 	return req.Write(bw)
@@ -191,6 +322,14 @@ func hasCTL(s string) bool {
 		}
 	}
 	return false
+}
+
+// trimLeftOWS trims leading spaces and tabs.
+func trimLeftOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	return s
 }
 
 // trimOWS trims spaces and tabs at both ends (textproto.TrimString for

@@ -127,3 +127,78 @@ func TestWriteRequestHeadRefusesInjection(t *testing.T) {
 		t.Errorf("host injected a header: %q", out.Bytes())
 	}
 }
+
+// TestWriteForwardedMatchesOutHeader: writing the client's headers
+// directly sends what handler.outHeader's map would.
+func TestWriteForwardedMatchesOutHeader(t *testing.T) {
+	h := NewHandler(Config{}).(*handler)
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+	}{
+		{"plain", http.Header{"Accept": {"*/*"}, "User-Agent": {"curl/8"}}},
+		{"no user agent", http.Header{"Accept": {"*/*"}}},
+		{"empty user agent", http.Header{"User-Agent": {""}}},
+		{"two user agents", http.Header{"User-Agent": {"a", "b"}}},
+		{"user agent listed in Connection", http.Header{"User-Agent": {"a"}, "Connection": {"user-agent"}}},
+		{"hop-by-hop", http.Header{
+			"Connection": {"keep-alive, X-Hop"}, "X-Hop": {"secret"}, "Keep-Alive": {"timeout=5"},
+			"Proxy-Authorization": {"Basic Zm9v"}, "Te": {"trailers, deflate"}, "Transfer-Encoding": {"chunked"},
+			"Trailer": {"X"}, "Upgrade": {"h2c"}, "X-End-To-End": {"kept"}}},
+		{"te without trailers", http.Header{"Te": {"deflate"}}},
+		{"prior forwarding", http.Header{
+			"X-Forwarded-For": {" 203.0.113.9", "198.51.100.1 "}, "X-Forwarded-Proto": {"https"},
+			"Via": {"1.0 a ", " 1.1 b "}}},
+		{"forwarding listed in Connection", http.Header{"Connection": {"X-Forwarded-For, Via"}, "X-Forwarded-For": {"1.2.3.4"}, "Via": {"1.0 a"}}},
+		{"repeated values", http.Header{"Cookie": {"a=1", "b=2"}, "Accept": {" x ", "\ty"}, "Content-Length": {"0"}}},
+	} {
+		for _, method := range []string{"GET", "POST"} {
+			t.Run(tc.name+"/"+method, func(t *testing.T) {
+				r, _ := http.NewRequest(method, "http://www.example.com/a?b=c", nil)
+				r.Header = tc.header
+				r.RemoteAddr = "192.0.2.7:5555"
+				wr := wireRequest{method: method, host: "www.example.com", path: "/a", rawQuery: "b=c",
+					src: r.Header, clientIP: hostOnly(r.RemoteAddr), lbIP: localIP(r), proto: h.scheme(r), via: h.via[0]}
+				if got, want := wr.outHeader(), h.outHeader(r, ""); !maps.EqualFunc(got, want, slices.Equal) {
+					t.Fatalf("wireRequest.outHeader\n got %v\nwant %v", got, want)
+				}
+				var direct, viaMap bytes.Buffer
+				bw := bufio.NewWriter(&direct)
+				if err := writeRequestHead(bw, &wr); err != nil {
+					t.Fatal(err)
+				}
+				bw.Flush()
+				wm := wr
+				wm.header = h.outHeader(r, "")
+				bw = bufio.NewWriter(&viaMap)
+				if err := writeRequestHead(bw, &wm); err != nil {
+					t.Fatal(err)
+				}
+				bw.Flush()
+				g, w := readBack(t, direct.Bytes()), readBack(t, viaMap.Bytes())
+				if !maps.EqualFunc(g.Header, w.Header, slices.Equal) || g.ContentLength != w.ContentLength {
+					t.Errorf("direct\n got %v\nwant %v", g.Header, w.Header)
+				}
+			})
+		}
+	}
+	// Invalid client fields are refused, not written.
+	for _, bad := range []http.Header{
+		{"X-A": {"1\r\nX-Evil: 1"}},
+		{"X A": {"1"}},
+		{"User-Agent": {"a\nX-Evil: 1"}},
+		{"X-Forwarded-For": {"1\r\nX-Evil: 1"}},
+		{"Via": {"1.0 a\r\nX-Evil: 1"}},
+	} {
+		var out bytes.Buffer
+		bw := bufio.NewWriter(&out)
+		wr := wireRequest{method: "GET", host: "h", path: "/", src: bad, clientIP: "192.0.2.7", proto: "http", via: "1.1 spillway"}
+		if err := writeRequestHead(bw, &wr); !errors.Is(err, errInvalidHeader) {
+			t.Errorf("%v: err = %v, want errInvalidHeader", bad, err)
+		}
+		bw.Flush()
+		if bytes.Contains(out.Bytes(), []byte("X-Evil")) {
+			t.Errorf("%v: injected: %q", bad, out.Bytes())
+		}
+	}
+}
