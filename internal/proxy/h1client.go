@@ -67,6 +67,9 @@ type pconn struct {
 	bw       *bufio.Writer
 	lastUsed time.Time
 	pool     *connPool
+	// poison unblocks the connection's I/O (cancellation); bound once
+	// per connection so that attempts do not allocate it.
+	poison func()
 	// req is handed to http.ReadResponse, which needs only the method
 	// (HEAD responses have no body). The connection's current attempt
 	// owns it.
@@ -162,6 +165,7 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 		return nil, err
 	}
 	c := &pconn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
+	c.poison = func() { nc.SetDeadline(aLongTimeAgo) }
 	return t.exchange(ctx, c, wr, headerDeadline, deadline)
 }
 
@@ -187,7 +191,6 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 	}
 	c.c.SetDeadline(cur)
 	var stop func() bool // unregisters the cancellation callback
-	poison := func() { c.c.SetDeadline(aLongTimeAgo) }
 	fail := func(err error) (*http.Response, error) {
 		if stop != nil {
 			stop()
@@ -220,7 +223,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		}
 		cur = headerDeadline
 		c.c.SetDeadline(cur)
-		stop = context.AfterFunc(ctx, poison)
+		stop = context.AfterFunc(ctx, c.poison)
 	}
 	c.req.Method = wr.method
 	for {
@@ -247,7 +250,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 				stop = nil
 			}
 			if stop == nil && watch {
-				stop = context.AfterFunc(ctx, poison)
+				stop = context.AfterFunc(ctx, c.poison)
 			}
 		}
 		resp.Body = &pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close}
