@@ -325,3 +325,30 @@ func TestPickDoesNotAllocate(t *testing.T) {
 		t.Errorf("Pick allocates %v times", n)
 	}
 }
+
+// A retry avoids the failed endpoint; when its backend has no other
+// healthy endpoint, it goes to the next backend in the failover order.
+func TestPickExceptMovesToTheNextBackend(t *testing.T) {
+	p, st := build(t, "", group{zone: "asia-northeast2-a", members: 1}, group{zone: "asia-northeast1-a", members: 1}, group{zone: "us-east1-b", members: 1})
+	v := engine.NewView(st)
+	client := p.RegionIndex["asia-northeast2"]
+	first := v.Pick(0, client, 1)
+	if first.Backend.Group.Zone != "asia-northeast2-a" {
+		t.Fatalf("first pick %s, want the nearest zone", first.Backend.Group.Zone)
+	}
+	retry := v.PickExcept(0, client, 2, first.Endpoint)
+	if retry.Endpoint == first.Endpoint || retry.Backend.Group.Zone != "asia-northeast1-a" {
+		t.Errorf("retry went to %s (%s), want asia-northeast1-a, the next nearest", retry.Endpoint.Addr, retry.Backend.Group.Zone)
+	}
+	// Inside a backend with several endpoints the retry stays in the zone.
+	p, st = build(t, "", group{zone: "us-east1-b", members: 3}, group{zone: "us-east1-c", members: 3})
+	v = engine.NewView(st)
+	for i := uint64(0); i < 50; i++ {
+		d := v.Pick(0, -1, i*0x9e3779b97f4a7c15)
+		r := v.PickExcept(0, -1, i*0x9e3779b97f4a7c15, d.Endpoint)
+		if r.Endpoint == d.Endpoint {
+			t.Fatalf("retry %d landed on the failed endpoint %s", i, d.Endpoint.Addr)
+		}
+	}
+	_ = p
+}

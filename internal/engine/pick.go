@@ -72,20 +72,55 @@ func (v *View) pick(service, clientRegion int, u, key uint64, hasKey bool) (Deci
 	return d, bv, k
 }
 
-// PickExcept is Pick for a retry: it avoids endpoint `avoid` when the
-// chosen backend has another healthy endpoint, so a retry lands elsewhere
-// (the next endpoint in round robin, else a random other one).
+// PickExcept is Pick for a retry: it avoids endpoint `avoid`, so a retry
+// lands elsewhere. Inside the chosen backend it takes the next endpoint in
+// round robin, else a random other one. When the chosen backend has no
+// other healthy endpoint, the retry goes to the backend the failover order
+// would use next (PREFERRED before DEFAULT, then the nearest region; not
+// drained, with capacity and a healthy endpoint), still inside the same
+// backend service. Only when there is none does it return `avoid` again.
 func (v *View) PickExcept(service, clientRegion int, u uint64, avoid *plan.Endpoint) Decision {
 	d, bv, k := v.pick(service, clientRegion, u, 0, false)
-	if d.Status != 0 || d.Endpoint != avoid || len(bv.healthy) < 2 {
+	if d.Status != 0 || d.Endpoint != avoid {
 		return d
 	}
-	n := len(bv.healthy)
-	if v.services[service].policy == polRoundRobin {
-		k = int(bv.rr.Add(1) % uint32(n))
-	} else {
-		k = (k + 1 + below(uint32(mix64(u^saltRetry)>>32), n-1)) % n
+	sv := &v.services[service]
+	if n := len(bv.healthy); n >= 2 {
+		if sv.policy == polRoundRobin {
+			k = int(bv.rr.Add(1) % uint32(n))
+		} else {
+			k = (k + 1 + below(uint32(mix64(u^saltRetry)>>32), n-1)) % n
+		}
+		d.Endpoint = bv.healthy[k]
+		return d
 	}
-	d.Endpoint = bv.healthy[k]
+	var best *backendView
+	for _, c := range sv.backends {
+		if c == bv || c.drain.Drained || c.b.ZeroCapacity() || len(c.healthy) == 0 {
+			continue
+		}
+		if best == nil || v.closer(clientRegion, c.b, best.b) {
+			best = c
+		}
+	}
+	if best != nil {
+		d.Backend = best.b
+		d.Endpoint = best.healthy[int(best.rr.Add(1)%uint32(len(best.healthy)))]
+	}
 	return d
+}
+
+// closer reports whether backend a comes before b in the failover order
+// for a client region: PREFERRED first, then proximity, then config order.
+func (v *View) closer(client int, a, b *plan.Backend) bool {
+	if a.Preferred != b.Preferred {
+		return a.Preferred
+	}
+	if client >= 0 {
+		da, db := v.Plan.Distance[client][a.Group.RegionID], v.Plan.Distance[client][b.Group.RegionID]
+		if da != db {
+			return da < db
+		}
+	}
+	return a.Index < b.Index
 }
