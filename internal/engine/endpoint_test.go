@@ -3,10 +3,8 @@ package engine_test
 import (
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
-	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/plan"
@@ -17,35 +15,11 @@ import (
 // members entry, all in us-east1, every endpoint healthy.
 func lbBuild(t testing.TB, bsExtra string, members ...int) (*plan.Plan, *control.State) {
 	t.Helper()
-	var b strings.Builder
-	b.WriteString("healthChecks:\n- name: hc\n  type: HTTP\n")
-	b.WriteString("serviceLbPolicies:\n- name: pol\n  loadBalancingAlgorithm: SPRAY_TO_REGION\n")
-	b.WriteString("networkEndpointGroups:\n")
-	zones := "bcd"
+	var gs []group
 	for i, n := range members {
-		fmt.Fprintf(&b, "- name: neg-%d\n  zone: us-east1-%c\n  defaultPort: 80\n  endpoints:\n", i, zones[i])
-		for j := 0; j < n; j++ {
-			fmt.Fprintf(&b, "  - ipAddress: 10.%d.%d.%d\n", i, j/250, j%250+1)
-		}
+		gs = append(gs, group{zone: "us-east1-" + string(rune('b'+i)), members: n})
 	}
-	b.WriteString("backendServices:\n- name: bs\n  healthChecks: [hc]\n  serviceLbPolicy: pol\n" + bsExtra + "  backends:\n")
-	for i := range members {
-		fmt.Fprintf(&b, "  - group: neg-%d\n    balancingMode: RATE\n    maxRatePerEndpoint: 100\n", i)
-	}
-	b.WriteString("urlMaps:\n- name: um\n  defaultService: bs\n")
-	c, err := config.Parse([]byte(b.String()), "test.yaml")
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, b.String())
-	}
-	p, err := plan.Compile(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := control.New(p)
-	for _, e := range p.Endpoints {
-		st.ObserveProbe(e.ID, true, "", t0)
-	}
-	return p, st
+	return buildWith(t, "  loadBalancingAlgorithm: SPRAY_TO_REGION\n", bsExtra, gs...)
 }
 
 // probe sets an endpoint's health.

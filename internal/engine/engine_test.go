@@ -27,6 +27,12 @@ type group struct {
 // build writes a config with one backend service over the given groups.
 func build(t testing.TB, policy string, groups ...group) (*plan.Plan, *control.State) {
 	t.Helper()
+	return buildWith(t, policy, "", groups...)
+}
+
+// buildWith is build with extra backend-service fields (indented by 2).
+func buildWith(t testing.TB, policy, bsExtra string, groups ...group) (*plan.Plan, *control.State) {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("healthChecks:\n- name: hc\n  type: HTTP\n")
 	if policy != "" {
@@ -43,7 +49,7 @@ func build(t testing.TB, policy string, groups ...group) (*plan.Plan, *control.S
 	if policy != "" {
 		b.WriteString("  serviceLbPolicy: pol\n")
 	}
-	b.WriteString("  backends:\n")
+	b.WriteString(bsExtra + "  backends:\n")
 	for i, g := range groups {
 		rate := g.rate
 		if rate == 0 {
