@@ -54,7 +54,7 @@ func shareOf(s *Server, ip string, n int) (float64, uint32) {
 	for range n {
 		q := new(dns.Msg)
 		q.SetQuestion("w.gslb.example.", dns.TypeA)
-		r := s.respond(q, netip.MustParseAddr("127.0.0.1"), false)
+		r := s.respond(q, netip.MustParseAddr("127.0.0.1"), false, s.now())
 		a := r.Answer[0].(*dns.A)
 		if a.A.String() == ip {
 			hits++
@@ -186,12 +186,42 @@ dnsZones:
 	}{{"w.gslb.example.", 1}, {"v.gslb.example.", 2}} {
 		q := new(dns.Msg)
 		q.SetQuestion(tc.qname, dns.TypeA)
-		r := s.respond(q, netip.Addr{}, false)
+		r := s.respond(q, netip.Addr{}, false, s.now())
 		if len(r.Answer) != tc.want {
 			t.Fatalf("%s: %v", tc.qname, r.Answer)
 		}
 		if tc.want == 1 && r.Answer[0].(*dns.A).A.String() != "192.0.2.2" {
 			t.Errorf("%s: %v, want the fallback 192.0.2.2", tc.qname, r.Answer)
 		}
+	}
+}
+
+// TestObserveProbeExchange drives a member down through the exported,
+// socket-free path the simulator uses: Checks, ObserveProbe and Exchange
+// with an explicit virtual now.
+func TestObserveProbeExchange(t *testing.T) {
+	now := t0
+	s := virtualServer(t, failbackYAML, &now)
+	checks := s.Checks()
+	if len(checks) != 1 || len(checks[0].Members) != 1 || checks[0].Members[0].Member != "a" ||
+		checks[0].Members[0].Thresholds.Unhealthy != 3 || checks[0].Target.Addr != "192.0.2.1:80" {
+		t.Fatalf("Checks() = %+v", checks)
+	}
+	if ms := s.Members(); len(ms) != 2 || ms[0].Member != "a" || !ms[0].Checked || ms[1].Checked || ms[0].TTL != 30*time.Second {
+		t.Fatalf("Members() = %+v", ms)
+	}
+	for range 3 {
+		s.ObserveProbe(checks[0].Target, false, "test", now)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("w.gslb.example.", dns.TypeA)
+	for range 50 {
+		r := s.Exchange(q, netip.Addr{}, now)
+		if a := r.Answer[0].(*dns.A); a.A.String() != "192.0.2.2" || a.Hdr.Ttl != 15 {
+			t.Fatalf("answer %v, want b with the transition TTL", a)
+		}
+	}
+	if r := s.Exchange(q, netip.Addr{}, now.Add(31*time.Second)); r.Answer[0].Header().Ttl != 30 {
+		t.Fatalf("TTL %d 31 s later, want 30", r.Answer[0].Header().Ttl)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -22,7 +23,7 @@ const maxChain = 8
 // serveDNS answers one query. It is the dns.Handler of every listener.
 func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	src, tcp := remoteAddr(w.RemoteAddr())
-	m := s.respond(r, src, tcp)
+	m := s.respond(r, src, tcp, s.now())
 	if m == nil {
 		return
 	}
@@ -65,9 +66,18 @@ func remoteAddr(a net.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// respond builds the reply to r from a resolver at src, or returns nil
-// when r must not be answered (it is itself a response).
-func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
+// Exchange answers query r from a resolver at src as of now, exactly as
+// the listeners do but without sockets and as if over TCP (the reply is
+// never truncated). It returns nil when r must not be answered (it is
+// itself a response). The simulator drives it on a virtual clock; now
+// should not go backwards between calls.
+func (s *Server) Exchange(r *dns.Msg, src netip.Addr, now time.Time) *dns.Msg {
+	return s.respond(r, src, true, now)
+}
+
+// respond builds the reply to r from a resolver at src at now, or returns
+// nil when r must not be answered (it is itself a response).
+func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *dns.Msg {
 	if r.Response {
 		return nil
 	}
@@ -132,7 +142,6 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
 	}
 	m.Authoritative = true
 	scope := 0
-	now := s.now()
 	s.syncView(now)
 	for hop := 0; ; hop++ {
 		n := z.nodes[name]

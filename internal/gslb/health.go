@@ -1,23 +1,91 @@
 package gslb
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/health"
 	"github.com/spillwaylb/spillway/internal/probe"
 )
 
 // report is the Prober's callback: it steps the health of every member
 // the target decides. It is quick (a lock and a small copy), as the probe
 // contract asks.
-func (s *Server) report(r probe.Result) {
+func (s *Server) report(r probe.Result) { s.ObserveProbe(r.Target, r.OK, r.Detail, r.At) }
+
+// ObserveProbe feeds one result of probing t (one of Checks' targets),
+// taken at now, to every member health check t decides: the same path
+// the Server's own prober reports through, so the simulator can drive
+// member health on a virtual clock. Results for unknown targets are
+// ignored.
+func (s *Server) ObserveProbe(t probe.Target, ok bool, detail string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, ref := range s.targets[r.Target] {
-		s.observeLocked(ref.name, ref.member, ref.check, r.OK, r.Detail, r.At)
+	for _, ref := range s.targets[t] {
+		s.observeLocked(ref.name, ref.member, ref.check, ok, detail, now)
 	}
+}
+
+// Check is one probe target of the Server's pool members and the member
+// health checks its results decide.
+type Check struct {
+	Target  probe.Target
+	Members []CheckedMember
+}
+
+// CheckedMember is one member health check a probe target decides.
+type CheckedMember struct {
+	// Name is the GSLB name (canonical owner) and Member the member.
+	Name, Member string
+	Layer        Layer
+	Thresholds   health.Thresholds
+}
+
+// Checks returns the probe targets the Server's prober runs, in
+// configuration order, with the member checks each decides.
+func (s *Server) Checks() []Check {
+	out := make([]Check, 0, len(s.checks))
+	for _, t := range s.checks {
+		c := Check{Target: t}
+		for _, ref := range s.targets[t] {
+			lc := ref.name.members[ref.member].checks[ref.check]
+			c.Members = append(c.Members, CheckedMember{Name: ref.name.owner, Member: ref.name.members[ref.member].name,
+				Layer: lc.Layer, Thresholds: lc.Thresholds})
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// MemberInfo describes one member of a GSLB name: a pool member, or for a
+// backendService name one of the frontends it answers with.
+type MemberInfo struct {
+	// Name is the GSLB name (canonical owner); Member the member's (or
+	// frontend's) name.
+	Name, Member string
+	Address      netip.Addr
+	Region       string
+	// TTL and TransitionTTL are the name's answer TTLs.
+	TTL, TransitionTTL time.Duration
+	// Checked reports whether the member has health checks of its own.
+	Checked bool
+}
+
+// Members returns every member of every GSLB name, names in
+// configuration order and members in pool order.
+func (s *Server) Members() []MemberInfo {
+	var out []MemberInfo
+	for _, n := range s.names {
+		for _, m := range n.members {
+			out = append(out, MemberInfo{Name: n.owner, Member: m.name, Address: m.addr, Region: m.region,
+				TTL: time.Duration(n.ttl) * time.Second, TransitionTTL: time.Duration(n.transTTL) * time.Second,
+				Checked: len(m.checks) > 0})
+		}
+	}
+	return out
 }
 
 // observeLocked feeds one result of health check c to member i of n. A

@@ -211,7 +211,7 @@ func TestPassiveHalvesFrontendWeight(t *testing.T) {
 	for range 2000 {
 		q := new(dns.Msg)
 		q.SetQuestion("www.gslb.example.", dns.TypeA)
-		r := s.respond(q, netip.MustParseAddr("198.51.100.7"), false)
+		r := s.respond(q, netip.MustParseAddr("198.51.100.7"), false, s.now())
 		if a := r.Answer[0].(*dns.A).A.String(); a == "127.0.0.21" {
 			usShare++
 		}

@@ -54,8 +54,10 @@ type Server struct {
 	// frontends are the plan's protocol: DNS frontends.
 	frontends []*plan.Frontend
 	prober    *probe.Prober
-	// targets maps a probe target to the members it decides.
+	// targets maps a probe target to the members it decides; checks
+	// lists the targets in configuration order.
 	targets map[probe.Target][]memberRef
+	checks  []probe.Target
 	bufs    sync.Pool
 
 	// mu guards the members' health.State, the publishing of name
@@ -133,6 +135,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 			s.frontends = append(s.frontends, f)
 		}
 	}
+	s.checks = targets
 	s.prober = probe.New(s.report, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.prober.Update(targets)
 	return s, nil

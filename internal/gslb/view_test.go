@@ -40,7 +40,7 @@ func TestBackendServiceFollowsView(t *testing.T) {
 		pfx := netip.MustParsePrefix(ecs)
 		q.IsEdns0().Option = append(q.IsEdns0().Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1,
 			SourceNetmask: uint8(pfx.Bits()), Address: pfx.Addr().AsSlice()})
-		r := s.respond(q, netip.MustParseAddr("127.0.0.1"), false)
+		r := s.respond(q, netip.MustParseAddr("127.0.0.1"), false, s.now())
 		if len(r.Answer) != 1 {
 			t.Fatalf("answer %v", r.Answer)
 		}
