@@ -55,10 +55,13 @@ func NewFastTransport(fallback http.RoundTripper) http.RoundTripper {
 // probeInterval of an attempt is noticed when the interval ends.
 const probeInterval = 100 * time.Millisecond
 
-// connPool holds the idle connections to one backend. A buffered channel
-// is the free list: getting and putting never block.
+// connPool holds the idle connections to one backend as a stack: the
+// most recently used connection is reused first (LIFO), so a small set of
+// connections stays warm and surplus ones age out, and the critical
+// section is a slice push or pop.
 type connPool struct {
-	idle chan *pconn
+	mu   sync.Mutex
+	idle []*pconn
 }
 
 type pconn struct {
@@ -80,29 +83,34 @@ func (t *fastTransport) pool(addr string) *connPool {
 	if p, ok := t.pools.Load(addr); ok {
 		return p.(*connPool)
 	}
-	p, _ := t.pools.LoadOrStore(addr, &connPool{idle: make(chan *pconn, backendMaxIdlePerHst)})
+	p, _ := t.pools.LoadOrStore(addr, &connPool{})
 	return p.(*connPool)
 }
 
 func (p *connPool) get(now time.Time) *pconn {
-	for {
-		select {
-		case c := <-p.idle:
-			if now.Sub(c.lastUsed) < backendIdleTimeout {
-				return c
-			}
-			c.c.Close()
-		default:
-			return nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.lastUsed) < backendIdleTimeout {
+			return c
 		}
+		c.c.Close()
 	}
+	return nil
 }
 
 func (p *connPool) put(c *pconn) {
 	c.lastUsed = time.Now()
-	select {
-	case p.idle <- c:
-	default:
+	p.mu.Lock()
+	if len(p.idle) < backendMaxIdlePerHst {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
 		c.c.Close()
 	}
 }
