@@ -43,6 +43,11 @@ type Tuning struct {
 	// DemandWindowSec is the window over which offered request rates are
 	// measured for RATE capacity. Default 1.
 	DemandWindowSec *int `json:"demandWindowSec,omitempty"`
+	// UndrainRampSec turns Google's step undrain into a gradual failback:
+	// an undrained group returns at 10%, 25%, 50% and 100% of its capacity
+	// over this many seconds (steps evenly spaced). 0 (the default) keeps
+	// Google's behaviour: full capacity at once.
+	UndrainRampSec *int `json:"undrainRampSec,omitempty"`
 }
 
 // Duration is Google's protobuf Duration as it appears in REST JSON.

@@ -66,6 +66,9 @@ type Plan struct {
 	UndrainHold time.Duration
 	// DemandWindow is the window over which offered rates are measured.
 	DemandWindow time.Duration
+	// UndrainRamp is the gradual-failback period of an undrained group
+	// (spillway.undrainRampSec; 0 = Google's step).
+	UndrainRamp time.Duration
 }
 
 // HealthCheck is a compiled health check with defaults applied.
@@ -224,6 +227,9 @@ func Compile(c *config.Config) (*Plan, error) {
 		}
 		if t.DemandWindowSec != nil {
 			p.DemandWindow = time.Duration(*t.DemandWindowSec) * time.Second
+		}
+		if t.UndrainRampSec != nil {
+			p.UndrainRamp = time.Duration(*t.UndrainRampSec) * time.Second
 		}
 	}
 
