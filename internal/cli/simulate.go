@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -16,6 +17,7 @@ import (
 
 const simulateHelp = `
 Usage: spillway simulate --config FILE [flags]
+       spillway simulate --config FILE --dns NAME [--client-subnet CIDR] [flags]
 
 Predict how a config splits traffic, on a virtual clock, with the same decision
 engine 'spillway serve' uses. Chosen zones or endpoints fail their health
@@ -47,6 +49,39 @@ Examples:
 names, instance names or ip:port endpoints. --json prints
 {"requests": N, "regions": {...}, "zones": {...}, "status": {"200": N, "503": N}, ...}
 with counts; every zone of the config is present.
+
+DNS mode (--dns NAME) queries a GSLB name of the config's dnsZones instead:
+the simulation runs the DNS server's own answering code (gslb.Server, without
+sockets) on the virtual clock. Pool members whose name, address or region is
+in --down fail their health checks, at each check's interval and with the DNS
+thresholds (3 failures down, 2 successes up, unless the check sets its own);
+recovered members ramp back (failback steps over rampSec) and answers carry
+the transition TTL while a name changes, all in virtual time. --down and --at
+may also name endpoints (zones, regions, ...), which decide backendService
+names through the engine View. --client-subnet sends EDNS Client Subnet, so
+GEO names pick the client's nearest region (without it GEO names answer as
+WEIGHTED). --queries N counts N queries after convergence; --rate QPS
+--duration D sends queries over time and prints a timeline (with --at
+60s:up=MEMBER it shows the failback ramp). Output: the share of answers per
+member (address, region), per TTL, the rcodes (NOERROR, NXDOMAIN, SERVFAIL)
+and each member's weight changes. --json prints
+{"queries": N, "members": {"iad-edge": N, ...}, "addresses": {...},
+ "regions": {...}, "ttls": {"30": N, "15": N}, "rcodes": {"NOERROR": N},
+ "transitions": [...], "timeline": [...]}
+with counts (members, addresses and regions count address records, so with
+answerCount 2 they add up to twice the queries).
+
+  # Active-passive with the primary down: every answer is the DR site.
+  spillway simulate --config examples/dns/gslb.yaml --dns api.gslb.example \
+      --down primary --queries 20000
+
+  # The primary recovers at 60 s: 10% → 25% → 50% → 100% over rampSec.
+  spillway simulate --config examples/dns/gslb.yaml --dns api.gslb.example \
+      --down primary --at 60s:up=primary --rate 50 --duration 6m --step 20s
+
+  # A European client of the GEO name (the nearest healthy edge):
+  spillway simulate --config examples/dns/gslb.yaml --dns cdn.gslb.example \
+      --client-subnet 203.0.113.0/24
 `
 
 func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -62,8 +97,11 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")
 	path := fs.String("path", "/", "request path, matched against the URL map's path matchers")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	dnsName := fs.String("dns", "", "simulate DNS queries for GSLB `NAME` (e.g. api.gslb.example) instead of HTTP requests")
+	subnet := fs.String("client-subnet", "", "EDNS Client Subnet `CIDR` of DNS queries (with --dns)")
+	queries := fs.Int("queries", 1000, "DNS queries to count in count mode (with --dns)")
 	var down listFlag
-	fs.Var(&down, "down", "comma-separated `LIST` of zones, regions or ip:port endpoints that fail health checks before counting")
+	fs.Var(&down, "down", "comma-separated `LIST` of zones, regions or ip:port endpoints (with --dns also pool member names, addresses or regions) that fail health checks before counting")
 	var at listFlag
 	fs.Var(&atFlag{&at}, "at", "scripted event `OFFSET:down=LIST` or OFFSET:up=LIST (rate mode; repeatable)")
 	if err := parse(fs, args); err != nil {
@@ -83,6 +121,33 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	p, err := loadPlan(*cfgPath)
 	if err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *dnsName != "" {
+		for _, f := range []string{"client-region", "url-map", "host", "path", "requests"} {
+			if set[f] {
+				return fmt.Errorf("--%s is for HTTP requests; with --dns use --client-subnet and --queries", f)
+			}
+		}
+		o := sim.DNSOptions{Name: *dnsName, ClientSubnet: *subnet, Queries: *queries, Rate: *rate, Duration: *duration,
+			Step: *step, Seed: *seed, Down: down, Events: events}
+		res, err := simulateDNS(p, o)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}
+		printDNSResult(stdout, o, res)
+		return nil
+	}
+	for _, f := range []string{"client-subnet", "queries"} {
+		if set[f] {
+			return fmt.Errorf("--%s needs --dns NAME", f)
+		}
 	}
 	opts := sim.Options{
 		Requests: *requests, Rate: *rate, Duration: *duration, Step: *step, Seed: *seed,

@@ -131,10 +131,19 @@ type sim struct {
 	res    *Result
 	// lastChange is the virtual time of the last state change.
 	lastChange time.Time
+	// dns is the DNS server of a DNS simulation (RunDNS), nil otherwise.
+	dns *dnsRun
+}
+
+// newCore returns a simulation of p's control state at virtual time
+// zero, before any probe.
+func newCore(p *plan.Plan, seed uint64) *sim {
+	return &sim{p: p, st: control.New(p), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: epoch(), down: make([]bool, len(p.Endpoints))}
 }
 
 func newSim(p *plan.Plan, o Options) (*sim, error) {
-	s := &sim{p: p, o: o, st: control.New(p), rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: epoch(), down: make([]bool, len(p.Endpoints))}
+	s := newCore(p, o.Seed)
+	s.o = o
 	if o.Requests <= 0 && o.Rate <= 0 {
 		s.o.Requests = 1000
 	}
@@ -228,8 +237,9 @@ func urlMapNames(p *plan.Plan) []string {
 	return n
 }
 
-// resolve maps a --down target to endpoint IDs.
-func (s *sim) resolve(t string) ([]int, error) {
+// matchEndpoints returns the IDs of the endpoints a --down target names
+// (by zone, region, group, ip:port or instance).
+func (s *sim) matchEndpoints(t string) []int {
 	var ids []int
 	for _, e := range s.p.Endpoints {
 		g := e.Group
@@ -237,27 +247,43 @@ func (s *sim) resolve(t string) ([]int, error) {
 			ids = append(ids, e.ID)
 		}
 	}
+	return ids
+}
+
+// resolve maps a --down target to endpoint IDs.
+func (s *sim) resolve(t string) ([]int, error) {
+	ids := s.matchEndpoints(t)
 	if len(ids) == 0 {
-		zones := map[string]bool{}
-		for _, g := range s.p.Groups {
-			zones[g.Zone] = true
-		}
-		var zl []string
-		for z := range zones {
-			zl = append(zl, z)
-		}
-		sort.Strings(zl)
-		return nil, fmt.Errorf("%q matches no zone, region, group, instance or ip:port endpoint (fix: use one of the zones %s, or an endpoint address such as %s)", t, strings.Join(zl, ", "), s.p.Endpoints[0].Addr)
+		return nil, fmt.Errorf("%q matches no zone, region, group, instance or ip:port endpoint (fix: %s)", t, s.endpointHint())
 	}
 	return ids, nil
 }
 
+// endpointHint suggests --down targets that name endpoints.
+func (s *sim) endpointHint() string {
+	if len(s.p.Endpoints) == 0 {
+		return "the config has no endpoints"
+	}
+	zones := map[string]bool{}
+	for _, g := range s.p.Groups {
+		zones[g.Zone] = true
+	}
+	var zl []string
+	for z := range zones {
+		zl = append(zl, z)
+	}
+	sort.Strings(zl)
+	return fmt.Sprintf("use one of the zones %s, or an endpoint address such as %s", strings.Join(zl, ", "), s.p.Endpoints[0].Addr)
+}
+
 func (s *sim) setDown(targets []string, down bool) {
 	for _, t := range targets {
-		ids, _ := s.resolve(t)
-		for _, id := range ids {
+		for _, id := range s.matchEndpoints(t) {
 			s.down[id] = down
 		}
+	}
+	if s.dns != nil {
+		s.dns.setDown(targets, down)
 	}
 }
 
@@ -269,16 +295,7 @@ func (s *sim) refresh() {
 }
 
 func (s *sim) run() (*Result, error) {
-	// Warm start: every endpoint has passed its probes, as in a running
-	// deployment, and probes are spread over their interval.
-	for _, e := range s.p.Endpoints {
-		s.st.ObserveProbe(e.ID, true, "", s.now)
-		if hc := e.HealthCheck; hc != nil {
-			off := time.Duration(s.rng.Int64N(int64(hc.Interval)))
-			heap.Push(&s.queue, &event{at: s.now.Add(off), kind: evProbe, ep: e.ID})
-		}
-	}
-	s.refresh()
+	s.warmStart()
 	failAt := s.now
 	s.setDown(s.o.Down, true)
 	s.advance(s.now.Add(s.horizon()))
@@ -293,6 +310,19 @@ func (s *sim) run() (*Result, error) {
 	}
 	s.explain()
 	return s.res, nil
+}
+
+// warmStart starts from a running deployment: every endpoint has passed
+// its probes, and probes are spread over their interval.
+func (s *sim) warmStart() {
+	for _, e := range s.p.Endpoints {
+		s.st.ObserveProbe(e.ID, true, "", s.now)
+		if hc := e.HealthCheck; hc != nil {
+			off := time.Duration(s.rng.Int64N(int64(hc.Interval)))
+			heap.Push(&s.queue, &event{at: s.now.Add(off), kind: evProbe, ep: e.ID})
+		}
+	}
+	s.refresh()
 }
 
 // horizon is long enough for every health check to cross its thresholds.
@@ -333,10 +363,16 @@ func (s *sim) advance(until time.Time) {
 			s.st.ObserveProbe(ev.ep, ok, detail, s.now)
 			ev.at = ev.at.Add(e.HealthCheck.Interval)
 			heap.Push(&s.queue, ev)
+		case evDNSProbe:
+			s.dns.probe(ev, s.now)
+			heap.Push(&s.queue, ev)
 		case evScript:
 			s.setDown(ev.script.Targets, ev.script.Down)
 		}
 		s.refresh()
+		if s.dns != nil {
+			s.dns.sample(s.now, s.view)
+		}
 	}
 	s.now = until
 	s.st.Tick(s.now)
@@ -480,6 +516,7 @@ type evKind uint8
 const (
 	evProbe evKind = iota
 	evScript
+	evDNSProbe // ep is the DNS check's index
 )
 
 type event struct {
