@@ -20,6 +20,8 @@ import (
 //     (ties by backend order) and the rest are reported as Blocked.
 func (s *State) Evaluate(now time.Time) bool {
 	changed := false
+	prev := s.evaluated
+	s.evaluated = now
 	for _, svc := range s.plan.Services {
 		ds := s.drain[svc.ID]
 		if !svc.AutoDrain {
@@ -46,7 +48,7 @@ func (s *State) Evaluate(now time.Time) bool {
 						d.RecoveringSince = now
 					}
 					if !now.Before(d.RecoveringSince.Add(s.plan.UndrainHold)) {
-						*d = DrainState{Since: now}
+						*d = DrainState{Since: now, UndrainedAt: now}
 						changed = true
 						continue
 					}
@@ -55,6 +57,12 @@ func (s *State) Evaluate(now time.Time) bool {
 				}
 				drained++
 				continue
+			}
+			if !d.UndrainedAt.IsZero() {
+				// An undrain ramp stepping up changes the split.
+				before, _ := rampStep(prev.Sub(d.UndrainedAt), s.plan.UndrainRamp)
+				after, _ := rampStep(now.Sub(d.UndrainedAt), s.plan.UndrainRamp)
+				changed = changed || before != after
 			}
 			if share < DrainBelow && !b.ZeroCapacity() {
 				cands = append(cands, cand{b.Index, share})

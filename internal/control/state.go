@@ -32,6 +32,25 @@ type DrainState struct {
 	// RecoveringSince is when a drained backend's healthy share last rose
 	// to 35% or more (zero when it is below).
 	RecoveringSince time.Time
+	// UndrainedAt is when the backend was last undrained (zero if never);
+	// with spillway.undrainRampSec it ramps back from then.
+	UndrainedAt time.Time
+}
+
+// rampStep returns the share of its capacity a backend undrained `elapsed`
+// ago may use with an undrain ramp of `period` (seed 004's gradual
+// failback: 10%, 25%, 50%, then 100%, evenly spaced), and the time left
+// until the next step (0 once at 100%).
+func rampStep(elapsed, period time.Duration) (float64, time.Duration) {
+	steps := [...]float64{0.10, 0.25, 0.50}
+	if period <= 0 || elapsed < 0 {
+		return 1, 0
+	}
+	k := int(elapsed * time.Duration(len(steps)) / period)
+	if k >= len(steps) {
+		return 1, 0
+	}
+	return steps[k], period*time.Duration(k+1)/time.Duration(len(steps)) - elapsed
 }
 
 // State is the control state for one Plan.
@@ -42,6 +61,9 @@ type State struct {
 	drain   [][]DrainState // [service][backend]
 	demand  [][]float64    // [service][client region] offered rps; the last column is "no region"
 	version uint64
+	// evaluated is the time of the last Evaluate: the "now" that ramp
+	// shares are read at.
+	evaluated time.Time
 }
 
 // New returns a State for p in which every endpoint is unknown (healthy).
@@ -116,6 +138,17 @@ func (s *State) Health(id int) health.State { return s.health[id] }
 // Ejected reports whether outlier detection has ejected endpoint id.
 func (s *State) Ejected(id int) bool { return s.ejected[id] }
 
+// Ramp returns the share of its capacity a service's backend may use: 1,
+// except while it ramps back after an undrain (spillway.undrainRampSec).
+func (s *State) Ramp(service, backend int) float64 {
+	d := s.drain[service][backend]
+	if d.Drained || d.UndrainedAt.IsZero() {
+		return 1
+	}
+	r, _ := rampStep(s.evaluated.Sub(d.UndrainedAt), s.plan.UndrainRamp)
+	return r
+}
+
 // Drain returns the drain state of a service's backend.
 func (s *State) Drain(service, backend int) DrainState { return s.drain[service][backend] }
 
@@ -185,16 +218,23 @@ func (s *State) Tick(now time.Time) bool {
 }
 
 // NextDeadline returns the earliest time at which Tick could change
-// something (an undrain hold expiring), or the zero time if none is
-// pending. The simulator jumps its virtual clock straight to it.
+// something (an undrain hold expiring, or the next step of an undrain
+// ramp), or the zero time if none is pending. The simulator jumps its virtual clock straight to it.
 func (s *State) NextDeadline() time.Time {
 	var next time.Time
+	consider := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
 	for _, ds := range s.drain {
 		for _, d := range ds {
-			if d.Drained && !d.RecoveringSince.IsZero() {
-				t := d.RecoveringSince.Add(s.plan.UndrainHold)
-				if next.IsZero() || t.Before(next) {
-					next = t
+			switch {
+			case d.Drained && !d.RecoveringSince.IsZero():
+				consider(d.RecoveringSince.Add(s.plan.UndrainHold))
+			case !d.Drained && !d.UndrainedAt.IsZero():
+				if _, left := rampStep(s.evaluated.Sub(d.UndrainedAt), s.plan.UndrainRamp); left > 0 {
+					consider(s.evaluated.Add(left))
 				}
 			}
 		}

@@ -358,3 +358,62 @@ func TestPickExceptMovesToTheNextBackend(t *testing.T) {
 	}
 	_ = p
 }
+
+// Gradual failback (spillway.undrainRampSec, an extension): an undrained
+// group returns at 10%, 25%, 50%, then 100% of its capacity, and what it
+// cannot take stays on the failover level.
+func TestUndrainRamp(t *testing.T) {
+	c, err := config.Parse([]byte(`
+healthChecks: [{name: hc, type: HTTP}]
+serviceLbPolicies:
+- {name: pol, loadBalancingAlgorithm: SPRAY_TO_REGION, autoCapacityDrain: {enable: true}}
+spillway: {undrainRampSec: 240}
+networkEndpointGroups:
+- {name: south, zone: us-south1-a, endpoints: [{ipAddress: 10.0.0.1, port: 80}, {ipAddress: 10.0.0.2, port: 80}]}
+- {name: east, zone: us-east4-a, endpoints: [{ipAddress: 10.1.0.1, port: 80}, {ipAddress: 10.1.0.2, port: 80}]}
+backendServices:
+- name: bs
+  healthChecks: [hc]
+  serviceLbPolicy: pol
+  backends:
+  - {group: south, balancingMode: RATE, maxRatePerEndpoint: 100, preference: PREFERRED}
+  - {group: east, balancingMode: RATE, maxRatePerEndpoint: 100}
+urlMaps: [{name: um, defaultService: bs}]
+`), "ramp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := control.New(p)
+	for _, e := range p.Endpoints {
+		st.ObserveProbe(e.ID, true, "", t0)
+	}
+	south := func(at time.Time) float64 {
+		st.Tick(at)
+		return shares(p, st, "us-south1")["us-south1-a"]
+	}
+	setHealthy(p, st, 0, 0, t0)
+	if got := south(t0.Add(time.Second)); got != 0 {
+		t.Fatalf("drained: south share %.2f", got)
+	}
+	recovered := t0.Add(10 * time.Second)
+	setHealthy(p, st, 0, 2, recovered)
+	undrained := recovered.Add(60 * time.Second)
+	for _, tc := range []struct {
+		at   time.Duration // after the undrain
+		want float64
+	}{{-time.Second, 0}, {0, 0.10}, {79 * time.Second, 0.10}, {80 * time.Second, 0.25}, {160 * time.Second, 0.50}, {239 * time.Second, 0.50}, {240 * time.Second, 1}} {
+		if got := south(undrained.Add(tc.at)); !near(got, tc.want) {
+			t.Errorf("%v after the undrain: south share %.3f, want %.2f", tc.at, got, tc.want)
+		}
+	}
+	// NextDeadline names the ramp's step times, so the simulator can jump
+	// to them.
+	st.Tick(undrained.Add(100 * time.Second))
+	if got, want := st.NextDeadline(), undrained.Add(160*time.Second); !got.Equal(want) {
+		t.Errorf("NextDeadline during the 25%% step = %v, want %v", got, want)
+	}
+}

@@ -108,18 +108,22 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		return p.Regions[a.region] < p.Regions[b.region]
 	})
 
-	// Health per level.
+	// Health per level: min(1, capacity-weighted healthy share / T). A
+	// backend ramping back after an undrain (spillway.undrainRampSec)
+	// counts with the ramp's share of its capacity, so a level whose
+	// backends all ramp keeps only that share and fails the rest over.
 	for _, l := range levels {
-		wh := 0.0
+		full, healthy := 0.0, 0.0
 		l.capacity = 0
 		for _, i := range l.backends {
 			bv := in.backends[i]
-			l.weight += bv.b.Weight
-			wh += bv.b.Weight * bv.share
+			full += bv.b.Weight
+			healthy += bv.b.Weight * bv.share
+			l.weight += bv.weight
 			l.capacity += in.remaining[i]
 		}
-		if l.weight > 0 {
-			l.health = math.Min(1, wh/l.weight/T)
+		if full > 0 {
+			l.health = math.Min(1, healthy/full/T) * l.weight / full
 		}
 	}
 	rem, total := 1.0, 0.0
@@ -188,7 +192,7 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 			sum := 0.0
 			for _, i := range l.backends {
 				if i != skip {
-					sum += in.backends[i].b.Weight * avail(i)
+					sum += in.backends[i].weight * avail(i)
 				}
 			}
 			if sum == 0 {
@@ -199,7 +203,7 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 			}
 			for _, i := range l.backends {
 				if i != skip {
-					add(i, lv, amount*in.backends[i].b.Weight*avail(i)/sum)
+					add(i, lv, amount*in.backends[i].weight*avail(i)/sum)
 				}
 			}
 		}

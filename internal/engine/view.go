@@ -39,6 +39,7 @@ type backendView struct {
 	b       *plan.Backend
 	healthy []*plan.Endpoint
 	share   float64 // healthy share of configured members
+	weight  float64 // proportion weight after an undrain ramp
 	drain   control.DrainState
 	rr      atomic.Uint32
 	ring    []ringPoint // RING_HASH
@@ -71,7 +72,7 @@ func NextView(s *control.State, prev *View) *View {
 		sv.policy = policyOf(svc.LocalityLbPolicy)
 		remaining := make([]float64, len(svc.Backends))
 		for _, b := range svc.Backends {
-			bv := &backendView{b: b, drain: s.Drain(svc.ID, b.Index)}
+			bv := &backendView{b: b, drain: s.Drain(svc.ID, b.Index), weight: b.Weight * s.Ramp(svc.ID, b.Index)}
 			for _, e := range b.Endpoints {
 				if s.Healthy(e.ID) {
 					bv.healthy = append(bv.healthy, e)
@@ -83,7 +84,7 @@ func NextView(s *control.State, prev *View) *View {
 			if prev == nil || !bv.reuse(prev.services[svc.ID].backends[b.Index]) {
 				bv.build(sv.policy, svc.MinRingSize)
 			}
-			remaining[b.Index] = b.Capacity
+			remaining[b.Index] = b.Capacity * s.Ramp(svc.ID, b.Index)
 			sv.backends = append(sv.backends, bv)
 		}
 		sv.splits = make([]Split, len(p.Regions)+1)
