@@ -64,7 +64,7 @@ func newSimDNS(p *plan.Plan, seed uint64) (*simDNS, error) {
 func (a *simDNS) Members() []sim.DNSMember {
 	out := make([]sim.DNSMember, len(a.members))
 	for i, m := range a.members {
-		out[i] = sim.DNSMember{Name: m.Name, Member: m.Member, Address: m.Address.String(), Region: m.Region, Checked: m.Checked}
+		out[i] = sim.DNSMember{Name: m.Name, Member: m.Member, Address: m.Address.String(), Region: m.Region, Checked: m.Checked, TTL: m.TTL}
 	}
 	return out
 }

@@ -46,6 +46,9 @@ type DNSMember struct {
 	// Checked reports whether the member has health checks of its own
 	// (--down can fail those).
 	Checked bool
+	// TTL is the name's normal answer TTL: for that long after a
+	// member's change, answers carry the transition TTL.
+	TTL time.Duration
 }
 
 // DNSCheck is one probe target: it runs every Interval and its result
@@ -403,7 +406,11 @@ func (s *sim) dnsHorizon() time.Duration {
 	for _, c := range s.dns.checks {
 		h = max(h, c.Interval*time.Duration(max(c.Healthy, c.Unhealthy)+1)+c.Timeout)
 	}
-	return h
+	var ttl time.Duration
+	for _, m := range s.dns.members {
+		ttl = max(ttl, m.TTL)
+	}
+	return h + ttl
 }
 
 // runDNSRate sends o.Rate queries per second for o.Duration.
