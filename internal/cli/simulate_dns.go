@@ -212,7 +212,7 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 		down = strings.Join(o.Down, ", ")
 	}
 	fmt.Fprintf(w, "DNS %s · client subnet %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
-		r.Name, client, down, mode, time.Duration(r.ConvergedAfter), o.Seed)
+		r.Name, client, down, mode, time.Duration(r.ConvergedAfter).Round(time.Millisecond), o.Seed)
 
 	fmt.Fprintf(w, "%-16s %-18s %-18s %-24s %9s %7s\n", "MEMBER", "ADDRESS", "REGION", "NAME", "ANSWERS", "SHARE")
 	listed := map[string]bool{}
@@ -259,7 +259,7 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 	if len(r.Transitions) > 0 {
 		fmt.Fprintln(w, "\nmember weight changes (T+ from the start of counting; weight = ramp step × weight factor)")
 		for _, t := range r.Transitions {
-			fmt.Fprintf(w, "  %-8s %-16s %3.0f%% → %3.0f%%\n", time.Duration(t.At), t.Member, 100*t.From, 100*t.To)
+			fmt.Fprintf(w, "  %-10s %-16s %3.0f%% → %3.0f%%\n", time.Duration(t.At).Round(time.Millisecond), t.Member, 100*t.From, 100*t.To)
 		}
 	}
 

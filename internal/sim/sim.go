@@ -1,8 +1,10 @@
 // Package sim drives Spillway's control state and decision engine on a
 // virtual clock: probes, failures, drain and undrain happen in virtual
 // time, and requests are sampled from the same engine.View the proxy uses,
-// so a simulation predicts what `spillway serve` does. It is pure and
-// deterministic for a given seed.
+// so a simulation predicts what `spillway serve` does. RunDNS does the
+// same for DNS queries to a GSLB name, through the DNS interface (the
+// gslb.Server itself, adapted by the CLI). It is pure and deterministic
+// for a given seed.
 package sim
 
 import (
