@@ -63,6 +63,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(w, "file", *cfgPath)
+	}
 	wi := *watch
 	if wi == 0 {
 		wi = -1

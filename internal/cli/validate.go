@@ -38,6 +38,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, err)
 		return exitCode(1)
 	}
+	for _, w := range p.Config.Warnings() {
+		fmt.Fprintf(stdout, "warning: %s: %s\n", *cfgPath, w)
+	}
 	failed, total := 0, 0
 	for _, name := range sortedKeys(p.URLMaps) {
 		um := p.URLMaps[name]

@@ -1,0 +1,40 @@
+package config
+
+import "fmt"
+
+// Warnings lists what Spillway accepts but Google Cloud's global external
+// Application Load Balancer would reject, so a config that works here may
+// not import there as is. Each entry names the field path.
+func (c *Config) Warnings() []string {
+	var w []string
+	regex := func(path string) {
+		w = append(w, path+": Google Cloud's global external Application Load Balancer rejects regexMatch; Spillway accepts it, but this URL map will not import into Google Cloud as is")
+	}
+	for i := range c.URLMaps {
+		m := &c.URLMaps[i]
+		for j := range m.PathMatchers {
+			pm := &m.PathMatchers[j]
+			for k := range pm.RouteRules {
+				rr := &pm.RouteRules[k]
+				for l := range rr.MatchRules {
+					mr := &rr.MatchRules[l]
+					base := fmt.Sprintf("urlMaps[%d].pathMatchers[%d].routeRules[%d].matchRules[%d]", i, j, k, l)
+					if mr.RegexMatch != "" {
+						regex(base + ".regexMatch")
+					}
+					for h := range mr.HeaderMatches {
+						if mr.HeaderMatches[h].RegexMatch != nil {
+							regex(fmt.Sprintf("%s.headerMatches[%d].regexMatch", base, h))
+						}
+					}
+					for q := range mr.QueryParameterMatches {
+						if mr.QueryParameterMatches[q].RegexMatch != nil {
+							regex(fmt.Sprintf("%s.queryParameterMatches[%d].regexMatch", base, q))
+						}
+					}
+				}
+			}
+		}
+	}
+	return w
+}

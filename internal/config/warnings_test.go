@@ -1,0 +1,47 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWarningsForRegexMatch(t *testing.T) {
+	c, err := Parse([]byte(`
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}]
+backendServices: [{name: bs, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 10}]}]
+urlMaps:
+- name: um
+  defaultService: bs
+  hostRules: [{hosts: ["*"], pathMatcher: pm}]
+  pathMatchers:
+  - name: pm
+    defaultService: bs
+    routeRules:
+    - priority: 1
+      service: bs
+      matchRules:
+      - regexMatch: "/v[0-9]+/.*"
+        headerMatches: [{headerName: x-id, regexMatch: "[a-z]+"}]
+        queryParameterMatches: [{name: q, regexMatch: "a.*"}]
+    - priority: 2
+      service: bs
+      matchRules: [{prefixMatch: /}]
+`), "w.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Warnings()
+	want := []string{
+		"urlMaps[0].pathMatchers[0].routeRules[0].matchRules[0].regexMatch:",
+		"urlMaps[0].pathMatchers[0].routeRules[0].matchRules[0].headerMatches[0].regexMatch:",
+		"urlMaps[0].pathMatchers[0].routeRules[0].matchRules[0].queryParameterMatches[0].regexMatch:",
+	}
+	if len(w) != len(want) {
+		t.Fatalf("got %d warnings, want %d: %q", len(w), len(want), w)
+	}
+	for i := range want {
+		if !strings.HasPrefix(w[i], want[i]) || !strings.Contains(w[i], "rejects regexMatch") {
+			t.Errorf("warning %d = %q, want prefix %q", i, w[i], want[i])
+		}
+	}
+}
