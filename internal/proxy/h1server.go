@@ -456,17 +456,14 @@ func checkRequest(r *http.Request) (int, string) {
 	if r.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
-	hosts, haveHost := r.Header["Host"]
-	if r.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && r.Method != http.MethodConnect {
+	// http.ReadRequest moved the Host header to r.Host (refusing
+	// several) and checked header names and values.
+	if r.Host == "" && r.ProtoAtLeast(1, 1) && r.Method != http.MethodConnect {
 		return http.StatusBadRequest, "missing required Host header"
 	}
-	if len(hosts) > 1 {
-		return http.StatusBadRequest, "too many Host headers"
-	}
-	if len(hosts) == 1 && !validHost(hosts[0]) {
+	if !validHost(r.Host) {
 		return http.StatusBadRequest, "malformed Host header"
 	}
-	// Header names and values were checked by http.ReadRequest.
 	return 0, ""
 }
 
@@ -511,7 +508,6 @@ func (c *h1conn) linger() {
 // serveRequest runs the handler for r and finishes its response. It
 // reports whether the connection may carry another request.
 func (c *h1conn) serveRequest(r *http.Request) (keep bool) {
-	delete(r.Header, "Host")
 	r = r.WithContext(c.ctx)
 	r.RemoteAddr = c.remote
 	clear(c.header)

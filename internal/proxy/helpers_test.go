@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +149,14 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	for _, o := range opts {
 		o(&cfg)
 	}
-	l.srv = proxy.NewServer(proxy.NewHandler(cfg), tlsCfg)
+	h := proxy.NewHandler(cfg)
+	l.srv = proxy.NewServer(h, tlsCfg)
+	// Cleartext labs run on H1Server (what `spillway serve` uses) unless
+	// SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
+	var h1 *proxy.H1Server
+	if tlsCfg == nil && os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") != "NET_HTTP" {
+		h1 = proxy.NewH1Server(h)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -158,9 +166,12 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if tlsCfg != nil {
+		switch {
+		case tlsCfg != nil:
 			_ = l.srv.ServeTLS(ln, "", "")
-		} else {
+		case h1 != nil:
+			_ = h1.Serve(ln)
+		default:
 			_ = l.srv.Serve(ln)
 		}
 	}()
@@ -173,6 +184,9 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		l.srv.Close()
+		if h1 != nil {
+			h1.Close()
+		}
 		<-done
 	})
 	return l
