@@ -1,0 +1,452 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/proxy"
+)
+
+// h1test is an H1Server on 127.0.0.1 with a test handler.
+type h1test struct {
+	srv  *proxy.H1Server
+	addr string
+	done chan error
+}
+
+// startH1 serves h with an H1Server (adjusted by opts) on 127.0.0.1.
+func startH1(t *testing.T, h http.Handler, opts ...func(*proxy.H1Server)) *h1test {
+	t.Helper()
+	s := proxy.NewH1Server(h)
+	s.Logger = slog.New(slog.DiscardHandler)
+	for _, o := range opts {
+		o(s)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht := &h1test{srv: s, addr: ln.Addr().String(), done: make(chan error, 1)}
+	go func() { ht.done <- s.Serve(ln) }()
+	t.Cleanup(func() { s.Close() })
+	return ht
+}
+
+// dial opens a raw connection with a reader.
+func (ht *h1test) dial(t *testing.T) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", ht.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// readResp reads one response to a request with method.
+func readResp(t *testing.T, br *bufio.Reader, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return resp, string(b)
+}
+
+// echoHandler answers with method, path and the request body.
+var echoHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	switch r.URL.Path {
+	case "/204":
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case "/304":
+		w.WriteHeader(http.StatusNotModified)
+		return
+	case "/cl":
+		w.Header().Set("Content-Length", "5")
+		io.WriteString(w, "fixed")
+		return
+	case "/big":
+		w.Write([]byte(strings.Repeat("x", 10000)))
+		return
+	case "/close":
+		w.Header().Set("Connection", "close")
+	}
+	fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, b)
+})
+
+func TestH1KeepAliveAndPipelining(t *testing.T) {
+	ht := startH1(t, echoHandler)
+	// Many requests, one at a time, on one connection.
+	c, br := ht.dial(t)
+	for i := range 50 {
+		fmt.Fprintf(c, "GET /n%d HTTP/1.1\r\nHost: x\r\n\r\n", i)
+		resp, body := readResp(t, br, "GET")
+		if want := fmt.Sprintf("GET /n%d ", i); body != want || resp.Close {
+			t.Fatalf("request %d: %q close=%v, want %q", i, body, resp.Close, want)
+		}
+		if resp.ContentLength != int64(len(body)) || resp.Header.Get("Date") == "" {
+			t.Fatalf("request %d: Content-Length %d, Date %q", i, resp.ContentLength, resp.Header.Get("Date"))
+		}
+	}
+	// Pipelined: all requests written at once, answers in order.
+	c2, br2 := ht.dial(t)
+	var all strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&all, "POST /p%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n%d", i, i)
+	}
+	io.WriteString(c2, all.String())
+	for i := range 10 {
+		_, body := readResp(t, br2, "POST")
+		if want := fmt.Sprintf("POST /p%d %d", i, i); body != want {
+			t.Fatalf("pipelined %d: %q, want %q", i, body, want)
+		}
+	}
+}
+
+func TestH1Framing(t *testing.T) {
+	ht := startH1(t, echoHandler)
+	tests := []struct {
+		name, req, method string
+		wantStatus        int
+		wantBody          string
+		wantCL            int64 // -1: none
+		wantChunked       bool
+		wantClose         bool
+	}{
+		{"1.0 no keep-alive", "GET /a HTTP/1.0\r\n\r\n", "GET", 200, "GET /a ", 7, false, true},
+		{"1.0 keep-alive", "GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "GET", 200, "GET /a ", 7, false, false},
+		{"1.0 big keep-alive", "GET /big HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "GET", 200, strings.Repeat("x", 10000), -1, false, true},
+		{"HEAD", "HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", "HEAD", 200, "", 8, false, false},
+		{"HEAD fixed", "HEAD /cl HTTP/1.1\r\nHost: x\r\n\r\n", "HEAD", 200, "", 5, false, false},
+		{"204", "GET /204 HTTP/1.1\r\nHost: x\r\n\r\n", "GET", 204, "", 0, false, false},
+		{"304", "GET /304 HTTP/1.1\r\nHost: x\r\n\r\n", "GET", 304, "", 0, false, false},
+		{"Content-Length", "GET /cl HTTP/1.1\r\nHost: x\r\n\r\n", "GET", 200, "fixed", 5, false, false},
+		{"chunked over 2 KiB", "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", "GET", 200, strings.Repeat("x", 10000), -1, true, false},
+		{"client close", "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET", 200, "GET /a ", 7, false, true},
+		{"handler close", "GET /close HTTP/1.1\r\nHost: x\r\n\r\n", "GET", 200, "GET /close ", 11, false, true},
+		{"chunked request body", "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", "POST", 200, "POST /e abcde", 13, false, false},
+		{"CL request body", "PUT /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz", "PUT", 200, "PUT /e wxyz", 11, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, br := ht.dial(t)
+			io.WriteString(c, tc.req)
+			resp, body := readResp(t, br, tc.method)
+			chunked := len(resp.TransferEncoding) > 0
+			if resp.StatusCode != tc.wantStatus || body != tc.wantBody || resp.ContentLength != tc.wantCL || chunked != tc.wantChunked || resp.Close != tc.wantClose {
+				t.Fatalf("got %d %q CL=%d chunked=%v close=%v, want %d %q CL=%d chunked=%v close=%v",
+					resp.StatusCode, body, resp.ContentLength, chunked, resp.Close,
+					tc.wantStatus, tc.wantBody, tc.wantCL, tc.wantChunked, tc.wantClose)
+			}
+			// A kept connection answers again; a closed one reads EOF.
+			io.WriteString(c, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+			if tc.wantClose {
+				if _, err := br.ReadByte(); err == nil {
+					t.Fatal("connection not closed")
+				}
+				return
+			}
+			if _, body := readResp(t, br, "GET"); body != "GET /again " {
+				t.Fatalf("next request: %q", body)
+			}
+		})
+	}
+}
+
+func TestH1FlushStreamsChunks(t *testing.T) {
+	next := make(chan struct{})
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 3 {
+			fmt.Fprintf(w, "part%d;", i)
+			w.(http.Flusher).Flush()
+			<-next
+		}
+	}))
+	c, br := ht.dial(t)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.TransferEncoding) == 0 {
+		t.Fatalf("not chunked: %v", resp.Header)
+	}
+	for i := range 3 {
+		buf := make([]byte, 6)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != fmt.Sprintf("part%d;", i) {
+			t.Fatalf("chunk %d: %q %v", i, buf, err)
+		}
+		next <- struct{}{}
+	}
+	if rest, err := io.ReadAll(resp.Body); err != nil || len(rest) != 0 {
+		t.Fatalf("rest %q %v", rest, err)
+	}
+}
+
+func TestH1ExpectContinue(t *testing.T) {
+	ht := startH1(t, echoHandler)
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("interim %q %v", line, err)
+	}
+	if l, _ := br.ReadString('\n'); l != "\r\n" {
+		t.Fatalf("after 100: %q", l)
+	}
+	io.WriteString(c, "abc")
+	if _, body := readResp(t, br, "POST"); body != "POST /x abc" {
+		t.Fatalf("body %q", body)
+	}
+	// Unknown expectations are refused.
+	c2, br2 := ht.dial(t)
+	io.WriteString(c2, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: magic\r\n\r\nabc")
+	if resp, _ := readResp(t, br2, "POST"); resp.StatusCode != http.StatusExpectationFailed {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestH1BadRequests(t *testing.T) {
+	ht := startH1(t, echoHandler)
+	tests := []struct {
+		name, req string
+		want      int
+		wantText  string
+	}{
+		{"header block over 60 KiB", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n", 431, "431 Request Header Fields Too Large: request line and headers exceed 60 KiB\n"},
+		{"malformed request line", "GET /\r\nHost: x\r\n\r\n", 400, "400 Bad Request: malformed request\n"},
+		{"garbage", "\x00\x01\x02 nonsense\r\n\r\n", 400, ""},
+		{"missing Host", "GET / HTTP/1.1\r\n\r\n", 400, "400 Bad Request: missing required Host header\n"},
+		{"two Content-Lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400, ""},
+		{"unsupported Transfer-Encoding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, ""},
+		{"HTTP/2 request line", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, br := ht.dial(t)
+			go io.WriteString(c, tc.req)
+			resp, body := readResp(t, br, "GET")
+			if resp.StatusCode != tc.want || (tc.wantText != "" && body != tc.wantText) || !resp.Close {
+				t.Fatalf("got %d %q close=%v, want %d %q", resp.StatusCode, body, resp.Close, tc.want, tc.wantText)
+			}
+		})
+	}
+}
+
+// TestH1ContentLengthAndChunked: a request with both Content-Length and
+// "Transfer-Encoding: chunked" is read as chunked (http.ReadRequest drops
+// the Content-Length, RFC 9112 §6.3), so bytes after the chunked body are
+// the next request, never part of this one; the handler sees no
+// Content-Length.
+func TestH1ContentLengthAndChunked(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q cl=%d hdr=%q", r.URL.Path, b, r.ContentLength, r.Header.Get("Content-Length"))
+	}))
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, body := readResp(t, br, "POST"); body != `/a "" cl=-1 hdr=""` {
+		t.Fatalf("first: %s", body)
+	}
+	if _, body := readResp(t, br, "GET"); !strings.HasPrefix(body, "/smuggled") {
+		t.Fatalf("second: %s", body)
+	}
+}
+
+func TestH1HijackEcho(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		io.Copy(conn, brw) // buffered bytes first, then the connection
+	}))
+	c, br := ht.dial(t)
+	// "early" arrives with the request, before the upgrade answer.
+	io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nearly")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	io.WriteString(c, "-late")
+	buf := make([]byte, len("early-late"))
+	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "early-late" {
+		t.Fatalf("echo %q %v", buf, err)
+	}
+}
+
+func TestH1H2CPriorKnowledge(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Proto, r.URL.Path)
+	}))
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for i := range 3 {
+		resp, err := client.Get("http://" + ht.addr + "/h2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "HTTP/2.0 /h2" {
+			t.Fatalf("request %d: %q", i, b)
+		}
+	}
+	// A short HTTP/1.0 request that starts like the preface is still
+	// HTTP/1.
+	c, br := ht.dial(t)
+	io.WriteString(c, "PRI / HTTP/1.0\r\n\r\n")
+	if _, body := readResp(t, br, "PRI"); body != "HTTP/1.0 /" {
+		t.Fatalf("PRI as HTTP/1.0: %q", body)
+	}
+}
+
+func TestH1PanicClosesConnection(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		io.WriteString(w, "ok")
+	}))
+	c, br := ht.dial(t)
+	io.WriteString(c, "GET /panic HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("got a response after a panic")
+	}
+	c2, br2 := ht.dial(t)
+	io.WriteString(c2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, body := readResp(t, br2, "GET"); body != "ok" {
+		t.Fatalf("after panic: %q", body)
+	}
+}
+
+func TestH1TimeoutsCloseConnections(t *testing.T) {
+	ht := startH1(t, echoHandler, func(s *proxy.H1Server) {
+		s.IdleTimeout = 100 * time.Millisecond
+		s.ReadHeaderTimeout = 100 * time.Millisecond
+	})
+	for name, req := range map[string]string{
+		"idle after a request": "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		"slow headers":         "GET / HTTP/1.1\r\nHost: x\r\n",
+	} {
+		c, br := ht.dial(t)
+		io.WriteString(c, req)
+		start := time.Now()
+		if !strings.HasSuffix(req, "\r\n\r\n") {
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatalf("%s: got a response", name)
+			}
+		} else {
+			readResp(t, br, "GET")
+			if _, err := br.ReadByte(); err == nil {
+				t.Fatalf("%s: got more", name)
+			}
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s: closed after %v", name, d)
+		}
+	}
+}
+
+func TestH1ClientGoneCancelsContext(t *testing.T) {
+	cancelled := make(chan struct{})
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	c, _ := ht.dial(t)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(50 * time.Millisecond)
+	c.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("request context not cancelled after the client left")
+	}
+}
+
+func TestH1GracefulShutdown(t *testing.T) {
+	before := runtime.NumGoroutine()
+	started := make(chan struct{})
+	release := make(chan struct{})
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(started)
+			<-release
+		}
+		io.WriteString(w, "done")
+	}))
+	// An idle keep-alive connection and one with a request in flight.
+	idle, ibr := ht.dial(t)
+	io.WriteString(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	readResp(t, ibr, "GET")
+	busy, bbr := ht.dial(t)
+	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shut <- ht.srv.Shutdown(ctx)
+	}()
+	if _, err := ibr.ReadByte(); err == nil {
+		t.Fatal("idle connection not closed by Shutdown")
+	}
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v with a request in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	resp, body := readResp(t, bbr, "GET")
+	if body != "done" || !resp.Close {
+		t.Fatalf("in-flight request: %q close=%v", body, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-ht.done; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := net.Dial("tcp", ht.addr); err == nil {
+		t.Fatal("still accepting after Shutdown")
+	}
+	idle.Close()
+	busy.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Shutdown, %d before\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
