@@ -6,7 +6,8 @@
 #     "$PWD/scripts/bench-serve.sh 127.0.0.1:18480" --extra-h2 spillway 127.0.0.1:18480
 #
 # BACKENDS (comma list of host:port) comes from peers.sh; SPILLWAY is the
-# binary (default: bin/spillway next to this script's repo).
+# binary (default: bin/spillway next to this script's repo). HTTP1_SERVER
+# (SPILLWAY or NET_HTTP), when set, becomes spillway: {http1Server: ...}.
 set -euo pipefail
 listen=${1:?usage: bench-serve.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,5 +28,6 @@ cfg=$dir/bench.yaml
   echo "- {name: um-bench, defaultService: bs-bench}"
   echo "frontends:"
   echo "- {name: fe-bench, address: \"$listen\", protocol: HTTP, urlMap: um-bench, region: us-east1}"
+  if [ -n "${HTTP1_SERVER:-}" ]; then echo "spillway: {http1Server: $HTTP1_SERVER}"; fi
 } >"$cfg"
 exec "$bin" serve --config "$cfg" --admin "" --watch 0 --log-level warn

@@ -48,6 +48,12 @@ type Tuning struct {
 	// over this many seconds (steps evenly spaced). 0 (the default) keeps
 	// Google's behaviour: full capacity at once.
 	UndrainRampSec *int `json:"undrainRampSec,omitempty"`
+	// HTTP1Server picks the HTTP/1.1 server of cleartext (HTTP)
+	// frontends: SPILLWAY (a purpose-built loop, proxy.H1Server) or
+	// NET_HTTP (Go's net/http server). HTTPS frontends and h2c always use
+	// net/http. Empty means the default, SPILLWAY. Read when a frontend's
+	// listener starts.
+	HTTP1Server string `json:"http1Server,omitempty"`
 }
 
 // Duration is Google's protobuf Duration as it appears in REST JSON.

@@ -143,4 +143,5 @@ func (v *validator) tuning() {
 	v.intRange("spillway.undrainHoldSec", t.UndrainHoldSec, 0, 3600)
 	v.intRange("spillway.demandWindowSec", t.DemandWindowSec, 1, 60)
 	v.intRange("spillway.undrainRampSec", t.UndrainRampSec, 0, 3600)
+	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 }

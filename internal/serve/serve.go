@@ -93,9 +93,16 @@ type dnsServer struct {
 type frontend struct {
 	cfg     *plan.Frontend
 	handler atomic.Pointer[http.Handler]
-	srv     *http.Server
+	srv     frontendServer
 	ln      net.Listener
 	done    chan struct{}
+}
+
+// frontendServer is what serves a frontend's listener: *http.Server
+// (HTTPS, or HTTP with spillway.http1Server NET_HTTP) or *proxy.H1Server.
+type frontendServer interface {
+	Shutdown(ctx context.Context) error
+	Close() error
 }
 
 type event struct {
@@ -457,7 +464,7 @@ func (s *Server) syncFrontends(p *plan.Plan) error {
 			f.handler.Store(&h)
 			continue
 		}
-		f, err := s.startFrontend(pf, h)
+		f, err := s.startFrontend(pf, h, useH1Server(p))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -479,7 +486,14 @@ func sameListener(a, b *plan.Frontend) bool {
 	return true
 }
 
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler) (*frontend, error) {
+// useH1Server reports whether cleartext frontends use proxy.H1Server
+// (spillway.http1Server SPILLWAY, the default) rather than net/http.
+func useH1Server(p *plan.Plan) bool {
+	t := p.Config.Spillway
+	return t == nil || t.HTTP1Server != "NET_HTTP"
+}
+
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
@@ -499,17 +513,25 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler) (*frontend, er
 		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
 	}
 	f.ln = ln
-	f.srv = proxy.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*f.handler.Load()).ServeHTTP(w, r)
-	}), tlsCfg)
+	})
+	var serveFn func() error
+	switch {
+	case tlsCfg != nil:
+		srv := proxy.NewServer(fh, tlsCfg)
+		f.srv, serveFn = srv, func() error { return srv.ServeTLS(ln, "", "") }
+	case h1:
+		srv := proxy.NewH1Server(fh)
+		srv.Logger = s.log
+		f.srv, serveFn = srv, func() error { return srv.Serve(ln) }
+	default:
+		srv := proxy.NewServer(fh, nil)
+		f.srv, serveFn = srv, func() error { return srv.Serve(ln) }
+	}
 	go func() {
 		defer close(f.done)
-		var err error
-		if tlsCfg != nil {
-			err = f.srv.ServeTLS(ln, "", "")
-		} else {
-			err = f.srv.Serve(ln)
-		}
+		err := serveFn()
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("frontend stopped", "frontend", pf.Name, "err", err)
 		}
