@@ -361,14 +361,9 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		p := joinPath(path, key)
-		if first, dup := seen[key]; dup {
-			if !kv.merged {
-				d.errorf(kv.key, p, fmt.Sprintf("keep only one %q", key), "duplicate key (first set on line %d)", first)
-			}
+		if !d.firstTime(seen, kv, key, p) {
 			continue
 		}
-		seen[key] = kv.key.Line
-		d.pos[p] = position{kv.key.Line, kv.key.Column}
 		d.entryValue(kv, v.Field(i), p)
 	}
 }
@@ -501,14 +496,9 @@ func (d *decoder) mapValue(n *yaml.Node, v reflect.Value, path string) {
 	for _, kv := range d.entries(n, path) {
 		key := kv.key.Value
 		p := joinPath(path, key)
-		if first, dup := seen[key]; dup {
-			if !kv.merged {
-				d.errorf(kv.key, p, fmt.Sprintf("keep only one %q", key), "duplicate key (first set on line %d)", first)
-			}
+		if !d.firstTime(seen, kv, key, p) {
 			continue
 		}
-		seen[key] = kv.key.Line
-		d.pos[p] = position{kv.key.Line, kv.key.Column}
 		elem := reflect.New(v.Type().Elem()).Elem()
 		d.entryValue(kv, elem, p)
 		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
@@ -522,4 +512,19 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// firstTime records that key was set at kv and reports whether this is its
+// first occurrence in the mapping; a repeated key is an error, unless it
+// came from a YAML merge (<<), where the later value legitimately yields.
+func (d *decoder) firstTime(seen map[string]int, kv entry, key, p string) bool {
+	if first, dup := seen[key]; dup {
+		if !kv.merged {
+			d.errorf(kv.key, p, fmt.Sprintf("keep only one %q", key), "duplicate key (first set on line %d)", first)
+		}
+		return false
+	}
+	seen[key] = kv.key.Line
+	d.pos[p] = position{kv.key.Line, kv.key.Column}
+	return true
 }
