@@ -2,8 +2,9 @@
 // resource shapes (camelCase field names, so exported resources load as they
 // are) plus Spillway's own top-level lists (regions, frontends).
 //
-// The package is pure: it decodes bytes, applies defaults and validates. It
-// does no I/O except in Load, which reads one file.
+// The package is pure: it decodes bytes strictly and validates; it leaves
+// defaults unset (package plan applies them, from the constants in
+// defaults.go). It does no I/O except in Load, which reads one file.
 package config
 
 // Config is one Spillway configuration file.
