@@ -1,0 +1,434 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// h1conn is one client connection.
+type h1conn struct {
+	s      *H1Server
+	rwc    net.Conn
+	remote string
+	ctx    context.Context // the requests' context
+	cancel context.CancelFunc
+	src    h1source
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	failed atomic.Bool // a write to the client failed
+	idle   atomic.Bool // waiting for a request (Shutdown closes it)
+	header http.Header // the response header map, reused
+	hdr    []byte      // the serialised handler headers
+	body   []byte      // response body held back to learn its length
+	date   []byte      // the Date header value for dateSec
+	dsec   int64
+
+	// Client watch (see H1Server): guarded by mu.
+	mu                sync.Mutex
+	timer             *time.Timer
+	reqActive         bool // a handler runs
+	bodyDone          bool // the request body was read to its end
+	watchWanted       bool // the timer fired while the body was unread
+	watching, aborted bool
+	hijacked          bool
+	watchDone         chan struct{}
+	watchErr          error
+	watchByte         [1]byte
+}
+
+// h1source is what the bufio.Reader reads: the connection, limited to a
+// byte budget while a request's headers are read, plus the byte a client
+// watch may have read.
+type h1source struct {
+	c       *h1conn
+	remain  int64
+	hasByte bool
+	b       byte
+}
+
+func (r *h1source) Read(p []byte) (int, error) {
+	if r.remain <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.remain {
+		p = p[:r.remain]
+	}
+	if r.hasByte && len(p) > 0 {
+		p[0], r.hasByte = r.b, false
+		r.remain--
+		return 1, nil
+	}
+	n, err := r.c.rwc.Read(p)
+	r.remain -= int64(n)
+	return n, err
+}
+
+// h1sink is what the bufio.Writer writes to: the connection, cancelling
+// the request context on the first failure (the client is gone).
+type h1sink struct{ c *h1conn }
+
+func (w h1sink) Write(p []byte) (int, error) {
+	n, err := w.c.rwc.Write(p)
+	if err != nil && !w.c.failed.Swap(true) {
+		w.c.cancel()
+	}
+	return n, err
+}
+
+// noLimit is the read budget outside request headers.
+const noLimit = 1<<63 - 1
+
+// serve runs the connection's request loop.
+func (c *h1conn) serve() {
+	handedOff := false
+	defer func() {
+		c.cancel()
+		c.s.forget(c)
+		if !handedOff && !c.isHijacked() {
+			c.rwc.Close()
+		}
+	}()
+	first := true
+	for {
+		c.src.remain = maxHeaderBlock + h1ReadSlop
+		if c.br.Buffered() == 0 {
+			c.idle.Store(true)
+			if c.s.shutdown.Load() {
+				return
+			}
+			c.rwc.SetReadDeadline(time.Now().Add(c.s.IdleTimeout))
+			if _, err := c.br.Peek(1); err != nil {
+				return
+			}
+		}
+		c.idle.Store(false)
+		c.rwc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		if first {
+			first = false
+			if c.h2Preface() {
+				c.src.remain = noLimit
+				c.rwc.SetReadDeadline(time.Time{})
+				handedOff = true
+				c.s.forget(c)
+				c.s.handOff(&replayConn{Conn: c.rwc, br: c.br})
+				return
+			}
+		}
+		req, err := http.ReadRequest(c.br)
+		hitLimit := c.src.remain <= 0
+		c.src.remain = noLimit
+		if err != nil {
+			c.readFailed(err, hitLimit)
+			return
+		}
+		if code, why := checkRequest(req); code != 0 {
+			c.errorResponse(code, why)
+			return
+		}
+		if !c.serveRequest(req) {
+			return
+		}
+	}
+}
+
+// isHijacked reports whether a handler took the connection over.
+func (c *h1conn) isHijacked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hijacked
+}
+
+// h2Preface reports whether the connection opens with the HTTP/2 client
+// preface, reading only as far as the bytes agree with it.
+func (c *h1conn) h2Preface() bool {
+	for n := 1; ; n++ {
+		b, err := c.br.Peek(max(n, c.br.Buffered()))
+		if len(b) > len(h2Preface) {
+			b = b[:len(h2Preface)]
+		}
+		if !strings.HasPrefix(h2Preface, string(b)) {
+			return false
+		}
+		if len(b) == len(h2Preface) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		n = len(b)
+	}
+}
+
+// readFailed answers a request that could not be read, if it is worth
+// an answer: 431 over the header limit, 400 (or 501) for malformed ones.
+// A closed connection or a timeout ends quietly, like net/http.
+func (c *h1conn) readFailed(err error, hitLimit bool) {
+	switch {
+	case hitLimit:
+		c.errorResponse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case isTimeout(err):
+	case strings.Contains(err.Error(), "transfer encoding"):
+		c.errorResponse(http.StatusNotImplemented, "unsupported transfer encoding")
+	default:
+		var ne *net.OpError
+		if errors.As(err, &ne) {
+			return // reset and the like
+		}
+		c.errorResponse(http.StatusBadRequest, "malformed request")
+	}
+}
+
+// checkRequest applies net/http's server-side request checks.
+func checkRequest(r *http.Request) (int, string) {
+	if r.ProtoMajor != 1 {
+		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+	}
+	// http.ReadRequest moved the Host header to r.Host (refusing
+	// several) and checked header names and values.
+	if r.Host == "" && r.ProtoAtLeast(1, 1) && r.Method != http.MethodConnect {
+		return http.StatusBadRequest, "missing required Host header"
+	}
+	if !validHost(r.Host) {
+		return http.StatusBadRequest, "malformed Host header"
+	}
+	return 0, ""
+}
+
+// validHost reports whether h is made of the bytes net/http allows in a
+// Host header (httpguts.ValidHostHeader, without the x/net dependency).
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!$%&'()*+,-.:;=@[]_~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// errorResponse answers with a load-balancer error in lbError's format
+// and closes the connection, lingering so the answer is not lost to a
+// reset.
+func (c *h1conn) errorResponse(code int, reason string) {
+	text := http.StatusText(code)
+	body := itoa3(code) + " " + text + ": " + reason + "\n"
+	fmt.Fprintf(c.bw, "HTTP/1.1 %03d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		code, text, len(body), body)
+	if c.bw.Flush() == nil {
+		c.linger()
+	}
+}
+
+// linger half-closes the connection and discards what the client still
+// sends for a moment, so that closing does not reset the response away.
+func (c *h1conn) linger() {
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.rwc.SetReadDeadline(time.Now().Add(h1LingerTime))
+	io.CopyN(io.Discard, c.rwc, h1MaxDrain)
+}
+
+// serveRequest runs the handler for r and finishes its response. It
+// reports whether the connection may carry another request.
+func (c *h1conn) serveRequest(r *http.Request) (keep bool) {
+	r = r.WithContext(c.ctx)
+	r.RemoteAddr = c.remote
+	clear(c.header)
+	w := &h1response{c: c, req: r, cl: -1}
+	if ex := r.Header["Expect"]; len(ex) > 0 {
+		if !r.ProtoAtLeast(1, 1) || len(ex) != 1 || !strings.EqualFold(ex[0], "100-continue") {
+			c.errorResponse(http.StatusExpectationFailed, "unsupported Expect header")
+			return false
+		}
+		w.expect100 = r.ContentLength != 0
+	}
+	var body *h1body
+	if r.Body != nil && r.Body != http.NoBody {
+		body = &h1body{w: w, rc: r.Body}
+		r.Body = body
+	}
+	c.mu.Lock()
+	c.reqActive, c.bodyDone, c.watchWanted = true, body == nil, false
+	c.mu.Unlock()
+	c.timer.Reset(c.s.WatchAfter)
+
+	ok := c.callHandler(w, r)
+
+	c.timer.Stop()
+	c.mu.Lock()
+	c.reqActive = false
+	hijacked := c.hijacked
+	c.mu.Unlock()
+	if hijacked {
+		return false
+	}
+	gone := c.stopWatch()
+	if !ok {
+		c.bw.Flush() // what the handler wrote, then a truncated close
+		return false
+	}
+	w.finish()
+	if c.bw.Flush() != nil || gone {
+		return false
+	}
+	keep = !w.closeAfter
+	if body != nil && !body.drain() {
+		if keep {
+			c.linger()
+		}
+		return false
+	}
+	return keep && !c.s.shutdown.Load()
+}
+
+// callHandler runs the handler, recovering a panic like net/http: it is
+// logged (unless it is http.ErrAbortHandler) and the connection closed.
+// It reports whether the handler returned normally.
+func (c *h1conn) callHandler(w *h1response, r *http.Request) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.s.Logger.Error("http1: panic serving request", "remote", c.remote, "panic", v, "stack", string(buf))
+			}
+			ok = false
+		}
+	}()
+	c.s.Handler.ServeHTTP(w, r)
+	return true
+}
+
+// watchTimer starts the client watch for a request that has run for
+// WatchAfter, or arms it for the end of the request body.
+func (c *h1conn) watchTimer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.reqActive || c.watching || c.hijacked {
+		return
+	}
+	if !c.bodyDone {
+		c.watchWanted = true
+		return
+	}
+	c.startWatchLocked()
+}
+
+// bodyEOF records that the request body was read to its end.
+func (c *h1conn) bodyEOF() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bodyDone = true
+	if c.watchWanted && c.reqActive && !c.watching && !c.hijacked {
+		c.startWatchLocked()
+	}
+}
+
+// startWatchLocked reads one byte in the background: an error means the
+// client is gone, and cancels the request context.
+func (c *h1conn) startWatchLocked() {
+	c.watching = true
+	c.watchDone = make(chan struct{})
+	go func() {
+		n, err := c.rwc.Read(c.watchByte[:])
+		c.mu.Lock()
+		if n == 1 { // a pipelined request: keep its first byte
+			c.src.hasByte, c.src.b = true, c.watchByte[0]
+		}
+		if err != nil && !(c.aborted && isTimeout(err)) {
+			c.watchErr = err
+			c.cancel()
+		}
+		c.mu.Unlock()
+		close(c.watchDone)
+	}()
+}
+
+// stopWatch ends a client watch, reporting whether it saw the client go.
+func (c *h1conn) stopWatch() (gone bool) {
+	c.mu.Lock()
+	if !c.watching {
+		c.mu.Unlock()
+		return false
+	}
+	c.aborted = true
+	done := c.watchDone
+	c.mu.Unlock()
+	c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watching, c.aborted = false, false
+	return c.watchErr != nil
+}
+
+// h1body is a request body: it sends "100 Continue" on first read when
+// the client expects it, and stops the handler reading (or closing)
+// the underlying body so that the server can drain it afterwards.
+type h1body struct {
+	mu          sync.Mutex
+	w           *h1response
+	rc          io.ReadCloser
+	closed, eof bool
+}
+
+func (b *h1body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.w.expect100 {
+		b.w.sendContinue()
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+		b.w.c.bodyEOF()
+	}
+	return n, err
+}
+
+// Close stops further reads; the server drains what is left.
+func (b *h1body) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return nil
+}
+
+// drain reads what the handler left of the body, up to h1MaxDrain, and
+// reports whether the connection can carry another request.
+func (b *h1body) drain() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.eof {
+		return true
+	}
+	if b.w.expect100 && !b.w.continued {
+		return false // the client may or may not send the body now
+	}
+	c := b.w.c
+	c.rwc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+	_, err := io.CopyN(io.Discard, b.rc, h1MaxDrain+1)
+	return err == io.EOF
+}

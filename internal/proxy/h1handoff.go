@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// replayConn is a connection whose first bytes were already buffered.
+type replayConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if n := c.br.Buffered(); n > 0 {
+		return c.br.Read(p[:min(len(p), n)])
+	}
+	return c.Conn.Read(p)
+}
+
+// chanListener is a net.Listener fed with connections by push: it hands
+// h2c connections to an *http.Server.
+type chanListener struct {
+	addr   net.Addr
+	ch     chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// push hands c to Accept, or closes it if the listener is closed.
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.closed:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// Compile-time interface checks.
+var (
+	_ http.Flusher  = (*h1response)(nil)
+	_ http.Hijacker = (*h1response)(nil)
+	_ io.Reader     = (*h1source)(nil)
+)
