@@ -366,6 +366,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.applyOutcome(out)
 		case <-tick.C:
 			if s.state.Tick(s.now()) {
+				s.logDrainChanges()
 				s.publish(p, false)
 			}
 			s.sweepOutliers()
@@ -379,12 +380,45 @@ func (s *Server) loop(ctx context.Context) {
 func (s *Server) applyProbe(r *probe.Result) {
 	changed := false
 	for _, id := range s.targets[r.Target] {
+		before := s.state.Health(id)
 		if s.state.ObserveProbe(id, r.OK, r.Detail, s.now()) {
 			changed = true
+			if after := s.state.Health(id); before.Healthy() != after.Healthy() || !before.Known() && !after.Healthy() {
+				e := s.state.Plan().Endpoints[id]
+				state := "UNHEALTHY"
+				if after.Healthy() {
+					state = "HEALTHY"
+				}
+				s.log.Info("endpoint health", "endpoint", e.Addr, "group", e.Group.Name, "zone", e.Group.Zone, "state", state, "detail", r.Detail)
+			}
 		}
 	}
 	if changed {
+		s.logDrainChanges()
 		s.publish(s.state.Plan(), false)
+	}
+}
+
+// logDrainChanges logs backends whose drain state differs from the
+// published view's.
+func (s *Server) logDrainChanges() {
+	snap := s.snap.Load()
+	if snap == nil || snap.Plan != s.state.Plan() {
+		return
+	}
+	for _, svc := range snap.Plan.Services {
+		for _, b := range svc.Backends {
+			was := snap.View.Backend(svc.ID, b.Index)
+			now := s.state.Drain(svc.ID, b.Index)
+			switch {
+			case now.Drained && !was.Drained:
+				s.log.Warn("auto-capacity drain: backend drained", "service", svc.Name, "group", b.Group.Name, "zone", b.Group.Zone)
+			case !now.Drained && was.Drained:
+				s.log.Info("auto-capacity drain: backend undrained", "service", svc.Name, "group", b.Group.Name, "zone", b.Group.Zone)
+			case now.Blocked && !was.DrainBlocked:
+				s.log.Warn("auto-capacity drain blocked by the 50% limit", "service", svc.Name, "group", b.Group.Name, "zone", b.Group.Zone)
+			}
+		}
 	}
 }
 
