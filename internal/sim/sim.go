@@ -526,7 +526,6 @@ type event struct {
 	kind   evKind
 	ep     int
 	script Event
-	seq    int
 }
 
 type eventQueue []*event
