@@ -34,6 +34,10 @@ The admin listener (loopback by default) serves:
   GET  /healthz   liveness
   GET  /health    the get-health view as JSON (per service, backend, endpoint:
                   health state, drained or drain-blocked, why)
+  GET  /metrics   Prometheus metrics: endpoint health and ejection, backend
+                  healthy members, drained / drain-blocked, traffic share,
+                  config reloads and failures, Go runtime
+  GET  /debug/pprof/  profiling
   POST /reload    reload the config file now
 
 Example:

@@ -121,6 +121,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.ConfigPath == "" {
 			http.Error(w, "no config file to reload", http.StatusConflict)

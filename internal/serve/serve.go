@@ -66,6 +66,7 @@ type Server struct {
 	admin     string
 
 	outcomes chan proxy.Outcome
+	metrics  *metrics
 
 	// dns is the running DNS GSLB server (nil when the config has no
 	// dnsZones); guarded by mu. firstDNS is the one New built, started by
@@ -147,6 +148,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		s.transport = proxy.NewFastTransport(proxy.NewTransport())
 	}
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
+	s.metrics = newMetrics(s)
 	s.state = control.New(p)
 	s.outliers = newOutliers(p, s.now())
 	if err := s.publish(p, true); err != nil {
@@ -193,7 +195,14 @@ func (s *Server) onProbe(r probe.Result) {
 
 // Reload validates and compiles cfg and swaps it in. On error the running
 // config keeps serving and the error says why.
-func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
+func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
+	defer func() {
+		if err != nil {
+			s.metrics.reloadFailures.Add(1)
+		} else {
+			s.metrics.reloads.Add(1)
+		}
+	}()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -228,6 +237,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
 func (s *Server) ReloadFile(ctx context.Context, path string) error {
 	cfg, err := config.Load(path)
 	if err != nil {
+		s.metrics.reloadFailures.Add(1)
 		return err
 	}
 	return s.Reload(ctx, cfg)

@@ -362,3 +362,38 @@ frontends:
 	failing.Store(false)
 	waitFor(t, "osaka back", func() bool { _, b := get(); return b == "osaka" })
 }
+
+// The admin listener's /metrics reports health, drain and reload state.
+func TestMetrics(t *testing.T) {
+	order := []string{"us-east1-b", "us-east1-c"}
+	bes := map[string][]*backend{"us-east1-b": {startBackend(t, "us-east1-b")}, "us-east1-c": {startBackend(t, "us-east1-c")}}
+	s, _ := startServer(t, zonesConfig(t, "", bes, order))
+	bes["us-east1-b"][0].unready.Store(true)
+	waitFor(t, "us-east1-b drained", func() bool { return drained(s, "us-east1-b") })
+	bad := zonesConfig(t, "", bes, order)
+	bad.URLMaps[0].DefaultService = "nope"
+	if err := s.Reload(context.Background(), bad); err == nil {
+		t.Fatal("bad config accepted")
+	}
+	if err := s.Reload(context.Background(), zonesConfig(t, "", bes, order)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + s.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`spillway_backend_drained{backend_service="bs",group="neg-0",preference="DEFAULT",region="us-east1",zone="us-east1-b"} 1`,
+		`spillway_backend_drained{backend_service="bs",group="neg-1",preference="DEFAULT",region="us-east1",zone="us-east1-c"} 0`,
+		`spillway_backend_traffic_share{backend_service="bs",group="neg-1",preference="DEFAULT",region="us-east1",zone="us-east1-c"} 1`,
+		`spillway_config_reloads_total 1`,
+		`spillway_config_reload_failures_total 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package serve
+
+import (
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics exposes the control state on the admin listener's /metrics. It
+// is a collector over the published health report and a few loop-side
+// counters, so the request path pays nothing for it.
+type metrics struct {
+	s *Server
+
+	reloads, reloadFailures atomic.Uint64
+
+	endpointHealthy *prometheus.Desc
+	endpointEjected *prometheus.Desc
+	backendHealthy  *prometheus.Desc
+	backendMembers  *prometheus.Desc
+	backendDrained  *prometheus.Desc
+	backendBlocked  *prometheus.Desc
+	backendShare    *prometheus.Desc
+	reloadsDesc     *prometheus.Desc
+	reloadFailDesc  *prometheus.Desc
+	stateVersion    *prometheus.Desc
+}
+
+func newMetrics(s *Server) *metrics {
+	be := []string{"backend_service", "group", "zone", "region", "preference"}
+	return &metrics{
+		s:               s,
+		endpointHealthy: prometheus.NewDesc("spillway_endpoint_healthy", "1 when the endpoint passes its health check (or has not been probed yet), else 0.", []string{"backend_service", "group", "zone", "endpoint"}, nil),
+		endpointEjected: prometheus.NewDesc("spillway_endpoint_ejected", "1 while outlier detection has ejected the endpoint.", []string{"backend_service", "group", "zone", "endpoint"}, nil),
+		backendHealthy:  prometheus.NewDesc("spillway_backend_healthy_members", "Healthy members of a backend (group) of a backend service.", be, nil),
+		backendMembers:  prometheus.NewDesc("spillway_backend_members", "Configured members of a backend (group) of a backend service.", be, nil),
+		backendDrained:  prometheus.NewDesc("spillway_backend_drained", "1 while auto-capacity drain has drained the backend.", be, nil),
+		backendBlocked:  prometheus.NewDesc("spillway_backend_drain_blocked", "1 while the backend is a drain candidate held back by the 50% limit.", be, nil),
+		backendShare:    prometheus.NewDesc("spillway_backend_traffic_share", "Share of the backend service's traffic (clients without a region) the backend receives, 0-1.", be, nil),
+		reloadsDesc:     prometheus.NewDesc("spillway_config_reloads_total", "Config reloads applied.", nil, nil),
+		reloadFailDesc:  prometheus.NewDesc("spillway_config_reload_failures_total", "Config reloads rejected (the old config kept serving).", nil, nil),
+		stateVersion:    prometheus.NewDesc("spillway_control_state_version", "Increases on every health, drain or demand change.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector from the published report.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	b01 := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	if r := m.s.Health(); r != nil {
+		gauge(m.stateVersion, float64(r.Version))
+		for _, svc := range r.Services {
+			for _, b := range svc.Backends {
+				l := []string{svc.Name, b.Group, b.Zone, b.Region, b.Preference}
+				gauge(m.backendHealthy, float64(b.Healthy), l...)
+				gauge(m.backendMembers, float64(b.Members), l...)
+				gauge(m.backendDrained, b01(b.Drained), l...)
+				gauge(m.backendBlocked, b01(b.DrainBlocked), l...)
+				gauge(m.backendShare, b.Share, l...)
+				for _, e := range b.Endpoints {
+					el := []string{svc.Name, b.Group, b.Zone, e.IPAddress}
+					gauge(m.endpointHealthy, b01(e.HealthState != "UNHEALTHY"), el...)
+					gauge(m.endpointEjected, b01(e.Ejected), el...)
+				}
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(m.reloadsDesc, prometheus.CounterValue, float64(m.reloads.Load()))
+	ch <- prometheus.MustNewConstMetric(m.reloadFailDesc, prometheus.CounterValue, float64(m.reloadFailures.Load()))
+}
+
+// handler returns the /metrics handler over a registry of its own (no
+// global registry), with the Go runtime and process collectors.
+func (m *metrics) handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
