@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spillwaylb/spillway/internal/lint"
 	"github.com/spillwaylb/spillway/internal/route"
 )
 
@@ -18,6 +19,14 @@ expectedOutputUrl, expectedRedirectResponseCode).
 
 Exit status 0 when the config is valid and every test passes; 1 otherwise,
 with one line per problem naming the file, the field or test, and the fix.
+
+It also prints, without failing:
+  warning: what Google Cloud's global external Application Load Balancer
+           would reject (so the config will not import there as is);
+  advice:  operational caveats of a valid config — a region holding more
+           than half of a service's groups (auto-capacity drain stops at
+           50%), groups shared by services with balancingMode UTILIZATION,
+           and the failover step-up of a weighted split over regions.
 
 Example:
   spillway validate --config examples/seed-70-30/with-policy.yaml
@@ -40,6 +49,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	for _, w := range p.Config.Warnings() {
 		fmt.Fprintf(stdout, "warning: %s: %s\n", *cfgPath, w)
+	}
+	for _, f := range lint.Check(p) {
+		fmt.Fprintf(stdout, "advice: %s: %s\n", *cfgPath, f)
 	}
 	failed, total := 0, 0
 	for _, name := range sortedKeys(p.URLMaps) {
