@@ -72,6 +72,19 @@ func (s *State) Evaluate(now time.Time) bool {
 			}
 		}
 		limit := int(float64(len(svc.Backends)) * MaxDrainedShare)
+		// Over the limit (a reload removed backends, so drains carried
+		// over exceed 50%): the healthiest drained backends return first.
+		for drained > limit {
+			best := -1
+			for _, b := range svc.Backends {
+				if ds[b.Index].Drained && (best < 0 || s.HealthyShare(b) > s.HealthyShare(svc.Backends[best])) {
+					best = b.Index
+				}
+			}
+			ds[best] = DrainState{Since: now, UndrainedAt: now}
+			drained--
+			changed = true
+		}
 		sort.SliceStable(cands, func(a, b int) bool { return cands[a].share < cands[b].share })
 		for _, c := range cands {
 			d := &ds[c.i]

@@ -84,7 +84,9 @@ func New(p *plan.Plan) *State {
 
 // Rebase returns a State for a new plan that keeps what is known about
 // endpoints (by address, group and health check) and drain states (by
-// service and group name), so a reload does not forget health.
+// service and group name), so a reload does not forget health. Outlier
+// ejections are not carried: outlier detection starts afresh with the new
+// plan's detectors.
 func (s *State) Rebase(p *plan.Plan) *State {
 	n := New(p)
 	old := map[string]int{}
@@ -94,7 +96,6 @@ func (s *State) Rebase(p *plan.Plan) *State {
 	for _, e := range p.Endpoints {
 		if id, ok := old[endpointKey(e)]; ok {
 			n.health[e.ID] = s.health[id]
-			n.ejected[e.ID] = s.ejected[id]
 		}
 	}
 	for _, svc := range p.Services {
@@ -191,20 +192,20 @@ func (s *State) SetEjected(id int, ejected bool, now time.Time) bool {
 }
 
 // SetDemand records the offered rate from a client region (-1: none) to a
-// service. It
+// service when it differs by more than 5% from the recorded one. It
 // reports whether the value moved enough (5%, or from/to zero) to matter.
 func (s *State) SetDemand(service, region int, rps float64, now time.Time) bool {
 	region = s.col(region)
+	// The stored value is the one views were last built with; a new rate
+	// replaces it only when it moved enough, so a slow drift is compared
+	// with that value and is not lost window by window.
 	old := s.demand[service][region]
-	s.demand[service][region] = rps
-	if old == rps {
+	if old == rps || (old != 0 && rps != 0 && rps <= old*1.05 && rps >= old*0.95) {
 		return false
 	}
-	if old == 0 || rps == 0 || rps > old*1.05 || rps < old*0.95 {
-		s.version++
-		return true
-	}
-	return false
+	s.demand[service][region] = rps
+	s.version++
+	return true
 }
 
 // Tick re-evaluates time-based rules (undrain holds). It reports whether

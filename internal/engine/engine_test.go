@@ -360,8 +360,9 @@ func TestPickExceptMovesToTheNextBackend(t *testing.T) {
 }
 
 // Gradual failback (spillway.undrainRampSec, an extension): an undrained
-// group returns at 10%, 25%, 50%, then 100% of its capacity, and what it
-// cannot take stays on the failover level.
+// group returns at 10%, 25%, 50%, then 100% of its capacity; under the
+// failover threshold (70%) a level at x% of its capacity keeps x/0.7 of
+// its traffic, and the rest stays on the failover level.
 func TestUndrainRamp(t *testing.T) {
 	c, err := config.Parse([]byte(`
 healthChecks: [{name: hc, type: HTTP}]
@@ -405,7 +406,7 @@ urlMaps: [{name: um, defaultService: bs}]
 	for _, tc := range []struct {
 		at   time.Duration // after the undrain
 		want float64
-	}{{-time.Second, 0}, {0, 0.10}, {79 * time.Second, 0.10}, {80 * time.Second, 0.25}, {160 * time.Second, 0.50}, {239 * time.Second, 0.50}, {240 * time.Second, 1}} {
+	}{{-time.Second, 0}, {0, 0.10 / 0.7}, {79 * time.Second, 0.10 / 0.7}, {80 * time.Second, 0.25 / 0.7}, {160 * time.Second, 0.50 / 0.7}, {239 * time.Second, 0.50 / 0.7}, {240 * time.Second, 1}} {
 		if got := south(undrained.Add(tc.at)); !near(got, tc.want) {
 			t.Errorf("%v after the undrain: south share %.3f, want %.2f", tc.at, got, tc.want)
 		}
@@ -416,4 +417,97 @@ urlMaps: [{name: um, defaultService: bs}]
 	if got, want := st.NextDeadline(), undrained.Add(160*time.Second); !got.Equal(want) {
 		t.Errorf("NextDeadline during the 25%% step = %v, want %v", got, want)
 	}
+}
+
+// One zone ramping back among healthy zones of the same region costs the
+// region nothing: the healthy zones absorb what the ramping zone cannot
+// take, under both algorithms.
+func TestUndrainRampOfOneZone(t *testing.T) {
+	for _, algo := range []string{"SPRAY_TO_REGION", "WATERFALL_BY_REGION"} {
+		c, err := config.Parse([]byte(`
+healthChecks: [{name: hc, type: HTTP}]
+serviceLbPolicies:
+- {name: pol, loadBalancingAlgorithm: `+algo+`, autoCapacityDrain: {enable: true}}
+spillway: {undrainRampSec: 240}
+networkEndpointGroups:
+- {name: a, zone: us-south1-a, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}
+- {name: b, zone: us-south1-b, endpoints: [{ipAddress: 10.0.1.1, port: 80}]}
+- {name: c, zone: us-south1-c, endpoints: [{ipAddress: 10.0.2.1, port: 80}]}
+- {name: e, zone: us-east4-a, endpoints: [{ipAddress: 10.1.0.1, port: 80}]}
+- {name: f, zone: us-east4-b, endpoints: [{ipAddress: 10.1.1.1, port: 80}]}
+- {name: g, zone: us-east4-c, endpoints: [{ipAddress: 10.1.2.1, port: 80}]}
+backendServices:
+- name: bs
+  healthChecks: [hc]
+  serviceLbPolicy: pol
+  backends:
+  - {group: a, balancingMode: RATE, maxRatePerEndpoint: 100, preference: PREFERRED}
+  - {group: b, balancingMode: RATE, maxRatePerEndpoint: 100, preference: PREFERRED}
+  - {group: c, balancingMode: RATE, maxRatePerEndpoint: 100, preference: PREFERRED}
+  - {group: e, balancingMode: RATE, maxRatePerEndpoint: 100}
+  - {group: f, balancingMode: RATE, maxRatePerEndpoint: 100}
+  - {group: g, balancingMode: RATE, maxRatePerEndpoint: 100}
+urlMaps: [{name: um, defaultService: bs}]
+`), "ramp1.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Compile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := control.New(p)
+		for _, e := range p.Endpoints {
+			st.ObserveProbe(e.ID, true, "", t0)
+		}
+		setHealthy(p, st, 0, 0, t0)
+		setHealthy(p, st, 0, 1, t0.Add(time.Second))
+		st.Tick(t0.Add(61 * time.Second)) // undrained: zone a at the 10% step
+		if st.Drain(0, 0).Drained {
+			t.Fatalf("%s: zone a still drained", algo)
+		}
+		got := shares(p, st, "us-south1")
+		south := got["us-south1-a"] + got["us-south1-b"] + got["us-south1-c"]
+		if !near(south, 1) {
+			t.Errorf("%s: us-south1 keeps %.3f while one zone ramps, want all of it", algo, south)
+		}
+		// SPRAY spreads by usable capacity (0.1 of 2.1); a waterfall home
+		// zone keeps at most its ramp step.
+		limit := 0.10 / 2.1
+		if algo != "SPRAY_TO_REGION" {
+			limit = 0.10
+		}
+		if got["us-south1-a"] > limit+1e-9 {
+			t.Errorf("%s: the ramping zone takes %.3f, more than %.3f", algo, got["us-south1-a"], limit)
+		}
+	}
+}
+
+// A reload that removes backends can leave drains over the 50% limit;
+// the healthiest drained backends return until it holds again.
+func TestDrainLimitEnforcedAfterRebase(t *testing.T) {
+	gs := []group{{zone: "us-east1-b", members: 5}, {zone: "us-east1-c", members: 5}, {zone: "us-east1-d", members: 5}, {zone: "us-central1-a", members: 5}}
+	p, st := build(t, drainPolicy, gs...)
+	setHealthy(p, st, 0, 1, t0) // 20%: drained
+	setHealthy(p, st, 1, 0, t0) // 0%: drained (2 of 4)
+	if !st.Drain(0, 0).Drained || !st.Drain(0, 1).Drained {
+		t.Fatal("setup: both groups should be drained")
+	}
+	// The new plan has only the two drained groups: at most 1 may drain.
+	p2, _ := build(t, drainPolicy, gs[0], gs[1])
+	st2 := st.Rebase(p2)
+	st2.Evaluate(t0.Add(time.Second))
+	if n := b2i(st2.Drain(0, 0).Drained) + b2i(st2.Drain(0, 1).Drained); n != 1 {
+		t.Fatalf("%d of 2 drained after the reload, want 1", n)
+	}
+	if st2.Drain(0, 0).Drained || !st2.Drain(0, 1).Drained {
+		t.Error("the healthier group (20%) should be the one undrained")
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

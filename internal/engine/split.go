@@ -110,20 +110,22 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 
 	// Health per level: min(1, capacity-weighted healthy share / T). A
 	// backend ramping back after an undrain (spillway.undrainRampSec)
-	// counts with the ramp's share of its capacity, so a level whose
-	// backends all ramp keeps only that share and fails the rest over.
+	// counts with the ramp's share of its capacity (bv.weight), like a
+	// partly healthy backend: a level whose backends all ramp keeps only
+	// part of its traffic, while one ramping zone among healthy ones
+	// costs the level nothing it can absorb.
 	for _, l := range levels {
 		full, healthy := 0.0, 0.0
 		l.capacity = 0
 		for _, i := range l.backends {
 			bv := in.backends[i]
 			full += bv.b.Weight
-			healthy += bv.b.Weight * bv.share
+			healthy += bv.weight * bv.share
 			l.weight += bv.weight
 			l.capacity += in.remaining[i]
 		}
 		if full > 0 {
-			l.health = math.Min(1, healthy/full/T) * l.weight / full
+			l.health = math.Min(1, healthy/full/T)
 		}
 	}
 	rem, total := 1.0, 0.0
@@ -187,12 +189,17 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		if l.share <= 0 {
 			continue
 		}
-		avail := func(i int) float64 { return math.Min(1, in.backends[i].share/T) }
+		// avail is a backend's usable share: its health against the
+		// threshold, times its undrain ramp.
+		avail := func(i int) float64 {
+			bv := in.backends[i]
+			return math.Min(1, bv.share/T) * bv.weight / bv.b.Weight
+		}
 		spread := func(amount float64, skip int) {
 			sum := 0.0
 			for _, i := range l.backends {
 				if i != skip {
-					sum += in.backends[i].weight * avail(i)
+					sum += in.backends[i].b.Weight * avail(i)
 				}
 			}
 			if sum == 0 {
@@ -203,7 +210,7 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 			}
 			for _, i := range l.backends {
 				if i != skip {
-					add(i, lv, amount*in.backends[i].weight*avail(i)/sum)
+					add(i, lv, amount*in.backends[i].b.Weight*avail(i)/sum)
 				}
 			}
 		}

@@ -88,18 +88,23 @@ func (t *fastTransport) pool(addr string) *connPool {
 }
 
 func (p *connPool) get(now time.Time) *pconn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for n := len(p.idle); n > 0; n = len(p.idle) {
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			return nil
+		}
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
-		if now.Sub(c.lastUsed) < backendIdleTimeout {
+		p.mu.Unlock()
+		// Checked outside the lock: one non-blocking receive.
+		if now.Sub(c.lastUsed) < backendIdleTimeout && c.br.Buffered() == 0 && idleUsable(c.c) {
 			return c
 		}
 		c.c.Close()
 	}
-	return nil
 }
 
 func (p *connPool) put(c *pconn) {
@@ -158,8 +163,9 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 	// once on a fresh connection (it had no body, so this is safe).
 	if c := p.get(now); c != nil {
 		resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
-		if err == nil || !staleConn(err) {
-			return resp, err
+		var nr noResponse
+		if err == nil || !errors.As(err, &nr) || !staleConn(err) || !replayable(wr.method) {
+			return resp, unwrapNoResponse(err)
 		}
 	}
 	dctx := ctx
@@ -174,7 +180,34 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 	}
 	c := &pconn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
 	c.poison = func() { nc.SetDeadline(aLongTimeAgo) }
-	return t.exchange(ctx, c, wr, headerDeadline, deadline)
+	resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
+	return resp, unwrapNoResponse(err)
+}
+
+// noResponse marks a failure before any byte of the response arrived: only
+// then may a request be replayed on a fresh connection.
+type noResponse struct{ err error }
+
+func (e noResponse) Error() string { return e.err.Error() }
+func (e noResponse) Unwrap() error { return e.err }
+
+func unwrapNoResponse(err error) error {
+	var nr noResponse
+	if errors.As(err, &nr) {
+		return nr.err
+	}
+	return err
+}
+
+// replayable reports whether a body-less request may be sent again after
+// a pooled connection turned out dead: only idempotent methods, as
+// net/http does (a POST that reached the backend must not run twice).
+func replayable(method string) bool {
+	switch method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
 }
 
 // staleConn reports an error that means "the idle connection was dead".
@@ -214,7 +247,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
-		return fail(err)
+		return fail(noResponse{err})
 	}
 	// Wait for the first response byte; when the probe deadline expires
 	// first, watch the context from now on.
@@ -224,7 +257,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 			break
 		}
 		if cur.Equal(headerDeadline) || !isTimeout(err) {
-			return fail(err)
+			return fail(noResponse{err})
 		}
 		if ctx.Err() != nil {
 			return fail(err)
@@ -232,6 +265,12 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		cur = headerDeadline
 		c.c.SetDeadline(cur)
 		stop = context.AfterFunc(ctx, c.poison)
+	}
+	// The response has started: the rest of its head (and any 1xx
+	// responses before it) gets the header deadline, not the probe's.
+	if !cur.Equal(headerDeadline) {
+		cur = headerDeadline
+		c.c.SetDeadline(cur)
 	}
 	c.req.Method = wr.method
 	for {
@@ -261,7 +300,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 				stop = context.AfterFunc(ctx, c.poison)
 			}
 		}
-		resp.Body = &pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close}
+		resp.Body = &pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
 		return resp, nil
 	}
 }

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -90,5 +91,91 @@ func TestFastTransport(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("deadline not honoured: %v", d)
+	}
+}
+
+// Review findings, each on a real backend.
+func TestFastTransportSafety(t *testing.T) {
+	// A backend that sends a body after a 204 (unsolicited bytes): the
+	// idle connection must not hand them to the next request.
+	var posts atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					switch req.URL.Path {
+					case "/204-then-junk":
+						io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+						time.Sleep(20 * time.Millisecond)
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nSECRET")
+					case "/post-then-die":
+						posts.Add(1)
+						return // processed, then the connection dies
+					case "/early-hints":
+						io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+						time.Sleep(300 * time.Millisecond)
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
+					default:
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					}
+				}
+			}(c)
+		}
+	}()
+	rt := proxy.NewFastTransport(nil)
+	base := "http://" + ln.Addr().String()
+	do := func(method, path string) (string, error) {
+		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return "", err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b), nil
+	}
+	if _, err := do("GET", "/204-then-junk"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if body, err := do("GET", "/b"); err != nil || body != "ok" {
+		t.Errorf("after a backend sent unsolicited bytes: %q %v, want \"ok\" from a fresh connection", body, err)
+	}
+	// A body-less POST that reached the backend is not sent again when
+	// the pooled connection dies under it.
+	do("GET", "/warm")
+	if _, err := do("POST", "/post-then-die"); err == nil {
+		t.Error("a POST on a connection that died got an answer")
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("the backend saw the POST %d times, want 1", n)
+	}
+	// 103 Early Hints, then the final response 300 ms later: not a timeout.
+	req, _ := http.NewRequestWithContext(context.Background(), "GET", base+"/early-hints", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("early hints: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "final" {
+		t.Errorf("early hints: %q", b)
 	}
 }

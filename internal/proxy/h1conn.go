@@ -131,6 +131,9 @@ func (c *h1conn) serve() {
 			c.readFailed(err, hitLimit)
 			return
 		}
+		// The header timeout covers the request head only; the body and
+		// the client watch must not inherit it (as in net/http).
+		c.rwc.SetReadDeadline(time.Time{})
 		if code, why := checkRequest(req); code != 0 {
 			c.errorResponse(code, why)
 			return
@@ -280,6 +283,12 @@ func (c *h1conn) serveRequest(r *http.Request) (keep bool) {
 	gone := c.stopWatch()
 	if !ok {
 		c.bw.Flush() // what the handler wrote, then a truncated close
+		return false
+	}
+	if gone {
+		// The client went away (its request context was cancelled):
+		// there is nobody to finish the response for, and a made-up
+		// complete response must not be written.
 		return false
 	}
 	w.finish()

@@ -388,6 +388,7 @@ func (w *h1response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.s.forget(c)
 	if c.src.hasByte {
 		if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
+			c.rwc.Close() // nobody owns the connection any more
 			return nil, nil, fmt.Errorf("hijack: buffered byte: %w", err)
 		}
 	}
@@ -397,6 +398,7 @@ func (w *h1response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		c.body = c.body[:0]
 	}
 	if err := c.bw.Flush(); err != nil {
+		c.rwc.Close() // nobody owns the connection any more
 		return nil, nil, fmt.Errorf("hijack: %w", err)
 	}
 	c.rwc.SetDeadline(time.Time{})

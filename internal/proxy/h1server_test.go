@@ -450,3 +450,33 @@ func TestH1GracefulShutdown(t *testing.T) {
 		t.Fatalf("%d goroutines after Shutdown, %d before\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// The header timeout bounds the request head only: a handler that runs
+// longer, and a body that arrives slower, are not cut by it.
+func TestH1HeaderTimeoutCoversOnlyTheHead(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "done "+string(b))
+	}), func(s *proxy.H1Server) { s.ReadHeaderTimeout = 200 * time.Millisecond })
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab")
+	time.Sleep(400 * time.Millisecond) // the body trickles in past the header timeout
+	io.WriteString(c, "cd")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "done abcd" {
+		t.Fatalf("got %d %q, want 200 \"done abcd\"", resp.StatusCode, body)
+	}
+}

@@ -67,6 +67,9 @@ type Server struct {
 
 	outcomes chan proxy.Outcome
 	metrics  *metrics
+	// targetUpdates carries probe target sets from the loop to the
+	// prober once Run has started (1 slot, latest wins).
+	targetUpdates chan []probe.Target
 
 	// dns is the running DNS GSLB server (nil when the config has no
 	// dnsZones); guarded by mu. firstDNS is the one New built, started by
@@ -299,7 +302,31 @@ func (s *Server) updateTargets(p *plan.Plan) {
 		}
 		s.targets[t] = append(s.targets[t], e.ID)
 	}
-	s.prober.Update(list)
+	// Before Run, Update only records the set. While running, Update
+	// waits for removed probe goroutines, which may be blocked handing a
+	// result to this very loop: apply it from another goroutine, latest
+	// set wins (results for targets no longer known are ignored).
+	if s.targetUpdates == nil {
+		s.prober.Update(list)
+		return
+	}
+	select {
+	case <-s.targetUpdates:
+	default:
+	}
+	s.targetUpdates <- list
+}
+
+// applyTargets feeds target-set changes to the prober until ctx ends.
+func (s *Server) applyTargets(ctx context.Context, updates <-chan []probe.Target) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case list := <-updates:
+			s.prober.Update(list)
+		}
+	}
 }
 
 // Run binds the listeners, starts probing and serves until ctx is done.
@@ -308,6 +335,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.runCtx = ctx
+	s.targetUpdates = make(chan []probe.Target, 1)
 	if err := s.syncFrontends(s.snap.Load().Plan); err != nil {
 		s.closeFrontends(context.Background())
 		return err
@@ -334,6 +362,8 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.prober.Run(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.applyTargets(ctx, s.targetUpdates) }()
 	if s.opts.ConfigPath != "" && s.opts.WatchInterval >= 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.watch(ctx) }()
@@ -452,10 +482,7 @@ func (s *Server) measureDemand(p *plan.Plan) {
 func (s *Server) applyReload(req *reloadReq) error {
 	old, oldOutliers := s.state, s.outliers
 	s.state = old.Rebase(req.p)
-	// Outlier detection starts afresh with the new plan's detectors.
-	for _, e := range req.p.Endpoints {
-		s.state.SetEjected(e.ID, false, s.now())
-	}
+	// Outlier detection starts afresh (Rebase does not carry ejections).
 	s.outliers = newOutliers(req.p, s.now())
 	s.state.Evaluate(s.now())
 	if err := s.publish(req.p, true); err != nil {
