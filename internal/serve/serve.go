@@ -115,10 +115,11 @@ type event struct {
 }
 
 type reloadReq struct {
-	cfg  *config.Config
-	p    *plan.Plan
-	dns  *gslb.Server
-	errc chan error
+	cfg       *config.Config
+	p         *plan.Plan
+	dns       *gslb.Server
+	listeners map[string]net.Listener // pre-bound for new frontend addresses
+	errc      chan error
 }
 
 // New compiles cfg and prepares a Server; Run starts it.
@@ -220,12 +221,18 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	req := &reloadReq{cfg: cfg, p: p, dns: g, errc: make(chan error, 1)}
+	lns, err := s.prepareListeners(p)
+	if err != nil {
+		return err
+	}
+	req := &reloadReq{cfg: cfg, p: p, dns: g, listeners: lns, errc: make(chan error, 1)}
 	select {
 	case s.events <- event{reload: req}:
 	case <-s.stopped:
+		closeListeners(lns)
 		return errors.New("server stopped")
 	case <-ctx.Done():
+		closeListeners(lns)
 		return ctx.Err()
 	}
 	select {
@@ -336,7 +343,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	s.runCtx = ctx
 	s.targetUpdates = make(chan []probe.Target, 1)
-	if err := s.syncFrontends(s.snap.Load().Plan); err != nil {
+	if err := s.syncFrontends(s.snap.Load().Plan, nil); err != nil {
 		s.closeFrontends(context.Background())
 		return err
 	}
@@ -489,7 +496,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 		s.state, s.outliers = old, oldOutliers
 		return err
 	}
-	if err := s.syncFrontends(req.p); err != nil {
+	if err := s.syncFrontends(req.p, req.listeners); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
 		s.log.Error("reload: frontend listeners", "err", err)
@@ -507,9 +514,10 @@ func (s *Server) applyReload(req *reloadReq) error {
 
 // syncFrontends starts listeners for new frontends, stops removed ones and
 // swaps the handler of every kept one, so open connections survive a reload.
-func (s *Server) syncFrontends(p *plan.Plan) error {
+func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer closeListeners(prebound) // the ones not taken below
 	want := map[string]*plan.Frontend{}
 	for _, f := range p.Frontends {
 		if f.Protocol == "HTTP" || f.Protocol == "HTTPS" {
@@ -535,7 +543,9 @@ func (s *Server) syncFrontends(p *plan.Plan) error {
 			f.handler.Store(&h)
 			continue
 		}
-		f, err := s.startFrontend(pf, h, useH1Server(p))
+		ln := prebound[name]
+		delete(prebound, name)
+		f, err := s.startFrontend(pf, h, useH1Server(p), ln)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -543,6 +553,61 @@ func (s *Server) syncFrontends(p *plan.Plan) error {
 		s.frontends[name] = f
 	}
 	return errors.Join(errs...)
+}
+
+// prepareListeners checks a reload's frontends before anything is
+// swapped: certificates of new or changed HTTPS frontends must load, and
+// frontends on a new address are bound now, so a port in use rejects the
+// reload while the old config keeps serving. (A frontend that changes
+// protocol or certificates on the same address is re-bound during the
+// swap, after its old listener closes.)
+func (s *Server) prepareListeners(p *plan.Plan) (map[string]net.Listener, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inUse := map[string]bool{}
+	for _, f := range s.frontends {
+		inUse[f.cfg.Address] = true
+	}
+	lns := map[string]net.Listener{}
+	for _, pf := range p.Frontends {
+		if pf.Protocol != "HTTP" && pf.Protocol != "HTTPS" {
+			continue
+		}
+		if old := s.frontends[pf.Name]; old != nil && sameListener(old.cfg, pf) {
+			continue
+		}
+		for _, c := range pf.Config.Certificates {
+			if _, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile); err != nil {
+				closeListeners(lns)
+				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
+			}
+		}
+		if inUse[pf.Address] {
+			continue
+		}
+		ln, err := listen(pf)
+		if err != nil {
+			closeListeners(lns)
+			return nil, err
+		}
+		lns[pf.Name] = ln
+	}
+	return lns, nil
+}
+
+func listen(pf *plan.Frontend) (net.Listener, error) {
+	ln, err := net.Listen("tcp", pf.Address)
+	if err != nil {
+		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
+	}
+	return ln, nil
+}
+
+func closeListeners(lns map[string]net.Listener) {
+	for name, ln := range lns {
+		ln.Close()
+		delete(lns, name)
+	}
 }
 
 func sameListener(a, b *plan.Frontend) bool {
@@ -564,7 +629,8 @@ func useH1Server(p *plan.Plan) bool {
 	return t == nil || t.HTTP1Server != "NET_HTTP"
 }
 
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool) (*frontend, error) {
+// startFrontend serves pf on ln, or on a new listener when ln is nil.
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln net.Listener) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
@@ -573,15 +639,20 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool) (*fro
 		for _, c := range pf.Config.Certificates {
 			cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
 			if err != nil {
+				if ln != nil {
+					ln.Close()
+				}
 				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
 			}
 			certs = append(certs, cert)
 		}
 		tlsCfg = &tls.Config{Certificates: certs, NextProtos: []string{"h2", "http/1.1"}}
 	}
-	ln, err := net.Listen("tcp", pf.Address)
-	if err != nil {
-		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
+	if ln == nil {
+		var err error
+		if ln, err = listen(pf); err != nil {
+			return nil, err
+		}
 	}
 	f.ln = ln
 	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -397,3 +397,34 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A reload that moves a frontend to a port in use is rejected before
+// anything is swapped: the old listener and plan keep serving.
+func TestReloadToBusyPortKeepsServing(t *testing.T) {
+	order := []string{"us-east1-b"}
+	bes := map[string][]*backend{"us-east1-b": {startBackend(t, "us-east1-b")}}
+	s, url := startServer(t, zonesConfig(t, "", bes, order))
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	before := s.Snapshot().Plan
+	moved := zonesConfig(t, "", bes, order)
+	moved.Frontends[0].Address = busy.Addr().String()
+	err = s.Reload(context.Background(), moved)
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) {
+		t.Fatalf("reload to a busy port: %v", err)
+	}
+	if s.Snapshot().Plan != before {
+		t.Error("the plan was swapped although the reload failed")
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("old listener gone after a rejected reload: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("old listener answers %d", resp.StatusCode)
+	}
+}
