@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/route"
 )
 
 // fault applies a route's faultInjectionPolicy: first the delay, then the
@@ -30,19 +31,7 @@ func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultI
 }
 
 // hit draws whether an event of the given percentage (nil: 100) happens.
-func hit(rand func() uint64, pct *float64) bool {
-	p := 100.0
-	if pct != nil {
-		p = *pct
-	}
-	switch {
-	case p >= 100:
-		return true
-	case p <= 0:
-		return false
-	}
-	return float64(rand()>>11)*(1.0/(1<<53))*100 < p
-}
+func hit(rand func() uint64, pct *float64) bool { return route.Percent(rand(), pct) }
 
 // duration converts an API Duration.
 func duration(d *config.Duration) time.Duration {

@@ -196,3 +196,20 @@ func (a *Action) RedirectURL(r *Request, scheme string) string {
 	}
 	return b.String()
 }
+
+// Percent reports whether an event of the given percentage (nil: 100)
+// happens for the uniform random number u: the draw fault injection and
+// request mirroring use, shared by the proxy and the simulator.
+func Percent(u uint64, pct *float64) bool {
+	p := 100.0
+	if pct != nil {
+		p = *pct
+	}
+	switch {
+	case p >= 100:
+		return true
+	case p <= 0:
+		return false
+	}
+	return float64(u>>11)*(1.0/(1<<53))*100 < p
+}

@@ -392,21 +392,24 @@ func (s *sim) request(b *Bucket) int {
 	switch {
 	case a.Redirect != nil:
 		code = strconv.Itoa(a.Redirect.Code)
+	case a.Fault != nil && a.Fault.Abort != nil && route.Percent(s.rng.Uint64(), a.Fault.Abort.Percentage):
+		// Aborted before any backend is chosen, as the proxy does.
+		code = strconv.Itoa(a.Fault.Abort.HTTPStatus)
+		s.reason("fault injection abort")
 	default:
 		name, _ := a.PickService(s.rng.Uint64())
 		svc := s.p.ServiceByName[name]
 		if svc == nil {
-			code = "404"
+			// The proxy's answer for a backend bucket or unknown service.
+			code = "503"
+			s.reason("backend service " + name + " cannot be served (backend buckets are not supported)")
 			break
 		}
 		svcID = svc.ID
 		d = s.view.Pick(svc.ID, s.client, s.rng.Uint64())
 		if d.Status != 0 {
 			code = strconv.Itoa(d.Status)
-			if s.res.Reasons == nil {
-				s.res.Reasons = map[string]int{}
-			}
-			s.res.Reasons[d.Reason]++
+			s.reason(d.Reason)
 		} else {
 			code = "200"
 			s.res.Regions[d.Backend.Group.Region]++
@@ -422,6 +425,14 @@ func (s *sim) request(b *Bucket) int {
 		}
 	}
 	return svcID
+}
+
+// reason counts why a request was not served.
+func (s *sim) reason(why string) {
+	if s.res.Reasons == nil {
+		s.res.Reasons = map[string]int{}
+	}
+	s.res.Reasons[why]++
 }
 
 func (s *sim) runRate() {

@@ -218,3 +218,34 @@ func BenchmarkSimulateMillion(b *testing.B) {
 		}
 	}
 }
+
+// The simulator applies fault-injection aborts as the proxy does, before
+// any backend is chosen.
+func TestFaultAbortIsSimulated(t *testing.T) {
+	c, err := config.Parse([]byte(`
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}]
+backendServices: [{name: bs, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 100}]}]
+urlMaps:
+- name: um
+  defaultRouteAction:
+    weightedBackendServices: [{backendService: bs, weight: 1}]
+    faultInjectionPolicy: {abort: {httpStatus: 503, percentage: 25}}
+`), "fault.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.Run(p, sim.Options{Requests: 20000, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if share := float64(r.Status["503"]) / 20000; math.Abs(share-0.25) > 0.015 {
+		t.Errorf("aborted share %.3f, want 0.25", share)
+	}
+	if r.Reasons["fault injection abort"] != r.Status["503"] {
+		t.Errorf("reasons %v", r.Reasons)
+	}
+}
