@@ -511,3 +511,18 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// Overflow that passed a level with room goes back to it before anything
+// overfills: south (1,000 rps) and east (100 rps) both 50% healthy, 1,000
+// rps offered: east cannot take its failed-over share, south has room.
+func TestSpillBackBeforeOverfill(t *testing.T) {
+	p, st := build(t, "  loadBalancingAlgorithm: SPRAY_TO_REGION\n",
+		group{zone: "us-south1-a", members: 10, preferred: true, rate: 100}, group{zone: "us-east4-a", members: 10, rate: 10})
+	setHealthy(p, st, 0, 5, t0)
+	setHealthy(p, st, 1, 5, t0)
+	st.SetDemand(0, p.RegionIndex["us-south1"], 1000, t0)
+	got := shares(p, st, "us-south1")
+	if south, east := got["us-south1-a"]*1000, got["us-east4-a"]*1000; !near(east, 100) || !near(south, 900) {
+		t.Errorf("south %.1f rps, east %.1f rps; want 900 and 100 (east at capacity, nothing overfilled)", south, east)
+	}
+}

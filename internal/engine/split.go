@@ -156,6 +156,23 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 			take := math.Min(want, math.Max(0, l.capacity))
 			taken[k], carry = take, want-take
 		}
+		// What spilled past the last level goes back up the ladder to
+		// any healthy level with room left (an earlier level can have
+		// room when a degraded later one overflowed), before overfilling.
+		for k, l := range levels {
+			if carry <= 1e-9 {
+				break
+			}
+			if l.health == 0 {
+				continue
+			}
+			room := math.Max(0, l.capacity) - taken[k]
+			if room > 0 {
+				add := math.Min(room, carry)
+				taken[k] += add
+				carry -= add
+			}
+		}
 		if carry > 1e-9 {
 			sum := 0.0
 			for _, l := range levels {

@@ -108,13 +108,25 @@ func (p *connPool) get(now time.Time) *pconn {
 }
 
 func (p *connPool) put(c *pconn) {
-	c.lastUsed = time.Now()
+	now := time.Now()
+	c.lastUsed = now
+	var expired *pconn
 	p.mu.Lock()
+	// The bottom of the stack is the longest idle: age it out here, one
+	// per put, so surplus connections of a busy pool do not linger.
+	if len(p.idle) > 0 && now.Sub(p.idle[0].lastUsed) >= backendIdleTimeout {
+		expired = p.idle[0]
+		p.idle[0] = nil
+		p.idle = p.idle[1:]
+	}
 	if len(p.idle) < backendMaxIdlePerHst {
 		p.idle = append(p.idle, c)
 		c = nil
 	}
 	p.mu.Unlock()
+	if expired != nil {
+		expired.c.Close()
+	}
 	if c != nil {
 		c.c.Close()
 	}
