@@ -64,9 +64,16 @@ func buildWith(t testing.TB, policy, bsExtra string, groups ...group) (*plan.Pla
 		}
 	}
 	b.WriteString("urlMaps:\n- name: um\n  defaultService: bs\n")
-	c, err := config.Parse([]byte(b.String()), "test.yaml")
+	return fromYAML(t, b.String())
+}
+
+// fromYAML compiles a config and returns its plan and a control state in
+// which every endpoint has passed its first probe.
+func fromYAML(t testing.TB, yaml string) (*plan.Plan, *control.State) {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml), "test.yaml")
 	if err != nil {
-		t.Fatalf("config: %v\n%s", err, b.String())
+		t.Fatalf("config: %v\n%s", err, yaml)
 	}
 	p, err := plan.Compile(c)
 	if err != nil {
@@ -364,7 +371,7 @@ func TestPickExceptMovesToTheNextBackend(t *testing.T) {
 // failover threshold (70%) a level at x% of its capacity keeps x/0.7 of
 // its traffic, and the rest stays on the failover level.
 func TestUndrainRamp(t *testing.T) {
-	c, err := config.Parse([]byte(`
+	p, st := fromYAML(t, `
 healthChecks: [{name: hc, type: HTTP}]
 serviceLbPolicies:
 - {name: pol, loadBalancingAlgorithm: SPRAY_TO_REGION, autoCapacityDrain: {enable: true}}
@@ -380,18 +387,7 @@ backendServices:
   - {group: south, balancingMode: RATE, maxRatePerEndpoint: 100, preference: PREFERRED}
   - {group: east, balancingMode: RATE, maxRatePerEndpoint: 100}
 urlMaps: [{name: um, defaultService: bs}]
-`), "ramp.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Compile(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := control.New(p)
-	for _, e := range p.Endpoints {
-		st.ObserveProbe(e.ID, true, "", t0)
-	}
+`)
 	south := func(at time.Time) float64 {
 		st.Tick(at)
 		return shares(p, st, "us-south1")["us-south1-a"]
@@ -424,7 +420,7 @@ urlMaps: [{name: um, defaultService: bs}]
 // take, under both algorithms.
 func TestUndrainRampOfOneZone(t *testing.T) {
 	for _, algo := range []string{"SPRAY_TO_REGION", "WATERFALL_BY_REGION"} {
-		c, err := config.Parse([]byte(`
+		p, st := fromYAML(t, `
 healthChecks: [{name: hc, type: HTTP}]
 serviceLbPolicies:
 - {name: pol, loadBalancingAlgorithm: `+algo+`, autoCapacityDrain: {enable: true}}
@@ -448,18 +444,7 @@ backendServices:
   - {group: f, balancingMode: RATE, maxRatePerEndpoint: 100}
   - {group: g, balancingMode: RATE, maxRatePerEndpoint: 100}
 urlMaps: [{name: um, defaultService: bs}]
-`), "ramp1.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := plan.Compile(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := control.New(p)
-		for _, e := range p.Endpoints {
-			st.ObserveProbe(e.ID, true, "", t0)
-		}
+`)
 		setHealthy(p, st, 0, 0, t0)
 		setHealthy(p, st, 0, 1, t0.Add(time.Second))
 		st.Tick(t0.Add(61 * time.Second)) // undrained: zone a at the 10% step
