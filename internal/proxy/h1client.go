@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -66,6 +67,7 @@ type connPool struct {
 
 type pconn struct {
 	c        net.Conn
+	raw      syscall.RawConn // c's, for idleUsable
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	lastUsed time.Time
@@ -73,6 +75,8 @@ type pconn struct {
 	// poison unblocks the connection's I/O (cancellation); bound once
 	// per connection so that attempts do not allocate it.
 	poison func()
+	// dl is the deadline set on c (read and write).
+	dl time.Time
 	// req is handed to http.ReadResponse, which needs only the method
 	// (HEAD responses have no body). The connection's current attempt
 	// owns it.
@@ -100,7 +104,7 @@ func (p *connPool) get(now time.Time) *pconn {
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		// Checked outside the lock: one non-blocking receive.
-		if now.Sub(c.lastUsed) < backendIdleTimeout && c.br.Buffered() == 0 && idleUsable(c.c) {
+		if now.Sub(c.lastUsed) < backendIdleTimeout && c.br.Buffered() == 0 && idleUsable(c.raw) {
 			return c
 		}
 		c.c.Close()
@@ -190,7 +194,7 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 	if err != nil {
 		return nil, err
 	}
-	c := &pconn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
+	c := &pconn{c: nc, raw: rawConn(nc), br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
 	c.poison = func() { nc.SetDeadline(aLongTimeAgo) }
 	resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
 	return resp, unwrapNoResponse(err)
@@ -238,11 +242,19 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 	cur := headerDeadline
 	watch := ctx.Done() != nil
 	if watch {
-		if p := time.Now().Add(probeInterval); cur.IsZero() || p.Before(cur) {
+		now := time.Now()
+		if p := now.Add(probeInterval); cur.IsZero() || p.Before(cur) {
 			cur = p
+			// A probe deadline left by the previous attempt serves when it
+			// is still at least half an interval away: a busy connection
+			// updates its deadline about every probeInterval/2, not per
+			// request.
+			if c.dl.After(now.Add(probeInterval/2)) && !c.dl.After(cur) {
+				cur = c.dl
+			}
 		}
 	}
-	c.c.SetDeadline(cur)
+	c.setDeadline(cur)
 	var stop func() bool // unregisters the cancellation callback
 	fail := func(err error) (*http.Response, error) {
 		if stop != nil {
@@ -275,17 +287,17 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 			return fail(err)
 		}
 		cur = headerDeadline
-		c.c.SetDeadline(cur)
+		c.setDeadline(cur)
 		stop = context.AfterFunc(ctx, c.poison)
-	}
-	// The response has started: the rest of its head (and any 1xx
-	// responses before it) gets the header deadline, not the probe's.
-	if !cur.Equal(headerDeadline) {
-		cur = headerDeadline
-		c.c.SetDeadline(cur)
 	}
 	c.req.Method = wr.method
 	for {
+		// The response has started: the rest of its head gets the header
+		// deadline, not the probe's, unless it is all buffered already.
+		if !cur.Equal(headerDeadline) && !headComplete(c.br) {
+			cur = headerDeadline
+			c.setDeadline(cur)
+		}
 		resp, err := http.ReadResponse(c.br, &c.req)
 		if err != nil {
 			return fail(err)
@@ -305,7 +317,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 					stop = nil
 					return fail(context.Canceled)
 				}
-				c.c.SetDeadline(deadline)
+				c.setDeadline(deadline)
 				stop = nil
 			}
 			if stop == nil && watch {
@@ -315,6 +327,21 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		resp.Body = &pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
 		return resp, nil
 	}
+}
+
+// setDeadline sets c's read and write deadline, unless it is set already.
+func (c *pconn) setDeadline(t time.Time) {
+	if !t.Equal(c.dl) {
+		c.c.SetDeadline(t)
+		c.dl = t
+	}
+}
+
+// headComplete reports whether br holds a whole message head (up to an
+// empty line ending in CRLF).
+func headComplete(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.Contains(b, crlf2)
 }
 
 // ctxErr prefers the context's error: a deadline set from it surfaces as

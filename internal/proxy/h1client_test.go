@@ -179,3 +179,35 @@ func TestFastTransportSafety(t *testing.T) {
 		t.Errorf("early hints: %q", b)
 	}
 }
+
+// A pooled connection whose probe deadline expired while it sat idle is
+// still reused: the idle check does not trip over the old deadline.
+func TestFastTransportReusesAfterIdleDeadline(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	rt := proxy.NewFastTransport(nil)
+	ctx, cancel := context.WithCancel(context.Background()) // watched: probe deadlines
+	defer cancel()
+	for i := range 3 {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		time.Sleep(250 * time.Millisecond) // past the 100 ms probe deadline
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d backend connections for 3 requests with idle pauses, want 1", n)
+	}
+}

@@ -32,6 +32,9 @@ type h1conn struct {
 	body   []byte      // response body held back to learn its length
 	date   []byte      // the Date header value for dateSec
 	dsec   int64
+	// rdl is the read deadline set on rwc by the serving goroutine (a
+	// client watch clears it behind its back, and stopWatch records that).
+	rdl time.Time
 
 	// Client watch (see H1Server): guarded by mu.
 	mu                sync.Mutex
@@ -106,18 +109,24 @@ func (c *h1conn) serve() {
 			if c.s.shutdown.Load() {
 				return
 			}
-			c.rwc.SetReadDeadline(time.Now().Add(c.s.IdleTimeout))
+			c.idleDeadline()
 			if _, err := c.br.Peek(1); err != nil {
 				return
 			}
 		}
 		c.idle.Store(false)
-		c.rwc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		// The header timeout runs from the request's first byte. A head
+		// that arrived whole needs no deadline: reading it makes no
+		// system call (this is the common case, and saves two timer
+		// updates per request).
+		if first || !headComplete(c.br) {
+			c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		}
 		if first {
 			first = false
 			if c.h2Preface() {
 				c.src.remain = noLimit
-				c.rwc.SetReadDeadline(time.Time{})
+				c.setReadDeadline(time.Time{})
 				handedOff = true
 				c.s.forget(c)
 				c.s.handOff(&replayConn{Conn: c.rwc, br: c.br})
@@ -131,9 +140,6 @@ func (c *h1conn) serve() {
 			c.readFailed(err, hitLimit)
 			return
 		}
-		// The header timeout covers the request head only; the body and
-		// the client watch must not inherit it (as in net/http).
-		c.rwc.SetReadDeadline(time.Time{})
 		if code, why := checkRequest(req); code != 0 {
 			c.errorResponse(code, why)
 			return
@@ -143,6 +149,34 @@ func (c *h1conn) serve() {
 		}
 	}
 }
+
+// setReadDeadline sets the connection's read deadline and records it.
+func (c *h1conn) setReadDeadline(t time.Time) {
+	c.rwc.SetReadDeadline(t)
+	c.rdl = t
+}
+
+// idleDeadline arms the keep-alive timeout before waiting for a request.
+// The deadline is set IdleTimeout/16 late and kept while it is at least
+// IdleTimeout away, so a busy connection updates it about once every
+// IdleTimeout/16 rather than on every request: an idle connection is
+// closed between IdleTimeout and 17/16 × IdleTimeout after its last
+// request.
+func (c *h1conn) idleDeadline() {
+	if c.s.IdleTimeout <= 0 {
+		if !c.rdl.IsZero() {
+			c.setReadDeadline(time.Time{})
+		}
+		return
+	}
+	want, slack := time.Now().Add(c.s.IdleTimeout), c.s.IdleTimeout/16
+	if c.rdl.Before(want) || c.rdl.After(want.Add(slack)) { // also when there is none
+		c.setReadDeadline(want.Add(slack))
+	}
+}
+
+// crlf2 ends a message head.
+var crlf2 = []byte("\r\n\r\n")
 
 // isHijacked reports whether a handler took the connection over.
 func (c *h1conn) isHijacked() bool {
@@ -242,7 +276,7 @@ func (c *h1conn) linger() {
 	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
-	c.rwc.SetReadDeadline(time.Now().Add(h1LingerTime))
+	c.setReadDeadline(time.Now().Add(h1LingerTime))
 	io.CopyN(io.Discard, c.rwc, h1MaxDrain)
 }
 
@@ -264,6 +298,11 @@ func (c *h1conn) serveRequest(r *http.Request) (keep bool) {
 	if r.Body != nil && r.Body != http.NoBody {
 		body = &h1body{w: w, rc: r.Body}
 		r.Body = body
+		// The body has no deadline, as in net/http: the handler reads it
+		// at the pace the backend takes it.
+		if !c.rdl.IsZero() {
+			c.setReadDeadline(time.Time{})
+		}
 	}
 	c.mu.Lock()
 	c.reqActive, c.bodyDone, c.watchWanted = true, body == nil, false
@@ -353,6 +392,10 @@ func (c *h1conn) bodyEOF() {
 func (c *h1conn) startWatchLocked() {
 	c.watching = true
 	c.watchDone = make(chan struct{})
+	// The watch may wait as long as the request runs: no deadline (the
+	// idle or header one may still be set). stopWatch records the one it
+	// sets to end the watch.
+	c.rwc.SetReadDeadline(time.Time{})
 	go func() {
 		n, err := c.rwc.Read(c.watchByte[:])
 		c.mu.Lock()
@@ -378,7 +421,7 @@ func (c *h1conn) stopWatch() (gone bool) {
 	c.aborted = true
 	done := c.watchDone
 	c.mu.Unlock()
-	c.rwc.SetReadDeadline(aLongTimeAgo)
+	c.setReadDeadline(aLongTimeAgo)
 	<-done
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -437,7 +480,7 @@ func (b *h1body) drain() bool {
 		return false // the client may or may not send the body now
 	}
 	c := b.w.c
-	c.rwc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+	c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 	_, err := io.CopyN(io.Discard, b.rc, h1MaxDrain+1)
 	return err == io.EOF
 }

@@ -480,3 +480,34 @@ func TestH1HeaderTimeoutCoversOnlyTheHead(t *testing.T) {
 		t.Fatalf("got %d %q, want 200 \"done abcd\"", resp.StatusCode, body)
 	}
 }
+
+// The keep-alive deadline does not carry over into a request: a second
+// request on a connection may run longer than IdleTimeout (its client
+// watch must not time out and cancel it).
+func TestH1IdleTimeoutDoesNotCutRequests(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-time.After(600 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		io.WriteString(w, "done")
+	}), func(s *proxy.H1Server) { s.IdleTimeout = 200 * time.Millisecond })
+	c, br := ht.dial(t)
+	for _, path := range []string{"/", "/slow", "/"} {
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		if _, body := readResp(t, br, "GET"); body != "done" {
+			t.Fatalf("%s: got %q, want \"done\"", path, body)
+		}
+	}
+	// Then the idle timeout closes it (not the 30 s header timeout).
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("got more")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("idle connection closed after %v", d)
+	}
+}

@@ -2,8 +2,14 @@
 
 package proxy
 
-import "net"
+import (
+	"net"
+	"syscall"
+)
+
+// rawConn has nothing to offer idleUsable on this platform.
+func rawConn(net.Conn) syscall.RawConn { return nil }
 
 // idleUsable cannot look into the socket on this platform; a dead idle
 // connection is caught when the request on it fails (see do).
-func idleUsable(net.Conn) bool { return true }
+func idleUsable(syscall.RawConn) bool { return true }
