@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -67,7 +66,7 @@ type connPool struct {
 
 type pconn struct {
 	c        net.Conn
-	raw      syscall.RawConn // c's, for idleUsable
+	idle     idleCheck
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	lastUsed time.Time
@@ -104,7 +103,7 @@ func (p *connPool) get(now time.Time) *pconn {
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		// Checked outside the lock: one non-blocking receive.
-		if now.Sub(c.lastUsed) < backendIdleTimeout && c.br.Buffered() == 0 && idleUsable(c.raw) {
+		if now.Sub(c.lastUsed) < backendIdleTimeout && c.br.Buffered() == 0 && c.idle.usableNow() {
 			return c
 		}
 		c.c.Close()
@@ -179,8 +178,10 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 	// once on a fresh connection (it had no body, so this is safe).
 	if c := p.get(now); c != nil {
 		resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
-		var nr noResponse
-		if err == nil || !errors.As(err, &nr) || !staleConn(err) || !replayable(wr.method) {
+		if err == nil {
+			return resp, nil
+		}
+		if !isNoResponse(err) || !staleConn(err) || !replayable(wr.method) {
 			return resp, unwrapNoResponse(err)
 		}
 	}
@@ -194,7 +195,8 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 	if err != nil {
 		return nil, err
 	}
-	c := &pconn{c: nc, raw: rawConn(nc), br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
+	c := &pconn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
+	c.idle.init(nc)
 	c.poison = func() { nc.SetDeadline(aLongTimeAgo) }
 	resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
 	return resp, unwrapNoResponse(err)
@@ -207,7 +209,15 @@ type noResponse struct{ err error }
 func (e noResponse) Error() string { return e.err.Error() }
 func (e noResponse) Unwrap() error { return e.err }
 
+func isNoResponse(err error) bool {
+	var nr noResponse
+	return errors.As(err, &nr)
+}
+
 func unwrapNoResponse(err error) error {
+	if err == nil {
+		return nil
+	}
 	var nr noResponse
 	if errors.As(err, &nr) {
 		return nr.err
@@ -294,13 +304,16 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 	for {
 		// The response has started: the rest of its head gets the header
 		// deadline, not the probe's, unless it is all buffered already.
-		if !cur.Equal(headerDeadline) && !headComplete(c.br) {
+		if _, whole := bufferedHead(c.br); !whole && !cur.Equal(headerDeadline) {
 			cur = headerDeadline
 			c.setDeadline(cur)
 		}
-		resp, err := http.ReadResponse(c.br, &c.req)
-		if err != nil {
-			return fail(err)
+		resp := readResponseFast(c.br, wr.method)
+		if resp == nil {
+			var err error
+			if resp, err = http.ReadResponse(c.br, &c.req); err != nil {
+				return fail(err)
+			}
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // 1xx informational: the final response follows
@@ -335,13 +348,6 @@ func (c *pconn) setDeadline(t time.Time) {
 		c.c.SetDeadline(t)
 		c.dl = t
 	}
-}
-
-// headComplete reports whether br holds a whole message head (up to an
-// empty line ending in CRLF).
-func headComplete(br *bufio.Reader) bool {
-	b, _ := br.Peek(br.Buffered())
-	return bytes.Contains(b, crlf2)
 }
 
 // ctxErr prefers the context's error: a deadline set from it surfaces as

@@ -119,7 +119,7 @@ func (c *h1conn) serve() {
 		// that arrived whole needs no deadline: reading it makes no
 		// system call (this is the common case, and saves two timer
 		// updates per request).
-		if first || !headComplete(c.br) {
+		if _, whole := bufferedHead(c.br); first || !whole {
 			c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 		}
 		if first {
@@ -133,12 +133,19 @@ func (c *h1conn) serve() {
 				return
 			}
 		}
-		req, err := http.ReadRequest(c.br)
+		var err error
+		req := readRequestFast(c.br, c.ctx)
+		if req == nil {
+			req, err = http.ReadRequest(c.br)
+		}
 		hitLimit := c.src.remain <= 0
 		c.src.remain = noLimit
 		if err != nil {
 			c.readFailed(err, hitLimit)
 			return
+		}
+		if req.Context() != c.ctx {
+			req = req.WithContext(c.ctx)
 		}
 		if code, why := checkRequest(req); code != 0 {
 			c.errorResponse(code, why)
@@ -174,9 +181,6 @@ func (c *h1conn) idleDeadline() {
 		c.setReadDeadline(want.Add(slack))
 	}
 }
-
-// crlf2 ends a message head.
-var crlf2 = []byte("\r\n\r\n")
 
 // isHijacked reports whether a handler took the connection over.
 func (c *h1conn) isHijacked() bool {
@@ -283,7 +287,6 @@ func (c *h1conn) linger() {
 // serveRequest runs the handler for r and finishes its response. It
 // reports whether the connection may carry another request.
 func (c *h1conn) serveRequest(r *http.Request) (keep bool) {
-	r = r.WithContext(c.ctx)
 	r.RemoteAddr = c.remote
 	clear(c.header)
 	w := &h1response{c: c, req: r, cl: -1}

@@ -194,9 +194,9 @@ func (w *h1response) commit(first []byte, final bool) {
 		bw.WriteString("\r\n")
 	}
 	if w.cl >= 0 && w.bodyOK {
-		var nb [20]byte
 		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(nb[:0], w.cl, 10))
+		c.hdr = strconv.AppendInt(c.hdr[:0], w.cl, 10)
+		bw.Write(c.hdr)
 		bw.WriteString("\r\n")
 	}
 	if w.chunked {

@@ -2,14 +2,12 @@
 
 package proxy
 
-import (
-	"net"
-	"syscall"
-)
+import "net"
 
-// rawConn has nothing to offer idleUsable on this platform.
-func rawConn(net.Conn) syscall.RawConn { return nil }
-
-// idleUsable cannot look into the socket on this platform; a dead idle
+// idleCheck cannot look into the socket on this platform; a dead idle
 // connection is caught when the request on it fails (see do).
-func idleUsable(syscall.RawConn) bool { return true }
+type idleCheck struct{}
+
+func (*idleCheck) init(net.Conn) {}
+
+func (*idleCheck) usableNow() bool { return true }

@@ -7,33 +7,41 @@ import (
 	"syscall"
 )
 
-// rawConn returns c's syscall.RawConn for idleUsable, nil when it has none.
-func rawConn(c net.Conn) syscall.RawConn {
-	if sc, ok := c.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			return rc
-		}
-	}
-	return nil
+// idleCheck looks into an idle pooled backend connection's socket.
+type idleCheck struct {
+	rc     syscall.RawConn // nil: cannot look
+	peek   func(fd uintptr) // bound once, so a check does not allocate
+	usable bool
+	buf    [1]byte
 }
 
-// idleUsable reports whether an idle pooled backend connection may carry
+// init prepares the check for c.
+func (k *idleCheck) init(c net.Conn) {
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			k.rc = rc
+			k.peek = k.peekFD
+		}
+	}
+}
+
+// usableNow reports whether an idle pooled backend connection may carry
 // the next request: the backend has neither closed it nor sent bytes
 // nobody asked for (a body after a 204 or a HEAD answer, say), which would
 // otherwise be read as the next request's response. It costs one
 // non-blocking MSG_PEEK receive. It uses Control, not Read, so that a
 // deadline that expired while the connection was idle does not count.
-func idleUsable(rc syscall.RawConn) bool {
-	if rc == nil {
+func (k *idleCheck) usableNow() bool {
+	if k.rc == nil {
 		return true
 	}
-	usable := false
-	var b [1]byte
-	err := rc.Control(func(fd uintptr) {
-		// Nothing to read (EAGAIN) is the only good answer: 0 bytes means
-		// the backend closed, any byte is unsolicited.
-		_, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		usable = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK
-	})
-	return err == nil && usable
+	k.usable = false
+	return k.rc.Control(k.peek) == nil && k.usable
+}
+
+func (k *idleCheck) peekFD(fd uintptr) {
+	// Nothing to read (EAGAIN) is the only good answer: 0 bytes means the
+	// backend closed, any byte is unsolicited.
+	_, _, err := syscall.Recvfrom(int(fd), k.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	k.usable = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 }

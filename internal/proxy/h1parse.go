@@ -1,0 +1,344 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+)
+
+// Fast message-head parsing for the HTTP/1.1 hot path.
+//
+// http.ReadRequest and http.ReadResponse allocate a dozen objects per
+// message (a string per header value, textproto's line buffers, the
+// transfer-encoding state). The parsers here take the common shape of a
+// message (the whole head already buffered, CRLF line ends, no body
+// framing beyond Content-Length) and build the same *http.Request or
+// *http.Response from one string holding the head: names and values are
+// substrings of it. Anything outside that shape (obsolete line folding,
+// bare LF, Transfer-Encoding, a request body, HTTP/1.0, absolute-form
+// targets, odd bytes, …) makes them decline without consuming a byte,
+// and the caller falls back to the standard library, which then also
+// produces its usual errors. FuzzRequestHead and FuzzResponseHead check
+// that whatever they accept, they parse exactly as net/http does.
+
+// crlf2 ends a message head.
+var crlf2 = []byte("\r\n\r\n")
+
+// maxFastFields bounds the header lines the fast parsers take; more go
+// to net/http.
+const maxFastFields = 64
+
+// bufferedHead returns the complete message head at the start of br's
+// buffer (through the empty line), or false when it is not all there.
+func bufferedHead(br *bufio.Reader) ([]byte, bool) {
+	b, _ := br.Peek(br.Buffered())
+	i := bytes.Index(b, crlf2)
+	if i < 0 {
+		return nil, false
+	}
+	return b[:i+4], true
+}
+
+// readRequestFast parses the request at the start of br when its head is
+// buffered and in the common shape; it consumes the head only when it
+// returns a request, which carries ctx.
+func readRequestFast(br *bufio.Reader, ctx context.Context) *http.Request {
+	b, ok := bufferedHead(br)
+	if !ok {
+		return nil
+	}
+	head := string(b)
+	line, rest, _ := strings.Cut(head, "\r\n")
+	method, target, ok1 := strings.Cut(line, " ")
+	target, proto, ok2 := strings.Cut(target, " ")
+	if !ok1 || !ok2 || proto != "HTTP/1.1" || !isToken(method) || method == http.MethodConnect {
+		return nil
+	}
+	u := requestURL(target)
+	if u == nil {
+		return nil
+	}
+	hdr, ok := parseFields(rest)
+	if !ok {
+		return nil
+	}
+	// Body framing, Pragma's Cache-Control rewrite and several Host
+	// headers (an error) are net/http's business.
+	for _, k := range [...]string{"Content-Length", "Transfer-Encoding", "Pragma", "Trailer"} {
+		if _, ok := hdr[k]; ok {
+			return nil
+		}
+	}
+	hosts := hdr["Host"]
+	if len(hosts) > 1 {
+		return nil
+	}
+	r := http.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      proto,
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
+		Body:       http.NoBody,
+		Close:      hasToken(hdr["Connection"], "close"),
+		RequestURI: target,
+	}
+	if len(hosts) == 1 {
+		r.Host = hosts[0]
+		delete(hdr, "Host") // as http.ReadRequest does
+	}
+	br.Discard(len(b))
+	return r.WithContext(ctx) // r itself stays on the stack
+}
+
+// requestURL parses an origin-form request target as url.ParseRequestURI
+// does, without calling it for plain paths; nil declines.
+func requestURL(target string) *url.URL {
+	if len(target) == 0 || target[0] != '/' {
+		return nil
+	}
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c >= 0x7f {
+			return nil
+		}
+	}
+	path, query, _ := strings.Cut(target, "?")
+	if !plainPath(path) || strings.HasSuffix(target, "?") {
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			return nil
+		}
+		return u
+	}
+	return &url.URL{Path: path, RawQuery: query}
+}
+
+// plainPath reports whether p is its own escaped form: made only of the
+// bytes url.URL.EscapedPath leaves alone, so Path = p and RawPath = "".
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-_.~$&+,/:;=@", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// readResponseFast parses the response at the start of br when its head
+// is buffered and in the common shape: HTTP/1.1, a final status other
+// than 204 and 304, one Content-Length, no Transfer-Encoding, not to a
+// HEAD request, not closing the connection. It consumes the head only
+// when it returns a response; the body reads the next ContentLength
+// bytes of br.
+func readResponseFast(br *bufio.Reader, method string) *http.Response {
+	if method == http.MethodHead {
+		return nil
+	}
+	b, ok := bufferedHead(br)
+	if !ok || len(b) < len("HTTP/1.1 200\r\n\r\n") || string(b[:9]) != "HTTP/1.1 " {
+		return nil
+	}
+	head := string(b)
+	line, rest, _ := strings.Cut(head, "\r\n")
+	status := line[9:]
+	if !fieldValue(status) {
+		return nil
+	}
+	code := statusCode(status)
+	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
+		return nil
+	}
+	hdr, ok := parseFields(rest)
+	if !ok {
+		return nil
+	}
+	for _, k := range [...]string{"Transfer-Encoding", "Pragma", "Trailer"} {
+		if _, ok := hdr[k]; ok {
+			return nil
+		}
+	}
+	cl := hdr["Content-Length"]
+	if len(cl) != 1 || hasToken(hdr["Connection"], "close") {
+		return nil
+	}
+	n := parseLength(cl[0])
+	if n < 0 {
+		return nil
+	}
+	resp := &http.Response{
+		Status:        status,
+		StatusCode:    code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        hdr,
+		ContentLength: n,
+		Body:          http.NoBody,
+	}
+	if n > 0 {
+		resp.Body = &lengthBody{br: br, n: n}
+	}
+	br.Discard(len(b))
+	return resp
+}
+
+// statusCode returns the status code of a status line's "200 OK" part
+// (three digits, then a space or nothing), or -1.
+func statusCode(s string) int {
+	if len(s) < 3 || (len(s) > 3 && s[3] != ' ') {
+		return -1
+	}
+	code := 0
+	for i := 0; i < 3; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return -1
+		}
+		code = code*10 + int(c-'0')
+	}
+	return code
+}
+
+// parseLength parses a Content-Length value of at most 18 digits, or -1.
+func parseLength(s string) int64 {
+	if len(s) == 0 || len(s) > 18 {
+		return -1
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+// lengthBody is a response body of a known length read from the
+// connection's buffered reader.
+type lengthBody struct {
+	br *bufio.Reader
+	n  int64 // bytes left
+}
+
+func (b *lengthBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.br.Read(p)
+	b.n -= int64(n)
+	if b.n > 0 && err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	} else if b.n == 0 && err == nil {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *lengthBody) Close() error { return nil }
+
+// parseFields parses header lines ("Name: value\r\n" … "\r\n") as
+// textproto.Reader.ReadMIMEHeader does, declining what it would treat
+// specially or reject.
+func parseFields(s string) (http.Header, bool) {
+	n := strings.Count(s, "\r\n") - 1
+	if n < 0 || n > maxFastFields {
+		return nil, false
+	}
+	h := make(http.Header, n)
+	strs := make([]string, n)
+	for {
+		line, rest, _ := strings.Cut(s, "\r\n")
+		s = rest
+		if line == "" {
+			return h, true
+		}
+		colon := strings.IndexByte(line, ':')
+		if colon <= 0 {
+			return nil, false
+		}
+		key, canonical := fieldName(line[:colon])
+		if key == "" {
+			return nil, false
+		}
+		if !canonical {
+			key = textproto.CanonicalMIMEHeaderKey(key)
+		}
+		v := line[colon+1:]
+		if !fieldValue(v) {
+			return nil, false
+		}
+		v = strings.Trim(v, " \t")
+		if vv := h[key]; vv == nil {
+			vv, strs = strs[:1:1], strs[1:]
+			vv[0] = v
+			h[key] = vv
+		} else {
+			h[key] = append(vv, v)
+		}
+	}
+}
+
+// fieldValue reports whether v has no control bytes but tab (obs-text is
+// allowed), as textproto requires of header values.
+func fieldValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldName checks that k is a token and reports whether it is in
+// canonical form; it returns "" for an invalid name.
+func fieldName(k string) (string, bool) {
+	canonical, upper := true, true
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !isTokenByte(c) {
+			return "", false
+		}
+		switch {
+		case upper && 'a' <= c && c <= 'z', !upper && 'A' <= c && c <= 'Z':
+			canonical = false
+		}
+		upper = c == '-'
+	}
+	return k, canonical
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTokenByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}

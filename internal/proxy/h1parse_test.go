@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var requestHeads = []string{
+	"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+	"GET /a/b?x=1&y=%20 HTTP/1.1\r\nHost: h:8080\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n",
+	"GET /caf%C3%A9/x%2Fy HTTP/1.1\r\nhost: x\r\nx-lower-case: v\r\nX-UPPER: V\r\n\r\n",
+	"GET /(a)!*' HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /q? HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET //double/slash HTTP/1.1\r\nHost: x\r\n\r\n",
+	"DELETE /x HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Close\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: x\r\nCookie: a=1\r\nCookie: b=2\r\nX-Empty:\r\nX-Pad:  \t v \t \r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: x\r\nX-Obs: caf\xc3\xa9\r\n\r\n",
+	"GET / HTTP/1.1\r\n\r\n",
+	// Declined: net/http's own business or errors.
+	"GET / HTTP/1.0\r\nHost: x\r\n\r\n",
+	"GET http://example.com/ HTTP/1.1\r\nHost: x\r\n\r\n",
+	"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+	"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+	"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: x\r\nPragma: no-cache\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: x\r\nX-Fold: a\r\n b\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+	"GET / HTTP/1.1\nHost: x\n\n",
+	"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n",
+	"G(T / HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: x\r\n",
+	"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+}
+
+var responseHeads = []string{
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhello",
+	"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nset-cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n",
+	"HTTP/1.1 200\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok",
+	"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 007\r\nX-Obs: \xff\r\n\r\n1234567",
+	// Declined.
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\n\r\nuntil close",
+	"HTTP/1.1 204 No Content\r\n\r\n",
+	"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+	"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+	"HTTP/1.1  200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\nok",
+}
+
+// FuzzRequestHead checks that readRequestFast parses whatever it accepts
+// exactly as http.ReadRequest does, and leaves the same bytes behind.
+func FuzzRequestHead(f *testing.F) {
+	for _, s := range requestHeads {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		br := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
+		br.Peek(len(s))
+		fast := readRequestFast(br, context.Background())
+		if fast == nil {
+			return
+		}
+		restFast, _ := io.ReadAll(br)
+		br2 := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
+		std, err := http.ReadRequest(br2)
+		if err != nil {
+			t.Fatalf("fast parser accepted what net/http rejects (%v): %q", err, s)
+		}
+		restStd, _ := io.ReadAll(br2)
+		if std.Body != http.NoBody {
+			t.Fatalf("fast parser accepted a request with a body: %q", s)
+		}
+		if fast.Body != http.NoBody || fast.ContentLength != std.ContentLength {
+			t.Fatalf("body: fast %v/%d, net/http %v/%d", fast.Body, fast.ContentLength, std.Body, std.ContentLength)
+		}
+		fast.Body, std.Body = nil, nil
+		fast = fast.WithContext(context.TODO())
+		std = std.WithContext(context.TODO())
+		if !reflect.DeepEqual(fast, std) {
+			t.Fatalf("%q:\nfast     %+v\nnet/http %+v\nURL %#v vs %#v", s, fast, std, fast.URL, std.URL)
+		}
+		if string(restFast) != string(restStd) {
+			t.Fatalf("left %q, net/http left %q", restFast, restStd)
+		}
+	})
+}
+
+// FuzzResponseHead does the same for readResponseFast and http.ReadResponse,
+// bodies included.
+func FuzzResponseHead(f *testing.F) {
+	for _, s := range responseHeads {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, head bool) {
+		method := http.MethodGet
+		if head {
+			method = http.MethodHead
+		}
+		br := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
+		br.Peek(len(s))
+		fast := readResponseFast(br, method)
+		if fast == nil {
+			return
+		}
+		fastBody, fastErr := io.ReadAll(fast.Body)
+		restFast, _ := io.ReadAll(br)
+		br2 := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
+		std, err := http.ReadResponse(br2, &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("fast parser accepted what net/http rejects (%v): %q", err, s)
+		}
+		stdBody, stdErr := io.ReadAll(std.Body)
+		restStd, _ := io.ReadAll(br2)
+		if string(fastBody) != string(stdBody) || (fastErr == nil) != (stdErr == nil) {
+			t.Fatalf("body %q (%v), net/http %q (%v)", fastBody, fastErr, stdBody, stdErr)
+		}
+		if string(restFast) != string(restStd) {
+			t.Fatalf("left %q, net/http left %q", restFast, restStd)
+		}
+		fast.Body, std.Body, std.Request = nil, nil, nil
+		if !reflect.DeepEqual(fast, std) {
+			t.Fatalf("%q:\nfast     %+v\nnet/http %+v", s, fast, std)
+		}
+	})
+}
+
+// The fast parsers take the common shapes (a regression guard: a change
+// that makes them decline everything would pass the fuzz tests).
+func TestFastParsersAccept(t *testing.T) {
+	for i, s := range requestHeads[:10] {
+		br := bufio.NewReader(strings.NewReader(s))
+		br.Peek(len(s))
+		if readRequestFast(br, context.Background()) == nil {
+			t.Errorf("request %d declined: %q", i, s)
+		}
+	}
+	for i, s := range responseHeads[:4] {
+		br := bufio.NewReader(strings.NewReader(s))
+		br.Peek(len(s))
+		if readResponseFast(br, http.MethodGet) == nil {
+			t.Errorf("response %d declined: %q", i, s)
+		}
+	}
+	for i, s := range requestHeads[10:] {
+		br := bufio.NewReader(strings.NewReader(s))
+		br.Peek(len(s))
+		if readRequestFast(br, context.Background()) != nil {
+			t.Errorf("request %d accepted: %q", i+10, s)
+		}
+	}
+	for i, s := range responseHeads[4:] {
+		br := bufio.NewReader(strings.NewReader(s))
+		br.Peek(len(s))
+		if readResponseFast(br, http.MethodGet) != nil {
+			t.Errorf("response %d accepted: %q", i+4, s)
+		}
+	}
+}
