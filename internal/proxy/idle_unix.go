@@ -9,7 +9,7 @@ import (
 
 // idleCheck looks into an idle pooled backend connection's socket.
 type idleCheck struct {
-	rc     syscall.RawConn // nil: cannot look
+	rc     syscall.RawConn  // nil: cannot look
 	peek   func(fd uintptr) // bound once, so a check does not allocate
 	usable bool
 	buf    [1]byte
