@@ -63,19 +63,10 @@ func readRequestFast(br *bufio.Reader, ctx context.Context) *http.Request {
 	if u == nil {
 		return nil
 	}
-	hdr, ok := parseFields(rest)
-	if !ok {
-		return nil
-	}
+	hdr, sum, ok := parseFields(rest, true)
 	// Body framing, Pragma's Cache-Control rewrite and several Host
 	// headers (an error) are net/http's business.
-	for _, k := range [...]string{"Content-Length", "Transfer-Encoding", "Pragma", "Trailer"} {
-		if _, ok := hdr[k]; ok {
-			return nil
-		}
-	}
-	hosts := hdr["Host"]
-	if len(hosts) > 1 {
+	if !ok || sum.special || sum.lengths > 0 || sum.hosts > 1 {
 		return nil
 	}
 	r := http.Request{
@@ -86,12 +77,9 @@ func readRequestFast(br *bufio.Reader, ctx context.Context) *http.Request {
 		ProtoMinor: 1,
 		Header:     hdr,
 		Body:       http.NoBody,
-		Close:      hasToken(hdr["Connection"], "close"),
+		Host:       sum.host, // not in hdr, as with http.ReadRequest
+		Close:      sum.close,
 		RequestURI: target,
-	}
-	if len(hosts) == 1 {
-		r.Host = hosts[0]
-		delete(hdr, "Host") // as http.ReadRequest does
 	}
 	br.Discard(len(b))
 	return r.WithContext(ctx) // r itself stays on the stack
@@ -158,20 +146,11 @@ func readResponseFast(br *bufio.Reader, method string) *http.Response {
 	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
 		return nil
 	}
-	hdr, ok := parseFields(rest)
-	if !ok {
+	hdr, sum, ok := parseFields(rest, false)
+	if !ok || sum.special || sum.lengths != 1 || sum.close {
 		return nil
 	}
-	for _, k := range [...]string{"Transfer-Encoding", "Pragma", "Trailer"} {
-		if _, ok := hdr[k]; ok {
-			return nil
-		}
-	}
-	cl := hdr["Content-Length"]
-	if len(cl) != 1 || hasToken(hdr["Connection"], "close") {
-		return nil
-	}
-	n := parseLength(cl[0])
+	n := parseLength(sum.length)
 	if n < 0 {
 		return nil
 	}
@@ -251,13 +230,25 @@ func (b *lengthBody) Read(p []byte) (int, error) {
 
 func (b *lengthBody) Close() error { return nil }
 
+// fieldSummary is what the fast parsers need to know of a header block.
+type fieldSummary struct {
+	special bool   // Transfer-Encoding, Pragma or Trailer: net/http's business
+	close   bool   // Connection lists "close"
+	hosts   int    // Host fields
+	host    string // the first Host value
+	lengths int    // Content-Length fields
+	length  string // the first Content-Length value
+}
+
 // parseFields parses header lines ("Name: value\r\n" … "\r\n") as
 // textproto.Reader.ReadMIMEHeader does, declining what it would treat
-// specially or reject.
-func parseFields(s string) (http.Header, bool) {
+// specially or reject. With skipHost, Host fields are left out of the
+// map (and only summarised).
+func parseFields(s string, skipHost bool) (http.Header, fieldSummary, bool) {
+	var sum fieldSummary
 	n := strings.Count(s, "\r\n") - 1
 	if n < 0 || n > maxFastFields {
-		return nil, false
+		return nil, sum, false
 	}
 	h := make(http.Header, n)
 	strs := make([]string, n)
@@ -265,24 +256,41 @@ func parseFields(s string) (http.Header, bool) {
 		line, rest, _ := strings.Cut(s, "\r\n")
 		s = rest
 		if line == "" {
-			return h, true
+			return h, sum, true
 		}
 		colon := strings.IndexByte(line, ':')
 		if colon <= 0 {
-			return nil, false
+			return nil, sum, false
 		}
 		key, canonical := fieldName(line[:colon])
 		if key == "" {
-			return nil, false
+			return nil, sum, false
 		}
 		if !canonical {
 			key = textproto.CanonicalMIMEHeaderKey(key)
 		}
 		v := line[colon+1:]
 		if !fieldValue(v) {
-			return nil, false
+			return nil, sum, false
 		}
 		v = strings.Trim(v, " \t")
+		switch key {
+		case "Host":
+			if sum.hosts++; sum.hosts == 1 {
+				sum.host = v
+			}
+			if skipHost {
+				continue
+			}
+		case "Content-Length":
+			if sum.lengths++; sum.lengths == 1 {
+				sum.length = v
+			}
+		case "Connection":
+			sum.close = sum.close || hasToken([]string{v}, "close")
+		case "Transfer-Encoding", "Pragma", "Trailer":
+			sum.special = true
+		}
 		if vv := h[key]; vv == nil {
 			vv, strs = strs[:1:1], strs[1:]
 			vv[0] = v
