@@ -308,12 +308,16 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 			cur = headerDeadline
 			c.setDeadline(cur)
 		}
-		resp := readResponseFast(c.br, wr.method)
-		if resp == nil {
+		var resp *http.Response
+		var pb *pooledBody
+		if fr := readResponseFast(c.br, wr.method); fr != nil {
+			resp, pb = &fr.resp, &fr.pooled
+		} else {
 			var err error
 			if resp, err = http.ReadResponse(c.br, &c.req); err != nil {
 				return fail(err)
 			}
+			pb = new(pooledBody)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // 1xx informational: the final response follows
@@ -337,7 +341,8 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 				stop = context.AfterFunc(ctx, c.poison)
 			}
 		}
-		resp.Body = &pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
+		*pb = pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
+		resp.Body = pb
 		return resp, nil
 	}
 }

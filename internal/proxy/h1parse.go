@@ -59,11 +59,12 @@ func readRequestFast(br *bufio.Reader, ctx context.Context) *http.Request {
 	if !ok1 || !ok2 || proto != "HTTP/1.1" || !isToken(method) || method == http.MethodConnect {
 		return nil
 	}
-	u := requestURL(target)
+	parts := new(requestParts)
+	u := requestURL(target, &parts.url)
 	if u == nil {
 		return nil
 	}
-	hdr, sum, ok := parseFields(rest, true)
+	hdr, sum, ok := parseFields(rest, true, parts.vals[:])
 	// Body framing, Pragma's Cache-Control rewrite and several Host
 	// headers (an error) are net/http's business.
 	if !ok || sum.special || sum.lengths > 0 || sum.hosts > 1 {
@@ -85,9 +86,21 @@ func readRequestFast(br *bufio.Reader, ctx context.Context) *http.Request {
 	return r.WithContext(ctx) // r itself stays on the stack
 }
 
+// requestParts holds a fast-parsed request's URL and header values, to
+// allocate them together.
+type requestParts struct {
+	url  url.URL
+	vals [fastValues]string
+}
+
+// fastValues is how many header values fit in the fast parsers'
+// per-message arrays; more take one more allocation.
+const fastValues = 12
+
 // requestURL parses an origin-form request target as url.ParseRequestURI
-// does, without calling it for plain paths; nil declines.
-func requestURL(target string) *url.URL {
+// does, without calling it for plain paths (those are parsed into u); nil
+// declines.
+func requestURL(target string, u *url.URL) *url.URL {
 	if len(target) == 0 || target[0] != '/' {
 		return nil
 	}
@@ -104,7 +117,8 @@ func requestURL(target string) *url.URL {
 		}
 		return u
 	}
-	return &url.URL{Path: path, RawQuery: query}
+	*u = url.URL{Path: path, RawQuery: query}
+	return u
 }
 
 // plainPath reports whether p is its own escaped form: made only of the
@@ -128,7 +142,7 @@ func plainPath(p string) bool {
 // HEAD request, not closing the connection. It consumes the head only
 // when it returns a response; the body reads the next ContentLength
 // bytes of br.
-func readResponseFast(br *bufio.Reader, method string) *http.Response {
+func readResponseFast(br *bufio.Reader, method string) *fastResponse {
 	if method == http.MethodHead {
 		return nil
 	}
@@ -146,7 +160,8 @@ func readResponseFast(br *bufio.Reader, method string) *http.Response {
 	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
 		return nil
 	}
-	hdr, sum, ok := parseFields(rest, false)
+	fr := new(fastResponse)
+	hdr, sum, ok := parseFields(rest, false, fr.vals[:])
 	if !ok || sum.special || sum.lengths != 1 || sum.close {
 		return nil
 	}
@@ -154,7 +169,7 @@ func readResponseFast(br *bufio.Reader, method string) *http.Response {
 	if n < 0 {
 		return nil
 	}
-	resp := &http.Response{
+	fr.resp = http.Response{
 		Status:        status,
 		StatusCode:    code,
 		Proto:         "HTTP/1.1",
@@ -165,10 +180,20 @@ func readResponseFast(br *bufio.Reader, method string) *http.Response {
 		Body:          http.NoBody,
 	}
 	if n > 0 {
-		resp.Body = &lengthBody{br: br, n: n}
+		fr.body = lengthBody{br: br, n: n}
+		fr.resp.Body = &fr.body
 	}
 	br.Discard(len(b))
-	return resp
+	return fr
+}
+
+// fastResponse is a response from readResponseFast, allocated together
+// with its body readers and header values.
+type fastResponse struct {
+	resp   http.Response
+	body   lengthBody
+	pooled pooledBody // for the caller (see fastTransport.exchange)
+	vals   [fastValues]string
 }
 
 // statusCode returns the status code of a status line's "200 OK" part
@@ -243,15 +268,17 @@ type fieldSummary struct {
 // parseFields parses header lines ("Name: value\r\n" … "\r\n") as
 // textproto.Reader.ReadMIMEHeader does, declining what it would treat
 // specially or reject. With skipHost, Host fields are left out of the
-// map (and only summarised).
-func parseFields(s string, skipHost bool) (http.Header, fieldSummary, bool) {
+// map (and only summarised). Values are kept in strs when it has room.
+func parseFields(s string, skipHost bool, strs []string) (http.Header, fieldSummary, bool) {
 	var sum fieldSummary
 	n := strings.Count(s, "\r\n") - 1
 	if n < 0 || n > maxFastFields {
 		return nil, sum, false
 	}
 	h := make(http.Header, n)
-	strs := make([]string, n)
+	if n > len(strs) {
+		strs = make([]string, n)
+	}
 	for {
 		line, rest, _ := strings.Cut(s, "\r\n")
 		s = rest

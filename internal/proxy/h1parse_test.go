@@ -110,10 +110,11 @@ func FuzzResponseHead(f *testing.F) {
 		}
 		br := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
 		br.Peek(len(s))
-		fast := readResponseFast(br, method)
-		if fast == nil {
+		fr := readResponseFast(br, method)
+		if fr == nil {
 			return
 		}
+		fast := &fr.resp
 		fastBody, fastErr := io.ReadAll(fast.Body)
 		restFast, _ := io.ReadAll(br)
 		br2 := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
