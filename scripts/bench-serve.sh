@@ -7,7 +7,8 @@
 #
 # BACKENDS (comma list of host:port) comes from peers.sh; SPILLWAY is the
 # binary (default: bin/spillway next to this script's repo). HTTP1_SERVER
-# (SPILLWAY or NET_HTTP), when set, becomes spillway: {http1Server: ...}.
+# (SPILLWAY or NET_HTTP), when set, becomes spillway: {http1Server: ...};
+# PROCS, when set, is passed as --procs (default auto).
 set -euo pipefail
 listen=${1:?usage: bench-serve.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,4 +31,4 @@ cfg=$dir/bench.yaml
   echo "- {name: fe-bench, address: \"$listen\", protocol: HTTP, urlMap: um-bench, region: us-east1}"
   if [ -n "${HTTP1_SERVER:-}" ]; then echo "spillway: {http1Server: $HTTP1_SERVER}"; fi
 } >"$cfg"
-exec "$bin" serve --config "$cfg" --admin "" --watch 0 --log-level warn
+exec "$bin" serve --config "$cfg" --admin "" --watch 0 --log-level warn ${PROCS:+--procs "$PROCS"}

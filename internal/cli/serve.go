@@ -3,17 +3,21 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/procs"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
@@ -40,6 +44,14 @@ The admin listener (loopback by default) serves:
   GET  /debug/pprof/  profiling
   POST /reload    reload the config file now
 
+CPUs: --procs auto (the default) runs Go code on as many CPUs as the load
+needs: one while a CPU keeps up, doubling whenever the ones in use are over
+80% busy, and giving one back after 2 s under 60% of one fewer. A proxy's
+goroutines mostly wait on sockets, and idle CPUs woken for every request
+cost about a fifth of its CPU per request at moderate load
+(docs/performance.md). --procs N fixes the number; so does the GOMAXPROCS
+environment variable when --procs is not given.
+
 Example:
   spillway serve --config examples/seed-70-30/with-policy.yaml
   spillway get-health --admin 127.0.0.1:9901
@@ -51,6 +63,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	watch := fs.Duration("watch", time.Second, "config file poll interval (0 disables the watch)")
+	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see below)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -63,6 +76,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	autoProcs, err := setProcs(*procsFlag, flagSet(fs, "procs"), log)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
@@ -93,6 +110,14 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			}
 		}
 	}()
+	if autoProcs {
+		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {
+			d, _ := procs.ProcessCPU()
+			return d
+		}, func(n int) { runtime.GOMAXPROCS(n) }, func(from, to int, used float64) {
+			log.Debug("procs: GOMAXPROCS changed", "from", from, "to", to, "cpus_used", fmt.Sprintf("%.2f", used))
+		})
+	}
 	go func() {
 		select {
 		case <-srv.Ready():
@@ -101,6 +126,36 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}()
 	return srv.Run(ctx)
+}
+
+// setProcs applies --procs; it reports whether auto mode should run. An
+// explicit number sets GOMAXPROCS. auto follows the load (package procs),
+// except when the GOMAXPROCS environment variable is set and --procs was
+// not given: then Go's own setting stands.
+func setProcs(v string, explicit bool, log *slog.Logger) (bool, error) {
+	if v == "auto" {
+		if _, ok := procs.ProcessCPU(); !ok {
+			return false, nil
+		}
+		if env := os.Getenv("GOMAXPROCS"); env != "" && !explicit {
+			log.Info("procs: GOMAXPROCS is set in the environment; --procs auto is off", "GOMAXPROCS", env)
+			return false, nil
+		}
+		return true, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return false, fmt.Errorf("--procs %q: want a number of CPUs (1 or more) or auto", v)
+	}
+	runtime.GOMAXPROCS(n)
+	return false, nil
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 const getHealthHelp = `
