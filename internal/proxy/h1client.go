@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -35,7 +36,15 @@ type fastTransport struct {
 	fallback http.RoundTripper
 	dialer   net.Dialer
 	pools    sync.Map // backend address → *connPool
+	// nextSweep is when a request next sweeps every pool (UnixNano).
+	nextSweep atomic.Int64
 }
+
+// sweepEvery is how often the pools are swept for connections idle past
+// backendIdleTimeout and for pools nobody has used for as long (backends
+// removed by a reload, say). A request that finds the sweep due does it;
+// there is no background goroutine.
+const sweepEvery = time.Minute
 
 // NewFastTransport returns the backend transport Spillway uses for
 // backend services with protocol HTTP: a synchronous keep-alive HTTP/1.1
@@ -44,10 +53,12 @@ func NewFastTransport(fallback http.RoundTripper) http.RoundTripper {
 	if fallback == nil {
 		fallback = NewTransport()
 	}
-	return &fastTransport{
+	t := &fastTransport{
 		fallback: fallback,
 		dialer:   net.Dialer{Timeout: backendDialTimeout, KeepAlive: 30 * time.Second},
 	}
+	t.nextSweep.Store(time.Now().Add(sweepEvery).UnixNano())
+	return t
 }
 
 // probeInterval is how long an attempt waits for its response before it
@@ -62,6 +73,11 @@ const probeInterval = 100 * time.Millisecond
 type connPool struct {
 	mu   sync.Mutex
 	idle []*pconn
+	// lastPut is when a connection was last returned; dead marks a pool
+	// a sweep removed from the transport: connections returned to it are
+	// closed.
+	lastPut time.Time
+	dead    bool
 }
 
 type pconn struct {
@@ -86,7 +102,7 @@ func (t *fastTransport) pool(addr string) *connPool {
 	if p, ok := t.pools.Load(addr); ok {
 		return p.(*connPool)
 	}
-	p, _ := t.pools.LoadOrStore(addr, &connPool{})
+	p, _ := t.pools.LoadOrStore(addr, &connPool{lastPut: time.Now()})
 	return p.(*connPool)
 }
 
@@ -115,6 +131,12 @@ func (p *connPool) put(c *pconn) {
 	c.lastUsed = now
 	var expired *pconn
 	p.mu.Lock()
+	p.lastPut = now
+	if p.dead {
+		p.mu.Unlock()
+		c.c.Close()
+		return
+	}
 	// The bottom of the stack is the longest idle: age it out here, one
 	// per put, so surplus connections of a busy pool do not linger.
 	if len(p.idle) > 0 && now.Sub(p.idle[0].lastUsed) >= backendIdleTimeout {
@@ -131,6 +153,43 @@ func (p *connPool) put(c *pconn) {
 		expired.c.Close()
 	}
 	if c != nil {
+		c.c.Close()
+	}
+}
+
+// maybeSweep sweeps the pools when a sweep is due.
+func (t *fastTransport) maybeSweep(now time.Time) {
+	next := t.nextSweep.Load()
+	if now.UnixNano() < next || !t.nextSweep.CompareAndSwap(next, now.Add(sweepEvery).UnixNano()) {
+		return
+	}
+	t.sweep(now)
+}
+
+// sweep closes connections idle for backendIdleTimeout or more and drops
+// the pools left empty that long.
+func (t *fastTransport) sweep(now time.Time) {
+	var expired []*pconn
+	t.pools.Range(func(addr, v any) bool {
+		p := v.(*connPool)
+		p.mu.Lock()
+		n := 0
+		for n < len(p.idle) && now.Sub(p.idle[n].lastUsed) >= backendIdleTimeout {
+			n++
+		}
+		if n > 0 {
+			expired = append(expired, p.idle[:n]...)
+			p.idle = append(p.idle[:0], p.idle[n:]...)
+			clear(p.idle[len(p.idle):cap(p.idle)])
+		}
+		if len(p.idle) == 0 && now.Sub(p.lastPut) >= backendIdleTimeout {
+			p.dead = true
+			t.pools.CompareAndDelete(addr, p)
+		}
+		p.mu.Unlock()
+		return true
+	})
+	for _, c := range expired {
 		c.c.Close()
 	}
 }
@@ -173,6 +232,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline, deadline time.Time) (*http.Response, error) {
 	p := t.pool(wr.addr)
 	now := time.Now()
+	t.maybeSweep(now)
 	// A pooled connection may have been closed by the backend while idle;
 	// a request that fails on one before any response byte is retried
 	// once on a fresh connection (it had no body, so this is safe).
