@@ -271,7 +271,7 @@ type fieldSummary struct {
 // map (and only summarised). Values are kept in strs when it has room.
 func parseFields(s string, skipHost bool, strs []string) (http.Header, fieldSummary, bool) {
 	var sum fieldSummary
-	n := strings.Count(s, "\r\n") - 1
+	n := strings.Count(s, "\n") - 1 // lines end in CRLF; a stray LF is refused below
 	if n < 0 || n > maxFastFields {
 		return nil, sum, false
 	}
@@ -300,7 +300,7 @@ func parseFields(s string, skipHost bool, strs []string) (http.Header, fieldSumm
 		if !fieldValue(v) {
 			return nil, sum, false
 		}
-		v = strings.Trim(v, " \t")
+		v = trimOWS(v)
 		switch key {
 		case "Host":
 			if sum.hosts++; sum.hosts == 1 {
@@ -370,10 +370,21 @@ func isToken(s string) bool {
 	return true
 }
 
+// tokenLo and tokenHi have a bit set for each RFC 9110 tchar in 0–63 and
+// 64–127: "!#$%&'*+-.^_`|~", digits and letters.
+const (
+	tokenLo uint64 = 1<<'!' | 1<<'#' | 1<<'$' | 1<<'%' | 1<<'&' | 1<<'\'' | 1<<'*' | 1<<'+' |
+		1<<'-' | 1<<'.' | (1<<10-1)<<'0'
+	tokenHi uint64 = (1<<26-1)<<('A'-64) | 1<<('^'-64) | 1<<('_'-64) | 1<<('`'-64) |
+		(1<<26-1)<<('a'-64) | 1<<('|'-64) | 1<<('~'-64)
+)
+
 func isTokenByte(c byte) bool {
 	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
+	case c < 64:
+		return tokenLo&(1<<c) != 0
+	case c < 128:
+		return tokenHi&(1<<(c-64)) != 0
 	}
-	return c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+	return false
 }

@@ -169,3 +169,39 @@ func TestFastParsersAccept(t *testing.T) {
 		}
 	}
 }
+
+func TestIsTokenByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := c < 0x80 && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0)
+		if got := isTokenByte(byte(c)); got != want {
+			t.Errorf("isTokenByte(%#x) = %v, want %v", c, got, want)
+		}
+	}
+}
+
+// benchHead parses the same buffered message over and over.
+func benchHead(b *testing.B, msg string, parse func(*bufio.Reader) bool) {
+	r := strings.NewReader(msg)
+	br := bufio.NewReaderSize(r, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(msg)
+		br.Reset(r)
+		br.Peek(len(msg))
+		if !parse(br) {
+			b.Fatal("declined")
+		}
+	}
+}
+
+func BenchmarkParseRequestHead(b *testing.B) {
+	msg := "GET /api/v1/items?id=42 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n"
+	benchHead(b, msg, func(br *bufio.Reader) bool { return readRequestFast(br, context.Background()) != nil })
+}
+
+func BenchmarkParseResponseHead(b *testing.B) {
+	msg := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 35\r\nDate: Mon, 30 Nov 2026 19:00:00 GMT\r\n\r\n" +
+		`{"zone":"eu-west-1a","port":18081}` + "\n"
+	benchHead(b, msg, func(br *bufio.Reader) bool { return readResponseFast(br, http.MethodGet) != nil })
+}

@@ -111,7 +111,7 @@ func (w *h1response) WriteHeader(code int) {
 // appendHeader appends "k: v\r\n" for each value, skipping invalid names
 // and turning CR and LF in values into spaces (as net/http does).
 func appendHeader(b []byte, k string, vv []string) []byte {
-	if !validFieldName(k) {
+	if !isToken(k) {
 		return b
 	}
 	for _, v := range vv {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // wireRequest is a body-less HTTP/1.1 request as the fast transport writes
@@ -170,7 +169,7 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 		if reqWriteExclude(k) || isHopHeader(k) || (len(conn) > 0 && listed(conn, k)) {
 			continue
 		}
-		if !validFieldName(k) {
+		if !isToken(k) {
 			return errInvalidHeader
 		}
 		for _, v := range vv {
@@ -256,7 +255,7 @@ func writeRequestSlow(bw *bufio.Writer, wr *wireRequest) error {
 // does before sending.
 func checkHeader(h http.Header) error {
 	for k, vv := range h {
-		if !validFieldName(k) {
+		if !isToken(k) {
 			return errInvalidHeader
 		}
 		for _, v := range vv {
@@ -279,23 +278,6 @@ func plainHost(h string) bool {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case c == '.', c == '-', c == '_', c == ':', c == '[', c == ']':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validFieldName reports an RFC 9110 token.
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
 		default:
 			return false
 		}
