@@ -50,7 +50,8 @@ needs: one while a CPU keeps up, doubling whenever the ones in use are over
 goroutines mostly wait on sockets, and idle CPUs woken for every request
 cost about a fifth of its CPU per request at moderate load
 (docs/performance.md). --procs N fixes the number; so does the GOMAXPROCS
-environment variable when --procs is not given.
+environment variable when --procs is not given. The current number is the
+go_sched_gomaxprocs_threads metric; changes are logged at debug level.
 
 Example:
   spillway serve --config examples/seed-70-30/with-policy.yaml
