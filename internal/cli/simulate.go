@@ -91,7 +91,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	rate := fs.Float64("rate", 0, "requests per second (rate mode; needs --duration)")
 	duration := fs.Duration("duration", 0, "how long rate mode runs, e.g. 60s")
 	step := fs.Duration("step", 0, "timeline step in rate mode (default duration/10)")
-	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same result")
+	seed := fs.Uint64("seed", 1, "random seed for probe timing, fault injection and random endpoint picks (weighted splits are drawn evenly, not at random: docs/semantics.md §2); the same seed gives the same result")
 	client := fs.String("client-region", "", "region the requests come from (default: the frontend's region)")
 	urlMap := fs.String("url-map", "", "URL map to use (default: the first frontend's)")
 	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")

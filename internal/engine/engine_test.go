@@ -511,3 +511,29 @@ func TestSpillBackBeforeOverfill(t *testing.T) {
 		t.Errorf("south %.1f rps, east %.1f rps; want 900 and 100 (east at capacity, nothing overfilled)", south, east)
 	}
 }
+
+// NextDraw's Weyl sequence realises a split almost exactly at any sample
+// size (random draws would be off by ~√n), and the endpoint picks made
+// with the same draws (hashed) stay spread.
+func TestNextDrawRealisesTheSplit(t *testing.T) {
+	// SPRAY_TO_REGION over two zones of 7 and 3 members: a 70/30 split.
+	p, st := build(t, drainPolicy, group{zone: "us-east1-b", members: 7}, group{zone: "us-east1-c", members: 3})
+	const n = 1000
+	v := engine.NewView(st)
+	r := p.RegionIndex["us-east1"]
+	zones, endpoints := map[string]int{}, map[string]int{}
+	for range n {
+		d := v.Pick(0, r, v.NextDraw(0, r))
+		zones[d.Backend.Group.Zone]++
+		endpoints[d.Endpoint.Addr]++
+	}
+	sh := shares(p, st, "us-east1")
+	for z, f := range sh {
+		if got, want := float64(zones[z]), f*n; got < want-2 || got > want+2 {
+			t.Errorf("%s: %v of %d picks, want %.1f ± 2 (split %v)", z, got, n, want, sh)
+		}
+	}
+	if len(endpoints) != 10 {
+		t.Errorf("endpoints picked: %v", endpoints)
+	}
+}

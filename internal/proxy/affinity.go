@@ -13,7 +13,7 @@ import (
 // request's session-affinity key.
 func (h *handler) pick(w http.ResponseWriter, r *http.Request, snap *Snapshot, svc *plan.Service, region int) engine.Decision {
 	key, ok := h.affinityKey(w, r, svc)
-	return snap.View.PickKey(svc.ID, region, h.rand(), key, ok)
+	return snap.View.PickKey(svc.ID, region, snap.View.NextDraw(svc.ID, region), key, ok)
 }
 
 // affinityKey returns the session-affinity key of r for svc (ok false:

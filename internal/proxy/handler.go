@@ -255,7 +255,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.Fault != nil && h.fault(w, r, a.Fault) {
 		return
 	}
-	name, wi := a.PickService(h.rand())
+	name, wi := a.PickService(a.NextDraw())
 	svc := snap.Plan.ServiceByName[name]
 	if svc == nil {
 		lbError(w, http.StatusServiceUnavailable, "backend service "+name+" cannot be served (backend buckets are not supported)")

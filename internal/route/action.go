@@ -3,6 +3,7 @@ package route
 import (
 	"math/bits"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -40,6 +41,19 @@ type Action struct {
 
 	cum   []uint64 // cumulative weights of Services
 	total uint64
+	draws uint64 // NextDraw calls (atomic)
+}
+
+// weyl is 2⁶⁴/φ: its multiples (mod 2⁶⁴) are the golden-ratio Weyl
+// sequence, the most evenly spread sequence in [0, 1) (see
+// engine.View.NextDraw, which does the same for backend splits).
+const weyl = 0x9E3779B97F4A7C15
+
+// NextDraw returns the draw for this action's next PickService: the
+// action's next golden-ratio Weyl value, so that a 95/5 split sends 5 of
+// every 100 requests to the canary rather than 5 ± 2.2.
+func (a *Action) NextDraw() uint64 {
+	return atomic.AddUint64(&a.draws, 1) * weyl
 }
 
 // WeightedService is one backend service an Action may send a request to.

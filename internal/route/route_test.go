@@ -416,3 +416,23 @@ func TestCompileErrors(t *testing.T) {
 		})
 	}
 }
+
+// NextDraw spreads a weighted split evenly: a 95/5 canary gets 5 of every
+// 100 requests (random draws: 5 ± 2.2), and 1 of every 20 over any 20.
+func TestNextDrawSplitsEvenly(t *testing.T) {
+	a := &Action{}
+	for _, w := range []int{95, 5} {
+		a.Services = append(a.Services, WeightedService{Name: "s", Weight: w})
+		a.total += uint64(w)
+		a.cum = append(a.cum, a.total)
+	}
+	canary := 0
+	for i := 1; i <= 1000; i++ {
+		if _, k := a.PickService(a.NextDraw()); k == 1 {
+			canary++
+		}
+		if i%100 == 0 && (canary < i/20-1 || canary > i/20+1) {
+			t.Fatalf("after %d requests the canary had %d, want %d ± 1", i, canary, i/20)
+		}
+	}
+}

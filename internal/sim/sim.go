@@ -397,7 +397,7 @@ func (s *sim) request(b *Bucket) int {
 		code = strconv.Itoa(a.Fault.Abort.HTTPStatus)
 		s.reason("fault injection abort")
 	default:
-		name, _ := a.PickService(s.rng.Uint64())
+		name, _ := a.PickService(a.NextDraw())
 		svc := s.p.ServiceByName[name]
 		if svc == nil {
 			// The proxy's answer for a backend bucket or unknown service.
@@ -406,7 +406,7 @@ func (s *sim) request(b *Bucket) int {
 			break
 		}
 		svcID = svc.ID
-		d = s.view.Pick(svc.ID, s.client, s.rng.Uint64())
+		d = s.view.Pick(svc.ID, s.client, s.view.NextDraw(svc.ID, s.client))
 		if d.Status != 0 {
 			code = strconv.Itoa(d.Status)
 			s.reason(d.Reason)

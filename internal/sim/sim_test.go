@@ -179,7 +179,7 @@ func TestTimelineFailAndUndrain(t *testing.T) {
 	}
 }
 
-func TestDeterministicForASeed(t *testing.T) {
+func TestDeterministic(t *testing.T) {
 	p := load(t, filepath.Join("..", "..", "examples", "seed-70-30", "with-policy.yaml"))
 	a, _ := sim.Run(p, sim.Options{Requests: 5000, Seed: 7, Down: []string{"us-south1-a"}})
 	b, _ := sim.Run(p, sim.Options{Requests: 5000, Seed: 7, Down: []string{"us-south1-a"}})
@@ -187,8 +187,11 @@ func TestDeterministicForASeed(t *testing.T) {
 	if fmt.Sprint(a.Zones) != fmt.Sprint(b.Zones) {
 		t.Error("same seed, different results")
 	}
-	if fmt.Sprint(a.Zones) == fmt.Sprint(c.Zones) {
-		t.Error("different seeds, identical results")
+	// Weighted splits draw from Weyl sequences (engine.View.NextDraw), not
+	// from the seed: another seed changes probe timing, fault and random
+	// endpoint draws, not how a split divides the requests.
+	if fmt.Sprint(a.Zones) != fmt.Sprint(c.Zones) {
+		t.Errorf("the split depends on the seed: %v vs %v", a.Zones, c.Zones)
 	}
 }
 
