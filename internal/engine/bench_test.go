@@ -30,16 +30,13 @@ func BenchmarkPickSeed(b *testing.B) {
 	}
 	req := &route.Request{Host: "example.com", Path: "/", Method: "GET"}
 	region := p.RegionIndex["us-south1"]
-	u := uint64(88172645463325252)
 	b.ReportAllocs()
 	for b.Loop() {
-		u ^= u << 13
-		u ^= u >> 7
-		u ^= u << 17
+		// The draws the proxy makes (Weyl sequences, one atomic add each).
 		a := tbl.Match(req)
-		_, i := a.PickService(u)
+		_, i := a.PickService(a.NextDraw())
 		svc := p.ServiceByName[a.Services[i].Name]
-		d := v.Pick(svc.ID, region, u*0x9e3779b97f4a7c15)
+		d := v.Pick(svc.ID, region, v.NextDraw(svc.ID, region))
 		if d.Endpoint == nil {
 			b.Fatal("no endpoint")
 		}
