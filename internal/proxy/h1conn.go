@@ -140,7 +140,7 @@ func (c *h1conn) serve() {
 			}
 		}
 		var err error
-		req := readRequestFast(c.br, c.ctx)
+		req := readRequestFast(c.ctx, c.br)
 		if req == nil {
 			req, err = http.ReadRequest(c.br)
 		}

@@ -27,7 +27,7 @@ import (
 // that whatever they accept, they parse exactly as net/http does.
 
 // crlf2 ends a message head.
-var crlf2 = []byte("\r\n\r\n")
+const crlf2 = "\r\n\r\n"
 
 // maxFastFields bounds the header lines the fast parsers take; more go
 // to net/http.
@@ -37,7 +37,7 @@ const maxFastFields = 64
 // buffer (through the empty line), or false when it is not all there.
 func bufferedHead(br *bufio.Reader) ([]byte, bool) {
 	b, _ := br.Peek(br.Buffered())
-	i := bytes.Index(b, crlf2)
+	i := bytes.Index(b, []byte(crlf2))
 	if i < 0 {
 		return nil, false
 	}
@@ -47,7 +47,7 @@ func bufferedHead(br *bufio.Reader) ([]byte, bool) {
 // readRequestFast parses the request at the start of br when its head is
 // buffered and in the common shape; it consumes the head only when it
 // returns a request, which carries ctx.
-func readRequestFast(br *bufio.Reader, ctx context.Context) *http.Request {
+func readRequestFast(ctx context.Context, br *bufio.Reader) *http.Request {
 	b, ok := bufferedHead(br)
 	if !ok {
 		return nil

@@ -67,7 +67,7 @@ func FuzzRequestHead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		br := bufio.NewReaderSize(strings.NewReader(s), 64<<10)
 		br.Peek(len(s))
-		fast := readRequestFast(br, context.Background())
+		fast := readRequestFast(context.Background(), br)
 		if fast == nil {
 			return
 		}
@@ -143,7 +143,7 @@ func TestFastParsersAccept(t *testing.T) {
 	for i, s := range requestHeads[:10] {
 		br := bufio.NewReader(strings.NewReader(s))
 		br.Peek(len(s))
-		if readRequestFast(br, context.Background()) == nil {
+		if readRequestFast(context.Background(), br) == nil {
 			t.Errorf("request %d declined: %q", i, s)
 		}
 	}
@@ -157,7 +157,7 @@ func TestFastParsersAccept(t *testing.T) {
 	for i, s := range requestHeads[10:] {
 		br := bufio.NewReader(strings.NewReader(s))
 		br.Peek(len(s))
-		if readRequestFast(br, context.Background()) != nil {
+		if readRequestFast(context.Background(), br) != nil {
 			t.Errorf("request %d accepted: %q", i+10, s)
 		}
 	}
@@ -197,7 +197,7 @@ func benchHead(b *testing.B, msg string, parse func(*bufio.Reader) bool) {
 
 func BenchmarkParseRequestHead(b *testing.B) {
 	msg := "GET /api/v1/items?id=42 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n"
-	benchHead(b, msg, func(br *bufio.Reader) bool { return readRequestFast(br, context.Background()) != nil })
+	benchHead(b, msg, func(br *bufio.Reader) bool { return readRequestFast(context.Background(), br) != nil })
 }
 
 func BenchmarkParseResponseHead(b *testing.B) {
