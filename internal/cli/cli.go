@@ -85,6 +85,13 @@ var errUsage = errors.New("usage")
 
 // newFlags returns a FlagSet whose --help prints text (the command's
 // teaching help) followed by the flag defaults.
+// givenFlags returns the names of the flags given on the command line.
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 func newFlags(name, text string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -111,14 +110,13 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return errUsage
 		}
 		n, r := lab.DefaultWinticketRequests, float64(lab.DefaultWinticketRate)
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "requests":
-				n = *requests
-			case "rate":
-				r = *rate
-			}
-		})
+		set := givenFlags(fs)
+		if set["requests"] {
+			n = *requests
+		}
+		if set["rate"] {
+			r = *rate
+		}
 		rep, err := lab.RunWinticket(ctx, lab.WinticketOptions{
 			Interval: *interval, OutlierInterval: *outlierInterval, BaseEjectionTime: *ejectionTime,
 			Requests: n, Rate: r, Progress: stderr,

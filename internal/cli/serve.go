@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,7 +76,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	autoProcs, err := setProcs(*procsFlag, flagSet(fs, "procs"), log)
+	autoProcs, err := setProcs(*procsFlag, givenFlags(fs)["procs"], log)
 	if err != nil {
 		return err
 	}
@@ -150,13 +149,6 @@ func setProcs(v string, explicit bool, log *slog.Logger) (bool, error) {
 	}
 	runtime.GOMAXPROCS(n)
 	return false, nil
-}
-
-// flagSet reports whether the named flag was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 const getHealthHelp = `
