@@ -13,7 +13,9 @@
 // Ps when the ones it has are nearly saturated, and takes one away when
 // the load has fitted in one fewer for a while. An idle or lightly loaded
 // proxy runs on one P; a busy one grows to every CPU within a second or
-// two.
+// two. The ceiling is Go's default GOMAXPROCS when serve starts (the CPUs
+// available, or the container's CPU limit); setting GOMAXPROCS turns off
+// Go's own tracking of later limit changes, so those need a restart.
 package procs
 
 import (
