@@ -49,9 +49,9 @@ type Tuning struct {
 	// over this many seconds (steps evenly spaced). 0 (the default) keeps
 	// Google's behaviour: full capacity at once.
 	UndrainRampSec *int `json:"undrainRampSec,omitempty"`
-	// HTTP1Server picks the HTTP/1.1 server of cleartext (HTTP)
-	// frontends: SPILLWAY (a purpose-built loop, proxy.H1Server) or
-	// NET_HTTP (Go's net/http server). HTTPS frontends and h2c always use
+	// HTTP1Server picks the HTTP/1.1 server of every frontend (HTTP and
+	// HTTPS): SPILLWAY (a purpose-built loop, proxy.H1Server) or NET_HTTP
+	// (Go's net/http server). HTTP/2 (h2 by ALPN, h2c) always uses
 	// net/http. Empty means the default, SPILLWAY. Read when a frontend's
 	// listener starts.
 	HTTP1Server string `json:"http1Server,omitempty"`

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ type h1conn struct {
 	// rdl is the read deadline set on rwc by the serving goroutine (a
 	// client watch clears it behind its back, and stopWatch records that).
 	rdl time.Time
+	// tls is the connection's TLS state (nil for cleartext), given to
+	// every request.
+	tls *tls.ConnectionState
 
 	// Client watch (see H1Server): guarded by mu.
 	mu                sync.Mutex
@@ -101,6 +105,12 @@ func (c *h1conn) serve() {
 			c.rwc.Close()
 		}
 	}()
+	if tc, ok := c.rwc.(*tls.Conn); ok {
+		if !c.startTLS(tc) {
+			handedOff = c.tls != nil // negotiated h2
+			return
+		}
+	}
 	first := true
 	for {
 		c.src.remain = maxHeaderBlock + h1ReadSlop
@@ -153,6 +163,7 @@ func (c *h1conn) serve() {
 		if req.Context() != c.ctx {
 			req = req.WithContext(c.ctx)
 		}
+		req.TLS = c.tls
 		if code, why := checkRequest(req); code != 0 {
 			c.errorResponse(code, why)
 			return
@@ -161,6 +172,28 @@ func (c *h1conn) serve() {
 			return
 		}
 	}
+}
+
+// startTLS completes the TLS handshake within ReadHeaderTimeout, as
+// net/http does. A connection that negotiated h2 is handed to the HTTP/2
+// server. It reports whether the HTTP/1.1 loop should serve the
+// connection; when it does not, c.tls tells a hand-off (set) from a failed
+// handshake (nil).
+func (c *h1conn) startTLS(tc *tls.Conn) bool {
+	tc.SetDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+	if err := tc.HandshakeContext(c.ctx); err != nil {
+		c.s.Logger.Debug("http1: TLS handshake failed", "remote", c.remote, "err", err)
+		return false
+	}
+	tc.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	c.tls = &st
+	if st.NegotiatedProtocol == "h2" {
+		c.s.forget(c)
+		c.s.handOff(tc)
+		return false
+	}
+	return true
 }
 
 // setReadDeadline sets the connection's read deadline and records it.

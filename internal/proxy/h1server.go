@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,9 +46,15 @@ import (
 type H1Server struct {
 	// Handler answers every HTTP/1.x request.
 	Handler http.Handler
-	// H2C serves connections that open with the HTTP/2 client preface.
-	// Nil closes them.
+	// H2C serves the connections that are HTTP/2: cleartext ones that
+	// open with the HTTP/2 client preface, and TLS ones that negotiated
+	// h2. Nil closes them.
 	H2C *http.Server
+	// TLSConfig, when set, makes the server speak TLS: each connection
+	// completes its handshake (within ReadHeaderTimeout) on its own
+	// goroutine, and one that negotiated h2 by ALPN goes to H2C. The
+	// config should offer h2 and http/1.1.
+	TLSConfig *tls.Config
 	// ReadHeaderTimeout bounds the time from a request's first byte to
 	// the end of its headers; IdleTimeout bounds the wait for the next
 	// request on a keep-alive connection.
@@ -259,6 +266,9 @@ func (s *H1Server) handOff(c net.Conn) {
 
 // newConn sets up the per-connection state.
 func (s *H1Server) newConn(rwc net.Conn) *h1conn {
+	if s.TLSConfig != nil {
+		rwc = tls.Server(rwc, s.TLSConfig)
+	}
 	c := &h1conn{s: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
 	ctx := context.WithValue(context.Background(), connKey{}, &connInfo{localIP: hostOnly(rwc.LocalAddr().String())})
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, rwc.LocalAddr())

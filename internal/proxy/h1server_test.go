@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -509,5 +510,44 @@ func TestH1IdleTimeoutDoesNotCutRequests(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("idle connection closed after %v", d)
+	}
+}
+
+// Over TLS, H1Server serves HTTP/1.1 itself (requests carry the TLS
+// state) and closes a connection whose handshake does not arrive within
+// ReadHeaderTimeout.
+func TestH1ServerTLS(t *testing.T) {
+	cfg := selfSigned(t)
+	cfg.NextProtos = []string{"h2", "http/1.1"}
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || !r.TLS.HandshakeComplete {
+			http.Error(w, "no TLS state", 500)
+			return
+		}
+		io.WriteString(w, r.Proto)
+	}), func(s *proxy.H1Server) {
+		s.TLSConfig = cfg
+		s.ReadHeaderTimeout = 200 * time.Millisecond
+	})
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	defer tr.CloseIdleConnections()
+	for range 2 { // the second reuses the connection
+		resp, err := (&http.Client{Transport: tr}).Get("https://" + ht.addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "HTTP/1.1" || resp.TLS == nil {
+			t.Fatalf("got %d %q", resp.StatusCode, b)
+		}
+	}
+	c, _ := ht.dial(t) // TCP only, no handshake
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("got bytes without a handshake")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("silent connection closed after %v", d)
 	}
 }

@@ -151,11 +151,14 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	}
 	h := proxy.NewHandler(cfg)
 	l.srv = proxy.NewServer(h, tlsCfg)
-	// Cleartext labs run on H1Server (what `spillway serve` uses) unless
-	// SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
+	// Labs run on H1Server (what `spillway serve` uses), with TLS for
+	// HTTPS labs, unless SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
 	var h1 *proxy.H1Server
-	if tlsCfg == nil && os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") != "NET_HTTP" {
+	if os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") != "NET_HTTP" {
 		h1 = proxy.NewH1Server(h)
+		if tlsCfg != nil {
+			h1.TLSConfig = l.srv.TLSConfig // NewServer's: offers h2 and http/1.1
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -167,10 +170,10 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	go func() {
 		defer close(done)
 		switch {
-		case tlsCfg != nil:
-			_ = l.srv.ServeTLS(ln, "", "")
 		case h1 != nil:
 			_ = h1.Serve(ln)
+		case tlsCfg != nil:
+			_ = l.srv.ServeTLS(ln, "", "")
 		default:
 			_ = l.srv.Serve(ln)
 		}

@@ -660,13 +660,14 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln ne
 	})
 	var serveFn func() error
 	switch {
-	case tlsCfg != nil:
-		srv := proxy.NewServer(fh, tlsCfg)
-		f.srv, serveFn = srv, func() error { return srv.ServeTLS(ln, "", "") }
 	case h1:
 		srv := proxy.NewH1Server(fh)
 		srv.Logger = s.log
+		srv.TLSConfig = tlsCfg
 		f.srv, serveFn = srv, func() error { return srv.Serve(ln) }
+	case tlsCfg != nil:
+		srv := proxy.NewServer(fh, tlsCfg)
+		f.srv, serveFn = srv, func() error { return srv.ServeTLS(ln, "", "") }
 	default:
 		srv := proxy.NewServer(fh, nil)
 		f.srv, serveFn = srv, func() error { return srv.Serve(ln) }
