@@ -14,12 +14,12 @@ import (
 	"time"
 )
 
-// H1Server is a purpose-built HTTP/1.1 server for cleartext frontends. It
-// calls the same http.Handler as the *http.Server from NewServer, with the
-// same limits (60 KiB request line + headers, 30 s to send them, 610 s
-// idle keep-alive), but runs each connection as one plain loop: read a
-// request with http.ReadRequest, call the handler, frame the response,
-// repeat. Compared with net/http's server it saves, per request, the
+// H1Server is a purpose-built HTTP/1.1 server for Spillway's frontends,
+// cleartext or TLS (see TLSConfig). It calls the same http.Handler as the
+// *http.Server from NewServer, with the same limits (60 KiB request line +
+// headers, 30 s to send them, 610 s idle keep-alive), but runs each
+// connection as one plain loop: read a request (readRequestFast, else
+// http.ReadRequest), call the handler, frame the response, repeat. Compared with net/http's server it saves, per request, the
 // background-read goroutine and its read-deadline dance, the cancelable
 // per-request context and the response/chunkWriter double buffering.
 //

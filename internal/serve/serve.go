@@ -102,8 +102,9 @@ type frontend struct {
 	done    chan struct{}
 }
 
-// frontendServer is what serves a frontend's listener: *http.Server
-// (HTTPS, or HTTP with spillway.http1Server NET_HTTP) or *proxy.H1Server.
+// frontendServer is what serves a frontend's listener: *proxy.H1Server
+// (the default, HTTP and HTTPS) or *http.Server (spillway.http1Server
+// NET_HTTP).
 type frontendServer interface {
 	Shutdown(ctx context.Context) error
 	Close() error
