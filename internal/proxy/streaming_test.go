@@ -176,7 +176,13 @@ func wsBackend(t *testing.T) *backend {
 // dialUpgrade opens a raw connection through the proxy and upgrades it.
 func dialUpgrade(t *testing.T, l *lab) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	c, err := net.Dial("tcp", l.addr)
+	var c net.Conn
+	var err error
+	if strings.HasPrefix(l.url, "https:") {
+		c, err = tls.Dial("tcp", l.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	} else {
+		c, err = net.Dial("tcp", l.addr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +215,17 @@ func echoOnce(t *testing.T, c net.Conn, br *bufio.Reader, msg string) {
 func TestWebSocketUpgrade(t *testing.T) {
 	be := wsBackend(t)
 	l := newLab(t, basic("", "", be.addr()), nil)
+	c, br := dialUpgrade(t, l)
+	echoOnce(t, c, br, "hello")
+	echoOnce(t, c, br, strings.Repeat("x", 100<<10))
+}
+
+// The same through an HTTPS frontend: the upgraded connection is the TLS
+// one.
+func TestWebSocketUpgradeOverTLS(t *testing.T) {
+	be := wsBackend(t)
+	yaml := strings.Replace(basic("", "", be.addr()), "region: us-east1\n", "region: us-east1\n  protocol: HTTPS\n  certificates: [{certificateFile: c.pem, privateKeyFile: k.pem}]\n", 1)
+	l := newLab(t, yaml, selfSigned(t))
 	c, br := dialUpgrade(t, l)
 	echoOnce(t, c, br, "hello")
 	echoOnce(t, c, br, strings.Repeat("x", 100<<10))
