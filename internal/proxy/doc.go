@@ -6,13 +6,20 @@
 //
 // # Hot path
 //
-// A request loads the current Snapshot once (an atomic pointer load in
-// serve), matches the URL map through a pooled route.Request adapter,
-// picks a backend service and endpoint (lock-free, allocation-free in
-// engine), builds the outbound header map sharing the client's value
-// slices, and streams the body with pooled 32 KiB buffers. There are no
-// per-request locks on shared state and no fmt on the success path. The
-// pools live in the handler, not at package level.
+// Frontends run on H1Server (cleartext and TLS; HTTP/2 is handed to
+// net/http's server), which parses common request heads itself
+// (readRequestFast, falling back to http.ReadRequest) and keeps one
+// goroutine per connection. A request loads the current Snapshot once (an
+// atomic pointer load in serve), matches the URL map through a pooled
+// route.Request adapter, picks a backend service and endpoint with the
+// splits' Weyl draws (lock-free, allocation-free in engine), and goes to
+// an HTTP backend through fastTransport: the request's own goroutine
+// writes the head straight into a pooled keep-alive connection's buffer
+// and reads the response (readResponseFast, else http.ReadResponse). Body
+// copies use pooled 32 KiB buffers; connection deadlines are set only when
+// they change. There are no per-request locks on shared state beyond the
+// idle pool's, and no fmt on the success path. The pools live in the
+// handler and transport, not at package level.
 //
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
@@ -57,6 +64,6 @@
 //
 // Left out: lower-casing header names towards HTTP/1.1 backends (Go's
 // transport writes the map keys as given and inspects canonical names),
-// custom error response policies, CORS policies, session affinity, and
-// HTTP/3.
+// custom error response policies, CORS policies, STRONG_COOKIE_AFFINITY,
+// and HTTP/3.
 package proxy
