@@ -63,7 +63,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	watch := fs.Duration("watch", time.Second, "config file poll interval (0 disables the watch)")
-	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see below)")
+	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
