@@ -175,15 +175,14 @@ func (s *Server) Run(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var servers []*dns.Server
+	var servers []*dns.Server // TCP
+	var udps []*net.UDPConn
 	closeAll := func() {
 		for _, srv := range servers {
-			if srv.PacketConn != nil {
-				_ = srv.PacketConn.Close()
-			}
-			if srv.Listener != nil {
-				_ = srv.Listener.Close()
-			}
+			_ = srv.Listener.Close()
+		}
+		for _, pc := range udps {
+			_ = pc.Close()
 		}
 	}
 	for _, f := range s.frontends {
@@ -192,10 +191,9 @@ func (s *Server) Run(ctx context.Context) error {
 			closeAll()
 			return fmt.Errorf("gslb: frontend %s: %w", f.Name, err)
 		}
-		h := s.Handler()
+		udps = append(udps, pc)
 		servers = append(servers,
-			&dns.Server{PacketConn: pc, Handler: h, UDPSize: dns.MaxMsgSize},
-			&dns.Server{Listener: ln, Handler: h, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+			&dns.Server{Listener: ln, Handler: s.Handler(), ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
 		s.mu.Lock()
 		s.addrs[f.Name] = pc.LocalAddr().String()
 		s.mu.Unlock()
@@ -203,8 +201,16 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	close(s.ready)
 
-	errc := make(chan error, len(servers)+2)
+	errc := make(chan error, len(servers)+len(udps)+2)
 	var wg sync.WaitGroup
+	for _, pc := range udps {
+		wg.Go(func() {
+			if err := s.serveUDP(pc); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("gslb: serve udp: %w", err)
+				cancel()
+			}
+		})
+	}
 	for _, srv := range servers {
 		wg.Go(func() {
 			if err := srv.ActivateAndServe(); err != nil && ctx.Err() == nil {
@@ -234,6 +240,9 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, srv := range servers {
 		_ = srv.ShutdownContext(sctx)
 	}
+	for _, pc := range udps {
+		_ = pc.Close()
+	}
 	wg.Wait()
 	select {
 	case err := <-errc:
@@ -246,10 +255,14 @@ func (s *Server) Run(ctx context.Context) error {
 // listenBoth binds UDP and TCP on the same address. With port 0 the TCP
 // socket takes the port the UDP one got, retrying a few times in case
 // another process holds that TCP port.
-func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+func listenBoth(addr string) (*net.UDPConn, net.Listener, error) {
 	var lastErr error
 	for range 10 {
-		pc, err := net.ListenPacket("udp", addr)
+		ua, err := net.ResolveUDPAddr("udp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listen udp: %w", err)
+		}
+		pc, err := net.ListenUDP("udp", ua)
 		if err != nil {
 			return nil, nil, fmt.Errorf("listen udp: %w", err)
 		}

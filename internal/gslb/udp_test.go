@@ -1,0 +1,112 @@
+package gslb_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/gslb"
+)
+
+// The UDP loop answers exactly as miekg/dns's dns.Server with the same
+// handler: the same bytes for well-formed queries (deterministic names),
+// the same FORMERR / NOTIMP for refused headers and undecodable messages,
+// and silence for responses and runts.
+func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
+	_, loopAddr := start(t, zoneYAML, gslb.Options{})
+
+	ref := compile(t, zoneYAML, gslb.Options{})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
+	go srv.ActivateAndServe()
+	defer srv.Shutdown()
+	<-started
+	refAddr := pc.LocalAddr().String()
+
+	pack := func(m *dns.Msg) []byte {
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	q := func(name string, qtype uint16) *dns.Msg { return query(name, qtype, 0, "") }
+	twoQuestions := q("mail.gslb.example.", dns.TypeA)
+	twoQuestions.Question = append(twoQuestions.Question, twoQuestions.Question[0])
+	update := q("mail.gslb.example.", dns.TypeA)
+	update.Opcode = dns.OpcodeUpdate
+	response := q("mail.gslb.example.", dns.TypeA)
+	response.Response = true
+	withCD := q("mail.gslb.example.", dns.TypeA)
+	withCD.CheckingDisabled, withCD.AuthenticatedData = true, true
+	good := pack(q("mail.gslb.example.", dns.TypeA))
+
+	for _, tc := range []struct {
+		name  string
+		pkt   []byte
+		rcode int // of the reply; -1: no reply
+	}{
+		{"A record", good, dns.RcodeSuccess},
+		{"SRV", pack(q("_sip._udp.gslb.example.", dns.TypeSRV)), dns.RcodeSuccess},
+		{"CNAME chain out of zone", pack(q("out.gslb.example.", dns.TypeA)), dns.RcodeSuccess},
+		{"NXDOMAIN", pack(q("nope.gslb.example.", dns.TypeA)), dns.RcodeNameError},
+		{"REFUSED (not our zone)", pack(q("example.org.", dns.TypeA)), dns.RcodeRefused},
+		{"EDNS, big TXT truncated", pack(query("big.gslb.example.", dns.TypeTXT, 4096, "")), dns.RcodeSuccess},
+		{"plain UDP, big TXT truncated", pack(q("big.gslb.example.", dns.TypeTXT)), dns.RcodeSuccess},
+		{"ECS on a GEO name", pack(query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24")), dns.RcodeSuccess},
+		{"flags", pack(withCD), dns.RcodeSuccess},
+		{"two questions: FORMERR", pack(twoQuestions), dns.RcodeFormatError},
+		{"UPDATE: NOTIMP", pack(update), dns.RcodeNotImplemented},
+		{"truncated message: FORMERR", good[:len(good)-3], dns.RcodeFormatError},
+		{"trailing garbage", append(append([]byte{}, good...), 1, 2, 3), dns.RcodeSuccess},
+		{"a response: ignored", pack(response), -1},
+		{"runt: ignored", good[:7], -1},
+	} {
+		want := exchangeRaw(t, refAddr, tc.pkt)
+		got := exchangeRaw(t, loopAddr, tc.pkt)
+		rcode := -1
+		if got != nil {
+			var m dns.Msg
+			if err := m.Unpack(got); err != nil {
+				t.Errorf("%s: reply does not unpack: %v", tc.name, err)
+				continue
+			}
+			rcode = m.Rcode
+		}
+		if rcode != tc.rcode {
+			t.Errorf("%s: rcode %d, want %d", tc.name, rcode, tc.rcode)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: loop answered\n%s\ndns.Server answered\n%s", tc.name, hex.Dump(got), hex.Dump(want))
+		}
+	}
+}
+
+// exchangeRaw sends pkt over UDP and returns the reply, nil after 300 ms
+// of silence.
+func exchangeRaw(t *testing.T, addr string, pkt []byte) []byte {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(pkt); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	buf := make([]byte, 65535)
+	n, err := c.Read(buf)
+	if err != nil {
+		return nil
+	}
+	return buf[:n]
+}
