@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -47,9 +48,10 @@ func (s *Server) udpWorker(pc *net.UDPConn) error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			// Anything else (an ICMP error reported on the socket, say)
-			// concerns one peer, not the socket: keep serving.
-			s.log.Debug("gslb: udp read", "err", err)
+			// Anything else: keep serving (a DNS server should not stop
+			// over one bad read), but do not spin on a lasting error.
+			s.log.Warn("gslb: udp read failed; retrying", "err", err)
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		out = s.answerUDP(pc, in[:n], from, out)
