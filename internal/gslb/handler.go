@@ -20,7 +20,8 @@ const MaxUDPSize = 1232
 // maxChain bounds how many CNAMEs an answer follows inside a zone.
 const maxChain = 8
 
-// serveDNS answers one query. It is the dns.Handler of every listener.
+// serveDNS answers one query. It is the dns.Handler of the TCP listeners
+// (UDP has its own loop, serveUDP).
 func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	src, tcp := remoteAddr(w.RemoteAddr())
 	m := s.respond(r, src, tcp, s.now())
@@ -28,23 +29,30 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 		return
 	}
 	bp := s.bufs.Get().(*[]byte)
-	out, err := m.PackBuffer(*bp)
-	if err != nil {
-		s.log.Warn("gslb: cannot pack reply", "qname", qname(r), "err", err)
-		fail := new(dns.Msg)
-		fail.SetRcode(r, dns.RcodeServerFailure)
-		fail.RecursionAvailable = false
-		out, err = fail.PackBuffer(*bp)
-		if err != nil {
-			s.bufs.Put(bp)
-			return
+	if out := s.pack(m, r, *bp); out != nil {
+		_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
+		if cap(out) <= 64<<10 {
+			*bp = out[:0]
 		}
 	}
-	_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
-	if cap(out) <= 64<<10 {
-		*bp = out[:0]
-	}
 	s.bufs.Put(bp)
+}
+
+// pack packs reply m to r into buf, or a SERVFAIL when m does not pack;
+// nil when neither does.
+func (s *Server) pack(m, r *dns.Msg, buf []byte) []byte {
+	out, err := m.PackBuffer(buf)
+	if err == nil {
+		return out
+	}
+	s.log.Warn("gslb: cannot pack reply", "qname", qname(r), "err", err)
+	fail := new(dns.Msg)
+	fail.SetRcode(r, dns.RcodeServerFailure)
+	fail.RecursionAvailable = false
+	if out, err = fail.PackBuffer(buf); err != nil {
+		return nil
+	}
+	return out
 }
 
 // qname returns the first question's name, for logs.

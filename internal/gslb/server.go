@@ -141,8 +141,9 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the DNS handler every listener uses (for tests and for
-// composing with another dns.Server).
+// Handler returns the DNS handler of the TCP listeners (for tests and for
+// composing with a dns.Server); UDP queries get the same answers from
+// serveUDP.
 func (s *Server) Handler() dns.Handler { return dns.HandlerFunc(s.serveDNS) }
 
 // Addr returns the address frontend listens on (UDP and TCP share it), or

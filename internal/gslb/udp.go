@@ -99,15 +99,9 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, out
 			return out
 		}
 	}
-	b, err := m.PackBuffer(out)
-	if err != nil {
-		s.log.Warn("gslb: cannot pack reply", "qname", qname(req), "err", err)
-		fail := new(dns.Msg)
-		fail.SetRcode(req, dns.RcodeServerFailure)
-		fail.RecursionAvailable = false
-		if b, err = fail.PackBuffer(out); err != nil {
-			return out
-		}
+	b := s.pack(m, req, out)
+	if b == nil {
+		return out
 	}
 	_, _ = pc.WriteToUDPAddrPort(b, from) // a failed write is the client's loss
 	if cap(b) > 64<<10 {
