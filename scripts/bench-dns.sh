@@ -4,6 +4,9 @@
 # no health checks, like the gdnsd and PowerDNS rows):
 #
 #   dns-peers.sh --extra spillway 127.0.0.1:15380 "$PWD/scripts/bench-dns.sh 127.0.0.1:15380"
+#
+# SPILLWAY is the binary (default: bin/spillway next to this script's
+# repo); PROCS, when set, is passed as --procs (default auto).
 set -euo pipefail
 listen=${1:?usage: bench-dns.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,4 +31,4 @@ dnsZones:
       - {name: zone-b, address: 127.0.0.12, weight: 20}
       - {name: zone-c, address: 127.0.0.13, weight: 10}
 YAML
-exec "$bin" serve --config "$dir/dns.yaml" --admin "" --watch 0 --log-level warn
+exec "$bin" serve --config "$dir/dns.yaml" --admin "" --watch 0 --log-level warn ${PROCS:+--procs "$PROCS"}
