@@ -153,7 +153,7 @@ func readResponseFast(br *bufio.Reader, method string) *fastResponse {
 	head := string(b)
 	line, rest, _ := strings.Cut(head, "\r\n")
 	status := line[9:]
-	if !fieldValue(status) {
+	if !validFieldValue(status) {
 		return nil
 	}
 	code := statusCode(status)
@@ -297,7 +297,7 @@ func parseFields(s string, skipHost bool, strs []string) (http.Header, fieldSumm
 			key = textproto.CanonicalMIMEHeaderKey(key)
 		}
 		v := line[colon+1:]
-		if !fieldValue(v) {
+		if !validFieldValue(v) {
 			return nil, sum, false
 		}
 		v = trimOWS(v)
@@ -326,17 +326,6 @@ func parseFields(s string, skipHost bool, strs []string) (http.Header, fieldSumm
 			h[key] = append(vv, v)
 		}
 	}
-}
-
-// fieldValue reports whether v has no control bytes but tab (obs-text is
-// allowed), as textproto requires of header values.
-func fieldValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // fieldName checks that k is a token and reports whether it is in
