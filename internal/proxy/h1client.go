@@ -364,13 +364,18 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 	for {
 		// The response has started: the rest of its head gets the header
 		// deadline, not the probe's, unless it is all buffered already.
-		if _, whole := bufferedHead(c.br); !whole && !cur.Equal(headerDeadline) {
+		head, whole := bufferedHead(c.br)
+		if !whole && !cur.Equal(headerDeadline) {
 			cur = headerDeadline
 			c.setDeadline(cur)
 		}
 		var resp *http.Response
 		var pb *pooledBody
-		if fr := readResponseFast(c.br, wr.method); fr != nil {
+		var fr *fastResponse
+		if whole {
+			fr = readResponseFast(c.br, head, wr.method)
+		}
+		if fr != nil {
 			resp, pb = &fr.resp, &fr.pooled
 		} else {
 			var err error

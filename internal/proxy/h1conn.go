@@ -135,7 +135,8 @@ func (c *h1conn) serve() {
 		// that arrived whole needs no deadline: reading it makes no
 		// system call (this is the common case, and saves two timer
 		// updates per request).
-		if _, whole := bufferedHead(c.br); first || !whole {
+		head, whole := bufferedHead(c.br)
+		if first || !whole {
 			c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 		}
 		if first {
@@ -148,20 +149,14 @@ func (c *h1conn) serve() {
 				c.s.handOff(&replayConn{Conn: c.rwc, br: c.br})
 				return
 			}
+			head, whole = bufferedHead(c.br) // the preface check may have read more
 		}
-		var err error
-		req := readRequestFast(c.ctx, c.br)
-		if req == nil {
-			req, err = http.ReadRequest(c.br)
-		}
+		req, err := c.readRequest(head, whole)
 		hitLimit := c.src.remain <= 0
 		c.src.remain = noLimit
 		if err != nil {
 			c.readFailed(err, hitLimit)
 			return
-		}
-		if req.Context() != c.ctx {
-			req = req.WithContext(c.ctx)
 		}
 		req.TLS = c.tls
 		if code, why := checkRequest(req); code != 0 {
@@ -172,6 +167,22 @@ func (c *h1conn) serve() {
 			return
 		}
 	}
+}
+
+// readRequest reads the next request, with the fast parser when its head
+// (head, whole: from bufferedHead) is all buffered, else with
+// http.ReadRequest. The request carries the connection's context.
+func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
+	if whole {
+		if r := readRequestFast(c.ctx, c.br, head); r != nil {
+			return r, nil
+		}
+	}
+	r, err := http.ReadRequest(c.br)
+	if err != nil {
+		return nil, err
+	}
+	return r.WithContext(c.ctx), nil
 }
 
 // startTLS completes the TLS handshake within ReadHeaderTimeout, as

@@ -44,14 +44,10 @@ func bufferedHead(br *bufio.Reader) ([]byte, bool) {
 	return b[:i+4], true
 }
 
-// readRequestFast parses the request at the start of br when its head is
-// buffered and in the common shape; it consumes the head only when it
-// returns a request, which carries ctx.
-func readRequestFast(ctx context.Context, br *bufio.Reader) *http.Request {
-	b, ok := bufferedHead(br)
-	if !ok {
-		return nil
-	}
+// readRequestFast parses the request whose whole head b (from
+// bufferedHead) starts br's buffer, when it is in the common shape; it
+// consumes the head only when it returns a request, which carries ctx.
+func readRequestFast(ctx context.Context, br *bufio.Reader, b []byte) *http.Request {
 	head := string(b)
 	line, rest, _ := strings.Cut(head, "\r\n")
 	method, target, ok1 := strings.Cut(line, " ")
@@ -136,18 +132,14 @@ func plainPath(p string) bool {
 	return true
 }
 
-// readResponseFast parses the response at the start of br when its head
-// is buffered and in the common shape: HTTP/1.1, a final status other
-// than 204 and 304, one Content-Length, no Transfer-Encoding, not to a
-// HEAD request, not closing the connection. It consumes the head only
-// when it returns a response; the body reads the next ContentLength
-// bytes of br.
-func readResponseFast(br *bufio.Reader, method string) *fastResponse {
-	if method == http.MethodHead {
-		return nil
-	}
-	b, ok := bufferedHead(br)
-	if !ok || len(b) < len("HTTP/1.1 200\r\n\r\n") || string(b[:9]) != "HTTP/1.1 " {
+// readResponseFast parses the response whose whole head b (from
+// bufferedHead) starts br's buffer, when it is in the common shape:
+// HTTP/1.1, a final status other than 204 and 304, one Content-Length, no
+// Transfer-Encoding, not to a HEAD request, not closing the connection.
+// It consumes the head only when it returns a response; the body reads
+// the next ContentLength bytes of br.
+func readResponseFast(br *bufio.Reader, b []byte, method string) *fastResponse {
+	if method == http.MethodHead || len(b) < len("HTTP/1.1 200\r\n\r\n") || string(b[:9]) != "HTTP/1.1 " {
 		return nil
 	}
 	head := string(b)
