@@ -298,18 +298,7 @@ func checkRequest(r *http.Request) (int, string) {
 
 // validHost reports whether h is made of the bytes net/http allows in a
 // Host header (httpguts.ValidHostHeader, without the x/net dependency).
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!$%&'()*+,-.:;=@[]_~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=@[]_~") }
 
 // errorResponse answers with a load-balancer error in lbError's format
 // and closes the connection, lingering so the answer is not lost to a

@@ -119,18 +119,7 @@ func requestURL(target string, u *url.URL) *url.URL {
 
 // plainPath reports whether p is its own escaped form: made only of the
 // bytes url.URL.EscapedPath leaves alone, so Path = p and RawPath = "".
-func plainPath(p string) bool {
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("-_.~$&+,/:;=@", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func plainPath(p string) bool { return alnumOr(p, "-_.~$&+,/:;=@") }
 
 // readResponseFast parses the response whose whole head b (from
 // bufferedHead) starts br's buffer, when it is in the common shape:

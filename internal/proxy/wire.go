@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // wireRequest is a body-less HTTP/1.1 request as the fast transport writes
@@ -269,16 +270,15 @@ func checkHeader(h http.Header) error {
 
 // plainHost reports a non-empty Host made only of letters, digits and
 // ".-_:[]": one http.Request.Write would send unchanged.
-func plainHost(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
+func plainHost(h string) bool { return h != "" && alnumOr(h, ".-_:[]") }
+
+// alnumOr reports whether every byte of s is an ASCII letter or digit or
+// one of extra.
+func alnumOr(s, extra string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '-', c == '_', c == ':', c == '[', c == ']':
-		default:
+		case strings.IndexByte(extra, c) < 0:
 			return false
 		}
 	}
