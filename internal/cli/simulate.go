@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -233,7 +234,7 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	fmt.Fprintf(w, "client region %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
 		client, down, mode, time.Duration(r.ConvergedAfter), o.Seed)
 
-	regions := sortedKeys(r.Regions)
+	regions := slices.Sorted(maps.Keys(r.Regions))
 	fmt.Fprintf(w, "%-14s %-16s %9s %7s\n", "REGION", "ZONE", "REQUESTS", "SHARE")
 	for _, reg := range regions {
 		for _, z := range r.ZoneOrder {
@@ -245,10 +246,10 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 		fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, "(region)", r.Regions[reg], pct(r.Regions[reg], r.Requests))
 	}
 	fmt.Fprintln(w)
-	for _, code := range sortedKeys(r.Status) {
+	for _, code := range slices.Sorted(maps.Keys(r.Status)) {
 		fmt.Fprintf(w, "HTTP %s: %d (%s)\n", code, r.Status[code], strings.TrimSpace(pct(r.Status[code], r.Requests)))
 	}
-	for _, reason := range sortedKeys(r.Reasons) {
+	for _, reason := range slices.Sorted(maps.Keys(r.Reasons)) {
 		fmt.Fprintf(w, "  %d × %s\n", r.Reasons[reason], reason)
 	}
 
@@ -292,15 +293,6 @@ func zoneInRegion(p *plan.Plan, zone, region string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // printBackendRow prints one backend of a service table (simulate and

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -224,14 +225,14 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 		fmt.Fprintf(w, "%-16s %-18s %-18s %-24s %9d %7s\n", m.Member, m.Address, region, m.Name, r.Members[m.Member], pct(r.Members[m.Member], r.Queries))
 		listed[m.Member] = true
 	}
-	for _, k := range sortedKeys(r.Members) {
+	for _, k := range slices.Sorted(maps.Keys(r.Members)) {
 		if !listed[k] {
 			fmt.Fprintf(w, "%-16s %-18s %-18s %-24s %9d %7s\n", "(unknown)", k, "-", "-", r.Members[k], pct(r.Members[k], r.Queries))
 		}
 	}
 	if len(r.Regions) > 0 {
 		fmt.Fprintf(w, "\n%-18s %9s %7s\n", "REGION", "ANSWERS", "SHARE")
-		for _, reg := range sortedKeys(r.Regions) {
+		for _, reg := range slices.Sorted(maps.Keys(r.Regions)) {
 			fmt.Fprintf(w, "%-18s %9d %7s\n", reg, r.Regions[reg], pct(r.Regions[reg], r.Queries))
 		}
 	}
@@ -242,7 +243,7 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 	}
 	fmt.Fprintln(w)
 	rc := []string{"NOERROR", "NXDOMAIN", "SERVFAIL"}
-	for _, k := range sortedKeys(r.Rcodes) {
+	for _, k := range slices.Sorted(maps.Keys(r.Rcodes)) {
 		if k != "NOERROR" && k != "NXDOMAIN" && k != "SERVFAIL" {
 			rc = append(rc, k)
 		}
@@ -295,7 +296,7 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 
 // ttlOrder returns the TTL keys of m, numerically descending.
 func ttlOrder(m map[string]int) []string {
-	k := sortedKeys(m)
+	k := slices.Sorted(maps.Keys(m))
 	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	slices.SortStableFunc(k, func(a, b string) int { return num(b) - num(a) })
 	return k

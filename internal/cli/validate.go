@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/spillwaylb/spillway/internal/lint"
 	"github.com/spillwaylb/spillway/internal/route"
@@ -54,7 +56,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "advice: %s: %s\n", *cfgPath, f)
 	}
 	failed, total := 0, 0
-	for _, name := range sortedKeys(p.URLMaps) {
+	for _, name := range slices.Sorted(maps.Keys(p.URLMaps)) {
 		um := p.URLMaps[name]
 		t, err := route.Compile(um.Config)
 		if err != nil {

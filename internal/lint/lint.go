@@ -5,7 +5,8 @@ package lint
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -47,7 +48,7 @@ func drainLimit(p *plan.Plan) []Finding {
 		for _, b := range svc.Backends {
 			per[b.Group.Region]++
 		}
-		for _, r := range sortedKeys(per) {
+		for _, r := range slices.Sorted(maps.Keys(per)) {
 			if c := per[r]; c > limit {
 				out = append(out, Finding{
 					Path:    "backendServices[" + svc.Name + "]",
@@ -76,7 +77,7 @@ func sharedUtilization(p *plan.Plan) []Finding {
 		}
 	}
 	var out []Finding
-	for _, g := range sortedKeys(users) {
+	for _, g := range slices.Sorted(maps.Keys(users)) {
 		if len(users[g]) > 1 && util[g] {
 			out = append(out, Finding{
 				Path:    "group " + g,
@@ -93,7 +94,7 @@ func sharedUtilization(p *plan.Plan) []Finding {
 // others within seconds, far faster than autoscaling (seed 000, caveat 3).
 func failoverStepUp(p *plan.Plan) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(p.URLMaps) {
+	for _, name := range slices.Sorted(maps.Keys(p.URLMaps)) {
 		a := p.URLMaps[name].Config.DefaultRouteAction
 		if a == nil || len(a.WeightedBackendServices) < 2 {
 			continue
@@ -115,7 +116,7 @@ func failoverStepUp(p *plan.Plan) []Finding {
 		if len(share) < 2 || total == 0 {
 			continue
 		}
-		for _, r := range sortedKeys(share) {
+		for _, r := range slices.Sorted(maps.Keys(share)) {
 			step := float64(total) / float64(share[r])
 			if step < 2 {
 				continue
@@ -144,13 +145,4 @@ func preferredRegion(svc *plan.Service) string {
 		r = b.Group.Region
 	}
 	return r
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }
