@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/oschwald/maxminddb-golang"
+
+	"github.com/spillwaylb/spillway/internal/plan"
 )
 
 // geoDB is a MaxMind-format database (GeoLite2/GeoIP2 City or Country,
@@ -103,7 +105,7 @@ func (n *gname) geoLadder(addr netip.Addr) (ladder, scope int) {
 	}
 	ladder, best := -1, math.Inf(1)
 	for _, r := range n.geoRegions {
-		if d := haversineKm(lat, lon, r.lat, r.lon); d < best {
+		if d := plan.DistanceKm(lat, lon, r.lat, r.lon); d < best {
 			ladder, best = r.ladder, d
 		}
 	}

@@ -286,7 +286,7 @@ func regionDistance(p *plan.Plan) func(a, b string) float64 {
 		if !ok1 || !ok2 {
 			return math.Inf(1)
 		}
-		return haversineKm(la, oa, lb, ob)
+		return plan.DistanceKm(la, oa, lb, ob)
 	}
 }
 
@@ -307,16 +307,6 @@ func regionCoords(p *plan.Plan) func(region string) (lat, lon float64, ok bool) 
 		}
 		return plan.KnownRegionLocation(r)
 	}
-}
-
-// haversineKm is the great-circle distance in km.
-func haversineKm(lat1, lon1, lat2, lon2 float64) float64 {
-	const r = 6371.0
-	rad := math.Pi / 180
-	dlat := (lat2 - lat1) * rad
-	dlon := (lon2 - lon1) * rad
-	a := math.Sin(dlat/2)*math.Sin(dlat/2) + math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dlon/2)*math.Sin(dlon/2)
-	return 2 * r * math.Asin(math.Sqrt(a))
 }
 
 // probeTarget adds one of m's probe targets, from layered check c.

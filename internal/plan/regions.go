@@ -34,7 +34,7 @@ func distances(names []string, regions []config.Region) [][]float64 {
 				la, oa, ok1 := coords(a)
 				lb, ob, ok2 := coords(b)
 				if ok1 && ok2 {
-					d[i][j] = haversineKm(la, oa, lb, ob)
+					d[i][j] = DistanceKm(la, oa, lb, ob)
 				} else {
 					d[i][j] = math.Inf(1)
 				}
@@ -58,7 +58,9 @@ func rtt(byName map[string]*config.Region, a, b string) float64 {
 	return -1
 }
 
-func haversineKm(lat1, lon1, lat2, lon2 float64) float64 {
+// DistanceKm is the great-circle (haversine) distance in km between two
+// points given in degrees.
+func DistanceKm(lat1, lon1, lat2, lon2 float64) float64 {
 	const r = 6371.0
 	rad := math.Pi / 180
 	dlat := (lat2 - lat1) * rad
