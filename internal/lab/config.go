@@ -185,20 +185,28 @@ func selfSigned() (tls.Certificate, []byte, []byte, error) {
 	return cert, certPEM, keyPEM, nil
 }
 
-// writeCert writes a self-signed certificate and key into dir and returns
-// their paths.
-func writeCert(dir string) (certFile, keyFile string, err error) {
+// newSettings returns the lab settings for health checks every interval,
+// with a self-signed frontend certificate written into a temporary
+// directory that cleanup removes.
+func newSettings(interval time.Duration) (set settings, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "spillway-lab-")
+	if err != nil {
+		return settings{}, nil, fmt.Errorf("lab: temp dir for the frontend certificate: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
 	_, certPEM, keyPEM, err := selfSigned()
 	if err != nil {
-		return "", "", err
+		cleanup()
+		return settings{}, nil, err
 	}
-	certFile = filepath.Join(dir, "frontend.crt")
-	keyFile = filepath.Join(dir, "frontend.key")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("lab: write certificate: %w", err)
+	set = settings{Interval: interval, CertFile: filepath.Join(dir, "frontend.crt"), KeyFile: filepath.Join(dir, "frontend.key")}
+	if err := os.WriteFile(set.CertFile, certPEM, 0o600); err != nil {
+		cleanup()
+		return settings{}, nil, fmt.Errorf("lab: write certificate: %w", err)
 	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("lab: write key: %w", err)
+	if err := os.WriteFile(set.KeyFile, keyPEM, 0o600); err != nil {
+		cleanup()
+		return settings{}, nil, fmt.Errorf("lab: write key: %w", err)
 	}
-	return certFile, keyFile, nil
+	return set, cleanup, nil
 }

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -167,16 +166,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{Requests: o.Requests, FailMode: o.FailMode, Interval: o.Interval, Rate: o.Rate}
-	dir, err := os.MkdirTemp("", "spillway-lab-")
-	if err != nil {
-		return nil, fmt.Errorf("lab: temp dir for the frontend certificate: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	certFile, keyFile, err := writeCert(dir)
+	set, cleanup, err := newSettings(o.Interval)
 	if err != nil {
 		return nil, err
 	}
-	set := settings{Interval: o.Interval, CertFile: certFile, KeyFile: keyFile}
+	defer cleanup()
 	for _, c := range o.Configs {
 		scenarios := o.Scenarios
 		if len(scenarios) == 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -178,16 +177,11 @@ func RunWinticket(ctx context.Context, o WinticketOptions) (rep *WinticketReport
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "spillway-lab-")
-	if err != nil {
-		return nil, fmt.Errorf("lab: temp dir for the frontend certificate: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	certFile, keyFile, err := writeCert(dir)
+	set, cleanup, err := newSettings(o.Interval)
 	if err != nil {
 		return nil, err
 	}
-	set := settings{Interval: o.Interval, CertFile: certFile, KeyFile: keyFile}
+	defer cleanup()
 	cfg, fe, err := o.labConfig(set)
 	if err != nil {
 		return nil, err
