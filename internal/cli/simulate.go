@@ -136,9 +136,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
+			return printJSON(stdout, res)
 		}
 		printDNSResult(stdout, o, res)
 		return nil
@@ -157,9 +155,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(stdout, res)
 	}
 	printResult(stdout, p, opts, res)
 	return nil
@@ -308,4 +304,11 @@ func printBackendRow(w io.Writer, group, zone, pref string, healthy, members int
 		state = "unhealthy"
 	}
 	fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %5.1f%%\n", group, zone, pref, fmt.Sprintf("%d/%d", healthy, members), state, 100*share)
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
