@@ -316,19 +316,24 @@ func (w *h1response) Flush() { _ = w.FlushError() }
 // FlushError is Flush reporting a write error (for
 // http.ResponseController).
 func (w *h1response) FlushError() error {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	c := w.c
-	if !w.committed {
-		w.commit(c.body, false)
-		w.writeBody(c.body)
-		c.body = c.body[:0]
-	}
-	if err := c.bw.Flush(); err != nil {
+	w.commitHeld(false)
+	if err := w.c.bw.Flush(); err != nil {
 		return fmt.Errorf("flush response: %w", err)
 	}
 	return nil
+}
+
+// commitHeld writes the head, once (200 if the handler wrote none), and
+// the body held back so far; final says the handler is done.
+func (w *h1response) commitHeld(final bool) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if c := w.c; !w.committed {
+		w.commit(c.body, final)
+		w.writeBody(c.body)
+		c.body = c.body[:0]
+	}
 }
 
 // EnableFullDuplex is a no-op: the body can always be read while the
@@ -337,15 +342,8 @@ func (w *h1response) EnableFullDuplex() error { return nil }
 
 // finish completes the response after the handler returned.
 func (w *h1response) finish() {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
+	w.commitHeld(true)
 	c := w.c
-	if !w.committed {
-		w.commit(c.body, true)
-		w.writeBody(c.body)
-		c.body = c.body[:0]
-	}
 	if w.cl >= 0 && w.bodyOK && !w.isHead && w.written != w.cl {
 		w.closeAfter = true // short body: the client sees it end
 	}
