@@ -106,8 +106,8 @@ func (c *h1conn) serve() {
 		}
 	}()
 	if tc, ok := c.rwc.(*tls.Conn); ok {
-		if !c.startTLS(tc) {
-			handedOff = c.tls != nil // negotiated h2
+		var serve bool
+		if serve, handedOff = c.startTLS(tc); !serve {
 			return
 		}
 	}
@@ -186,25 +186,24 @@ func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
 }
 
 // startTLS completes the TLS handshake within ReadHeaderTimeout, as
-// net/http does. A connection that negotiated h2 is handed to the HTTP/2
+// net/http does, and hands a connection that negotiated h2 to the HTTP/2
 // server. It reports whether the HTTP/1.1 loop should serve the
-// connection; when it does not, c.tls tells a hand-off (set) from a failed
-// handshake (nil).
-func (c *h1conn) startTLS(tc *tls.Conn) bool {
+// connection, and whether it was handed off.
+func (c *h1conn) startTLS(tc *tls.Conn) (serve, handedOff bool) {
 	tc.SetDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 	if err := tc.HandshakeContext(c.ctx); err != nil {
 		c.s.Logger.Debug("http1: TLS handshake failed", "remote", c.remote, "err", err)
-		return false
+		return false, false
 	}
 	tc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
-	c.tls = &st
 	if st.NegotiatedProtocol == "h2" {
 		c.s.forget(c)
 		c.s.handOff(tc)
-		return false
+		return false, true
 	}
-	return true
+	c.tls = &st
+	return true, false
 }
 
 // setReadDeadline sets the connection's read deadline and records it.
