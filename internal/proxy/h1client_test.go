@@ -14,9 +14,24 @@ import (
 	"github.com/spillwaylb/spillway/internal/proxy"
 )
 
+// countingServer starts a test backend that counts the connections it
+// accepts.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	conns := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, conns
+}
+
 func TestFastTransport(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/chunked":
 			w.Write([]byte("a"))
@@ -32,14 +47,7 @@ func TestFastTransport(t *testing.T) {
 		default:
 			w.Write([]byte("ok " + r.Method))
 		}
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	})
 	rt := proxy.NewFastTransport(nil)
 	get := func(method, path string) (int, string) {
 		t.Helper()
@@ -183,17 +191,9 @@ func TestFastTransportSafety(t *testing.T) {
 // A pooled connection whose probe deadline expired while it sat idle is
 // still reused: the idle check does not trip over the old deadline.
 func TestFastTransportReusesAfterIdleDeadline(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	})
 	rt := proxy.NewFastTransport(nil)
 	ctx, cancel := context.WithCancel(context.Background()) // watched: probe deadlines
 	defer cancel()
