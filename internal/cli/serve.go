@@ -29,7 +29,8 @@ decision engine to an endpoint, and active health checks, auto-capacity drain
 and failover act live.
 
 Hot reload: send SIGHUP, POST /reload on the admin address, or just save the
-file (it is polled every second). A config that fails validation is rejected
+file (it is polled every second, and reloaded whenever its content differs
+from the config in force, however that config was applied). A config that fails validation is rejected
 with a log line and the running config keeps serving; open connections and
 in-flight requests survive a reload.
 

@@ -12,7 +12,9 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +82,11 @@ type Server struct {
 	// passive counts the requests of frontends DNS names depend on.
 	passive passiveCounters
 
+	// inForce is configSum of the config in force, recorded whenever a
+	// config is applied (New, Reload, ReloadFile, the watcher). The
+	// watcher compares the file with it, not with the last file it read.
+	inForce atomic.Pointer[[32]byte]
+
 	// Owned by the loop goroutine.
 	state    *control.State
 	targets  map[probe.Target][]int
@@ -117,6 +124,7 @@ type event struct {
 
 type reloadReq struct {
 	cfg       *config.Config
+	sum       [32]byte // configSum(cfg), before validation
 	p         *plan.Plan
 	dns       *gslb.Server
 	listeners map[string]net.Listener // pre-bound for new frontend addresses
@@ -125,6 +133,10 @@ type reloadReq struct {
 
 // New compiles cfg and prepares a Server; Run starts it.
 func New(cfg *config.Config, opts Options) (*Server, error) {
+	sum, err := configSum(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -152,6 +164,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.transport == nil {
 		s.transport = proxy.NewFastTransport(proxy.NewTransport())
 	}
+	s.inForce.Store(&sum)
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.metrics = newMetrics(s)
 	s.state = control.New(p)
@@ -208,6 +221,10 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 			s.metrics.reloads.Add(1)
 		}
 	}()
+	sum, err := configSum(cfg)
+	if err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -226,7 +243,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	req := &reloadReq{cfg: cfg, p: p, dns: g, listeners: lns, errc: make(chan error, 1)}
+	req := &reloadReq{cfg: cfg, sum: sum, p: p, dns: g, listeners: lns, errc: make(chan error, 1)}
 	select {
 	case s.events <- event{reload: req}:
 	case <-s.stopped:
@@ -252,6 +269,17 @@ func (s *Server) ReloadFile(ctx context.Context, path string) error {
 		return err
 	}
 	return s.Reload(ctx, cfg)
+}
+
+// configSum identifies a config's content: the SHA-256 of its JSON
+// encoding, so the same file content always gives the same sum, however
+// the config reached the server.
+func configSum(cfg *config.Config) ([32]byte, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("config: encode for its checksum: %w", err)
+	}
+	return sha256.Sum256(b), nil
 }
 
 func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
@@ -497,6 +525,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 		s.state, s.outliers = old, oldOutliers
 		return err
 	}
+	s.inForce.Store(&req.sum)
 	if err := s.syncFrontends(req.p, req.listeners); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
