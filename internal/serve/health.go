@@ -138,8 +138,9 @@ func (s *Server) adminHandler() http.Handler {
 }
 
 // watch polls the config file and reloads it when its content differs
-// from the config in force. Polling (not inotify) is deliberate: it
-// survives editors that replace the file, and config files are small.
+// from the config in force, and reloads the TLS files of HTTPS frontends
+// when they change. Polling (not inotify) is deliberate: it survives
+// editors and tools that replace files, and the files are small.
 func (s *Server) watch(ctx context.Context) {
 	every := s.opts.WatchInterval
 	if every == 0 {
@@ -154,7 +155,10 @@ func (s *Server) watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		s.checkConfigFile(ctx, &last)
+		if s.opts.ConfigPath != "" {
+			s.checkConfigFile(ctx, &last)
+		}
+		s.checkTLSFiles()
 	}
 }
 

@@ -43,6 +43,8 @@ type Options struct {
 	Now func() time.Time
 	// ConfigPath, when set, is re-read on Reload requests from SIGHUP and
 	// polled for changes every WatchInterval (0 = 1 s; negative = no watch).
+	// The certificate, key and CA files of HTTPS frontends are polled at
+	// the same interval, with or without ConfigPath.
 	ConfigPath    string
 	WatchInterval time.Duration
 	// Transport overrides the backend transport (tests).
@@ -104,6 +106,7 @@ type dnsServer struct {
 type frontend struct {
 	cfg     *plan.Frontend
 	handler atomic.Pointer[http.Handler]
+	tls     *frontendTLS // HTTPS only
 	srv     frontendServer
 	ln      net.Listener
 	done    chan struct{}
@@ -128,6 +131,7 @@ type reloadReq struct {
 	p         *plan.Plan
 	dns       *gslb.Server
 	listeners map[string]net.Listener // pre-bound for new frontend addresses
+	tls       map[string]*tlsState    // loaded TLS of every HTTPS frontend
 	errc      chan error
 }
 
@@ -239,11 +243,17 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
+	// Certificates are read from disk on every reload, so files replaced
+	// in place are picked up; any that fail reject the reload.
+	tlsStates, err := loadFrontendTLS(p)
+	if err != nil {
+		return err
+	}
 	lns, err := s.prepareListeners(p)
 	if err != nil {
 		return err
 	}
-	req := &reloadReq{cfg: cfg, sum: sum, p: p, dns: g, listeners: lns, errc: make(chan error, 1)}
+	req := &reloadReq{cfg: cfg, sum: sum, p: p, dns: g, listeners: lns, tls: tlsStates, errc: make(chan error, 1)}
 	select {
 	case s.events <- event{reload: req}:
 	case <-s.stopped:
@@ -372,7 +382,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	s.runCtx = ctx
 	s.targetUpdates = make(chan []probe.Target, 1)
-	if err := s.syncFrontends(s.snap.Load().Plan, nil); err != nil {
+	tlsStates, err := loadFrontendTLS(s.snap.Load().Plan)
+	if err != nil {
+		return err
+	}
+	if err := s.syncFrontends(s.snap.Load().Plan, nil, tlsStates); err != nil {
 		s.closeFrontends(context.Background())
 		return err
 	}
@@ -400,7 +414,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.prober.Run(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.applyTargets(ctx, s.targetUpdates) }()
-	if s.opts.ConfigPath != "" && s.opts.WatchInterval >= 0 {
+	if s.opts.WatchInterval >= 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.watch(ctx) }()
 	}
@@ -526,7 +540,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 		return err
 	}
 	s.inForce.Store(&req.sum)
-	if err := s.syncFrontends(req.p, req.listeners); err != nil {
+	if err := s.syncFrontends(req.p, req.listeners, req.tls); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
 		s.log.Error("reload: frontend listeners", "err", err)
@@ -543,8 +557,10 @@ func (s *Server) applyReload(req *reloadReq) error {
 }
 
 // syncFrontends starts listeners for new frontends, stops removed ones and
-// swaps the handler of every kept one, so open connections survive a reload.
-func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) error {
+// swaps the handler and TLS settings of every kept one, so open
+// connections survive a reload. tlsStates has the loaded TLS of every
+// HTTPS frontend of p.
+func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer closeListeners(prebound) // the ones not taken below
@@ -571,11 +587,15 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) e
 		if f := s.frontends[name]; f != nil {
 			f.cfg = pf
 			f.handler.Store(&h)
+			if f.tls != nil {
+				f.tls.cur.Store(tlsStates[name])
+				f.tls.failed = nil
+			}
 			continue
 		}
 		ln := prebound[name]
 		delete(prebound, name)
-		f, err := s.startFrontend(pf, h, useH1Server(p), ln)
+		f, err := s.startFrontend(pf, h, useH1Server(p), ln, tlsStates[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -585,12 +605,10 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) e
 	return errors.Join(errs...)
 }
 
-// prepareListeners checks a reload's frontends before anything is
-// swapped: certificates of new or changed HTTPS frontends must load, and
-// frontends on a new address are bound now, so a port in use rejects the
-// reload while the old config keeps serving. (A frontend that changes
-// protocol or certificates on the same address is re-bound during the
-// swap, after its old listener closes.)
+// prepareListeners binds a reload's frontends on new addresses before
+// anything is swapped, so a port in use rejects the reload while the old
+// config keeps serving. (A frontend that changes protocol on the same
+// address is re-bound during the swap, after its old listener closes.)
 func (s *Server) prepareListeners(p *plan.Plan) (map[string]net.Listener, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -605,12 +623,6 @@ func (s *Server) prepareListeners(p *plan.Plan) (map[string]net.Listener, error)
 		}
 		if old := s.frontends[pf.Name]; old != nil && sameListener(old.cfg, pf) {
 			continue
-		}
-		for _, c := range pf.Config.Certificates {
-			if _, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile); err != nil {
-				closeListeners(lns)
-				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
-			}
 		}
 		if inUse[pf.Address] {
 			continue
@@ -640,16 +652,11 @@ func closeListeners(lns map[string]net.Listener) {
 	}
 }
 
+// sameListener reports whether a reload keeps a frontend's listener: the
+// same address and protocol. Certificates and TLS policies change in
+// place (frontendTLS).
 func sameListener(a, b *plan.Frontend) bool {
-	if a.Address != b.Address || a.Protocol != b.Protocol || len(a.Config.Certificates) != len(b.Config.Certificates) {
-		return false
-	}
-	for i := range a.Config.Certificates {
-		if a.Config.Certificates[i] != b.Config.Certificates[i] {
-			return false
-		}
-	}
-	return true
+	return a.Address == b.Address && a.Protocol == b.Protocol
 }
 
 // useH1Server reports whether cleartext frontends use proxy.H1Server
@@ -659,24 +666,22 @@ func useH1Server(p *plan.Plan) bool {
 	return t == nil || t.HTTP1Server != "NET_HTTP"
 }
 
-// startFrontend serves pf on ln, or on a new listener when ln is nil.
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln net.Listener) (*frontend, error) {
+// startFrontend serves pf on ln, or on a new listener when ln is nil; st
+// is its loaded TLS (HTTPS only).
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln net.Listener, st *tlsState) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
 	if pf.Protocol == "HTTPS" {
-		var certs []tls.Certificate
-		for _, c := range pf.Config.Certificates {
-			cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
-			if err != nil {
-				if ln != nil {
-					ln.Close()
-				}
-				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
+		if st == nil {
+			if ln != nil {
+				ln.Close()
 			}
-			certs = append(certs, cert)
+			return nil, fmt.Errorf("frontend %s: TLS settings not loaded", pf.Name)
 		}
-		tlsCfg = &tls.Config{Certificates: certs, NextProtos: []string{"h2", "http/1.1"}}
+		f.tls = &frontendTLS{}
+		f.tls.cur.Store(st)
+		tlsCfg = f.tls.serverConfig()
 	}
 	if ln == nil {
 		var err error
