@@ -3,9 +3,6 @@ package serve
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"time"
 
@@ -104,37 +101,6 @@ func buildHealth(st *control.State, v *engine.View, now time.Time) *HealthReport
 		r.Services = append(r.Services, sh)
 	}
 	return r
-}
-
-func (s *Server) adminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(s.Health())
-	})
-	// Profiling, on the admin listener only (loopback by default).
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	mux.Handle("GET /metrics", s.metrics.handler())
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.ConfigPath == "" {
-			http.Error(w, "no config file to reload", http.StatusConflict)
-			return
-		}
-		if err := s.ReloadFile(r.Context(), s.opts.ConfigPath); err != nil {
-			http.Error(w, "reload rejected, the old config keeps serving:\n"+err.Error(), http.StatusUnprocessableEntity)
-			return
-		}
-		w.Write([]byte("reloaded\n"))
-	})
-	return mux
 }
 
 // watch polls the config file and reloads it when its content differs

@@ -36,8 +36,17 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// Admin is the admin listener address ("" = none).
-	Admin  string
+	// Admin is the admin listener address ("" = none). An address that is
+	// not loopback (127.0.0.0/8, ::1, localhost) needs AdminToken.
+	Admin string
+	// AdminToken, when set, is the bearer token the admin API wants: on
+	// every endpoint but GET /healthz when Admin is not loopback, and on
+	// mutating endpoints (POST /reload) and profiling always. At least 16
+	// characters.
+	AdminToken string
+	// Pprof serves net/http/pprof under /debug/pprof/ on the admin
+	// listener (off by default).
+	Pprof  bool
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -137,6 +146,9 @@ type reloadReq struct {
 
 // New compiles cfg and prepares a Server; Run starts it.
 func New(cfg *config.Config, opts Options) (*Server, error) {
+	if err := checkAdmin(opts); err != nil {
+		return nil, err
+	}
 	sum, err := configSum(cfg)
 	if err != nil {
 		return nil, err
@@ -401,10 +413,16 @@ func (s *Server) Run(ctx context.Context) error {
 			s.closeFrontends(context.Background())
 			return fmt.Errorf("admin listener %s: %w", s.opts.Admin, err)
 		}
+		remote := !loopbackAddr(ln.Addr().String())
+		if remote && s.opts.AdminToken == "" {
+			ln.Close()
+			s.closeFrontends(context.Background())
+			return fmt.Errorf("admin listener %s (bound to %s): %w", s.opts.Admin, ln.Addr(), errAdminNotLoopback)
+		}
 		s.mu.Lock()
 		s.admin = ln.Addr().String()
 		s.mu.Unlock()
-		adminSrv = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		adminSrv = &http.Server{Handler: s.adminHandler(remote), ReadHeaderTimeout: 10 * time.Second}
 		go adminSrv.Serve(ln)
 	}
 	close(s.ready)
