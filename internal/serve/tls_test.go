@@ -335,30 +335,34 @@ func TestCertificatePathFlipKeepsListener(t *testing.T) {
 }
 
 // With several certificates, the client's SNI picks one; an unknown name
-// gets the first.
+// gets the first. Both HTTP/1.1 servers take the same TLS settings.
 func TestSNIPicksCertificate(t *testing.T) {
 	ca := newCA(t, "test CA")
 	dir := t.TempDir()
 	certA, keyA := ca.writePair(t, dir, "a", "a", []string{"a.example"}, false)
 	certB, keyB := ca.writePair(t, dir, "b", "b", []string{"b.example", "*.b.example"}, false)
 	be := startSlowBackend(t)
-	y := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certA, keyA, certB, keyB)+"}", "")
-	s := runServer(t, parseYAML(t, y), serve.Options{WatchInterval: -1})
-	addr := s.FrontendAddr("fe")
-	for _, tt := range []struct{ sni, want string }{
-		{"a.example", "a"}, {"b.example", "b"}, {"www.b.example", "b"},
-	} {
-		if cn := servedCN(t, ca, addr, tt.sni); cn != tt.want {
-			t.Errorf("SNI %s: certificate %q, want %q", tt.sni, cn, tt.want)
-		}
-	}
-	conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "other.example", InsecureSkipVerify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if cn := conn.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != "a" {
-		t.Errorf("unknown SNI: certificate %q, want the first, a", cn)
+	for _, h1 := range []string{"SPILLWAY", "NET_HTTP"} {
+		t.Run(h1, func(t *testing.T) {
+			y := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certA, keyA, certB, keyB)+"}", "spillway: {http1Server: "+h1+"}\n")
+			s := runServer(t, parseYAML(t, y), serve.Options{WatchInterval: -1})
+			addr := s.FrontendAddr("fe")
+			for _, tt := range []struct{ sni, want string }{
+				{"a.example", "a"}, {"b.example", "b"}, {"www.b.example", "b"},
+			} {
+				if cn := servedCN(t, ca, addr, tt.sni); cn != tt.want {
+					t.Errorf("SNI %s: certificate %q, want %q", tt.sni, cn, tt.want)
+				}
+			}
+			conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "other.example", InsecureSkipVerify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if cn := conn.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != "a" {
+				t.Errorf("unknown SNI: certificate %q, want the first, a", cn)
+			}
+		})
 	}
 }
 
