@@ -250,14 +250,15 @@ func TestCertificateRotationInPlace(t *testing.T) {
 }
 
 // A certificate that fails to load keeps the old one serving: on reload
-// (the reload is rejected) and from the watcher (logged).
+// (the reload is rejected) and from the watcher (counted and logged once,
+// not on every poll); a good pair written afterwards is picked up.
 func TestBrokenCertificateKeepsOldOne(t *testing.T) {
 	ca := newCA(t, "test CA")
 	dir := t.TempDir()
 	certFile, keyFile := ca.writePair(t, dir, "fe", "v1", []string{"localhost"}, false)
 	be := startSlowBackend(t)
 	y := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certFile, keyFile)+"}", "")
-	s := runServer(t, parseYAML(t, y), serve.Options{WatchInterval: 50 * time.Millisecond})
+	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: 50 * time.Millisecond})
 	addr := s.FrontendAddr("fe")
 	if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
@@ -266,10 +267,26 @@ func TestBrokenCertificateKeepsOldOne(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), keyFile) {
 		t.Fatalf("reload with a broken key: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond) // several watcher polls
+	const failed = "spillway_tls_file_reload_failures_total 1\n"
+	waitFor(t, "the watcher to count the broken key", func() bool { return strings.Contains(metricsText(t, s), failed) })
+	time.Sleep(300 * time.Millisecond) // several more polls of the same broken files
+	if m := metricsText(t, s); !strings.Contains(m, failed) {
+		t.Errorf("the same broken files were counted more than once:\n%s", m)
+	}
 	if cn := servedCN(t, ca, addr, "localhost"); cn != "v1" {
 		t.Fatalf("after a broken key, new connections see %q, want v1", cn)
 	}
+	ca.writePair(t, dir, "fe", "v2", []string{"localhost"}, false)
+	waitFor(t, "the watcher to serve v2", func() bool { return servedCN(t, ca, addr, "localhost") == "v2" })
+}
+
+func metricsText(t *testing.T, s *serve.Server) string {
+	t.Helper()
+	body, err := getBody(http.DefaultClient, "http://"+s.AdminAddr()+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 // Flipping a frontend between two certificate paths on reload keeps the
