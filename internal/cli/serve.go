@@ -37,6 +37,11 @@ serving; open connections and in-flight requests survive a reload.
 TLS: the certificate, key and CA files of HTTPS frontends are read again on
 every reload and whenever they change (same poll), without touching the
 listener; files that fail to load are logged and the old ones keep serving.
+With several certificates, each handshake takes the first matching the
+client's SNI. A frontend's sslPolicy (minimum TLS version, cipher profile;
+without one, TLS 1.2 and up) and serverTlsPolicy (client certificates,
+checked against a trust config's CA files) follow Google Cloud's resources;
+see docs/extensions.md.
 
 The admin listener (loopback by default) serves:
   GET  /healthz   liveness (never needs the token)
@@ -75,7 +80,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	watch := fs.Duration("watch", time.Second, "config file poll interval (0 disables the watch)")
+	watch := fs.Duration("watch", time.Second, "poll interval of the config file and the TLS certificate, key and CA files (0 disables the watch)")
 	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
 	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
