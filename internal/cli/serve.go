@@ -29,19 +29,37 @@ decision engine to an endpoint, and active health checks, auto-capacity drain
 and failover act live.
 
 Hot reload: send SIGHUP, POST /reload on the admin address, or just save the
-file (it is polled every second). A config that fails validation is rejected
-with a log line and the running config keeps serving; open connections and
-in-flight requests survive a reload.
+file (it is polled every second, and reloaded whenever its content differs
+from the config in force, however that config was applied). A config that
+fails validation is rejected with a log line and the running config keeps
+serving; open connections and in-flight requests survive a reload.
+
+TLS: the certificate, key and CA files of HTTPS frontends are read again on
+every reload and whenever they change (same poll), without touching the
+listener; files that fail to load are logged and the old ones keep serving.
+With several certificates, each handshake takes the first matching the
+client's SNI. A frontend's sslPolicy (minimum TLS version, cipher profile;
+without one, TLS 1.2 and up) and serverTlsPolicy (client certificates,
+checked against a trust config's CA files) follow Google Cloud's resources;
+see docs/extensions.md.
 
 The admin listener (loopback by default) serves:
-  GET  /healthz   liveness
+  GET  /healthz   liveness (never needs the token)
   GET  /health    the get-health view as JSON (per service, backend, endpoint:
                   health state, drained or drain-blocked, why)
   GET  /metrics   Prometheus metrics: endpoint health and ejection, backend
                   healthy members, drained / drain-blocked, traffic share,
-                  config reloads and failures, Go runtime
-  GET  /debug/pprof/  profiling
+                  config and TLS file reloads and failures, Go runtime
+  GET  /debug/pprof/  profiling, only with --pprof
   POST /reload    reload the config file now
+
+Admin access: with a token (--admin-token-file FILE, or the environment
+variable SPILLWAY_ADMIN_TOKEN; at least 16 characters), requests send
+"Authorization: Bearer TOKEN": always for POST /reload and /debug/pprof/, and
+for everything but /healthz when --admin is not a loopback address. A
+non-loopback --admin without a token is refused at start. Browsers cannot
+drive the API: cross-origin POSTs, and requests to a loopback listener by a
+host name other than localhost, are answered 403.
 
 CPUs: --procs auto (the default) runs Go code on as many CPUs as the load
 needs: one while a CPU keeps up, doubling whenever the ones in use are over
@@ -62,9 +80,15 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	watch := fs.Duration("watch", time.Second, "config file poll interval (0 disables the watch)")
+	watch := fs.Duration("watch", time.Second, "poll interval of the config file and the TLS certificate, key and CA files (0 disables the watch)")
 	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
+	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
+	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	token, err := adminToken(*tokenFile)
+	if err != nil {
 		return err
 	}
 	if *cfgPath == "" {
@@ -91,7 +115,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if wi == 0 {
 		wi = -1
 	}
-	srv, err := serve.New(cfg, serve.Options{Admin: *admin, Logger: log, ConfigPath: *cfgPath, WatchInterval: wi})
+	srv, err := serve.New(cfg, serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: *cfgPath, WatchInterval: wi})
 	if err != nil {
 		return err
 	}
@@ -151,25 +175,58 @@ func setProcs(v string, explicit bool, log *slog.Logger) (bool, error) {
 	return false, nil
 }
 
+// adminTokenEnv is the environment variable that holds the admin token
+// when --admin-token-file is not given.
+const adminTokenEnv = "SPILLWAY_ADMIN_TOKEN"
+
+// adminToken returns the admin API token: the content of file (surrounding
+// white space trimmed) when file is given, else $SPILLWAY_ADMIN_TOKEN
+// ("" when neither is set).
+func adminToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv(adminTokenEnv)), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--admin-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--admin-token-file %s is empty (fix: write the token into it, e.g. head -c 32 /dev/urandom | base64 > %s)", file, file)
+	}
+	return tok, nil
+}
+
 const getHealthHelp = `
-Usage: spillway get-health [--admin ADDR] [--json]
+Usage: spillway get-health [--admin ADDR] [--admin-token-file FILE] [--json]
 
 Print a running instance's health view, like
 'gcloud compute backend-services get-health': for each backend service, each
 backend (group) with its preference, healthy members, drain state and share of
 traffic, and each endpoint's health state and last probe detail.
+
+When the admin API wants a token, give it with --admin-token-file FILE or the
+SPILLWAY_ADMIN_TOKEN environment variable (as for spillway serve).
 `
 
 func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("get-health", getHealthHelp, stderr)
 	admin := fs.String("admin", "127.0.0.1:9901", "admin `ADDR` of the running spillway serve")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
+	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	token, err := adminToken(*tokenFile)
+	if err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+*admin+"/health", nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -179,6 +236,12 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("the admin API at %s wants a token (fix: give it with --admin-token-file FILE or %s)", *admin, adminTokenEnv)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the admin API at %s answered %s: %s", *admin, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if *asJSON {
 		_, err = stdout.Write(body)

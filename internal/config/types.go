@@ -27,6 +27,11 @@ type Config struct {
 	// Spillway holds process-wide tuning that has no Google Cloud
 	// equivalent (a Spillway extension).
 	Spillway *Tuning `json:"spillway,omitempty"`
+	// SslPolicies, ServerTLSPolicies and TrustConfigs are the TLS
+	// settings HTTPS frontends name (see tls.go).
+	SslPolicies       []SslPolicy       `json:"sslPolicies,omitempty"`
+	ServerTLSPolicies []ServerTLSPolicy `json:"serverTlsPolicies,omitempty"`
+	TrustConfigs      []TrustConfig     `json:"trustConfigs,omitempty"`
 	// DNSZones is a Spillway extension: zones served on protocol: DNS
 	// frontends (see dns.go and docs/dns.md).
 	DNSZones []DNSZone `json:"dnsZones,omitempty"`
@@ -456,9 +461,19 @@ type Frontend struct {
 	URLMap       string        `json:"urlMap,omitempty"`
 	Region       string        `json:"region,omitempty"`
 	Certificates []Certificate `json:"certificates,omitempty"`
+	// SslPolicy names an sslPolicies[] entry (HTTPS only), as a target
+	// HTTPS proxy's sslPolicy does. Without one, Go's defaults apply
+	// (TLS 1.2 and up).
+	SslPolicy string `json:"sslPolicy,omitempty"`
+	// ServerTLSPolicy names a serverTlsPolicies[] entry (HTTPS only), as a
+	// target HTTPS proxy's serverTlsPolicy does: client certificates.
+	ServerTLSPolicy string `json:"serverTlsPolicy,omitempty"`
 }
 
-// Certificate is a PEM certificate and key pair on disk.
+// Certificate is a PEM certificate and key pair on disk. Both files are
+// read again on every reload and whenever their content changes; with
+// several certificates, each TLS handshake picks the first whose names
+// match the client's SNI (else the first).
 type Certificate struct {
 	CertificateFile string `json:"certificateFile"`
 	PrivateKeyFile  string `json:"privateKeyFile"`

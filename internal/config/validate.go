@@ -30,6 +30,9 @@ func validate(c *Config, pos map[string]position) Errors {
 	v.backendServices()
 	v.urlMaps()
 	v.regions()
+	v.sslPolicies()
+	v.serverTLSPolicies()
+	v.trustConfigs()
 	v.frontends()
 	v.tuning()
 	v.dnsZones()
@@ -47,6 +50,7 @@ type validator struct {
 
 	// Name → index, per kind, for resolving references.
 	hcs, policies, negs, igs, services, urlMapNames, regionNames map[string]int
+	sslPolicyNames, serverTLSPolicyNames, trustConfigNames       map[string]int
 }
 
 // add records a problem at path. The position is that of path or, when
@@ -87,6 +91,9 @@ func (v *validator) index() {
 	v.services = v.names("backendServices", "backend service", "bs-web", len(c.BackendServices), func(i int) string { return c.BackendServices[i].Name })
 	v.urlMapNames = v.names("urlMaps", "URL map", "web-map", len(c.URLMaps), func(i int) string { return c.URLMaps[i].Name })
 	v.regionNames = v.names("regions", "region", "us-east1", len(c.Regions), func(i int) string { return c.Regions[i].Name })
+	v.sslPolicyNames = v.names("sslPolicies", "SSL policy", "tls12-modern", len(c.SslPolicies), func(i int) string { return c.SslPolicies[i].Name })
+	v.serverTLSPolicyNames = v.names("serverTlsPolicies", "server TLS policy", "mtls-web", len(c.ServerTLSPolicies), func(i int) string { return c.ServerTLSPolicies[i].Name })
+	v.trustConfigNames = v.names("trustConfigs", "trust config", "client-cas", len(c.TrustConfigs), func(i int) string { return c.TrustConfigs[i].Name })
 	v.names("frontends", "frontend", "web", len(c.Frontends), func(i int) string { return c.Frontends[i].Name })
 }
 

@@ -62,6 +62,7 @@ func (v *validator) frontends() {
 		case proto != "HTTPS" && proto != "" && len(f.Certificates) > 0:
 			v.add(p+".certificates", "remove them, or use protocol HTTPS", "certificates are only used with HTTPS")
 		}
+		v.frontendTLS(p, f, proto == "HTTPS")
 		for j, c := range f.Certificates {
 			cp := at("%s.certificates[%d]", p, j)
 			if c.CertificateFile == "" {

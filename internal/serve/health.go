@@ -3,12 +3,10 @@ package serve
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
 )
@@ -105,53 +103,16 @@ func buildHealth(st *control.State, v *engine.View, now time.Time) *HealthReport
 	return r
 }
 
-func (s *Server) adminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(s.Health())
-	})
-	// Profiling, on the admin listener only (loopback by default).
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	mux.Handle("GET /metrics", s.metrics.handler())
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.ConfigPath == "" {
-			http.Error(w, "no config file to reload", http.StatusConflict)
-			return
-		}
-		if err := s.ReloadFile(r.Context(), s.opts.ConfigPath); err != nil {
-			http.Error(w, "reload rejected, the old config keeps serving:\n"+err.Error(), http.StatusUnprocessableEntity)
-			return
-		}
-		w.Write([]byte("reloaded\n"))
-	})
-	return mux
-}
-
-// watch polls the config file and reloads when its content changes.
-// Polling (not inotify) is deliberate: it survives editors that replace the
-// file, and config files are small.
+// watch polls the config file and reloads it when its content differs
+// from the config in force, and reloads the TLS files of HTTPS frontends
+// when they change. Polling (not inotify) is deliberate: it survives
+// editors and tools that replace files, and the files are small.
 func (s *Server) watch(ctx context.Context) {
 	every := s.opts.WatchInterval
 	if every == 0 {
 		every = time.Second
 	}
-	sum := func() [32]byte {
-		b, err := os.ReadFile(s.opts.ConfigPath)
-		if err != nil {
-			return [32]byte{}
-		}
-		return sha256.Sum256(b)
-	}
-	last := sum()
+	var last watchState
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -160,13 +121,45 @@ func (s *Server) watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		cur := sum()
-		if cur == last || cur == ([32]byte{}) {
-			continue
+		if s.opts.ConfigPath != "" {
+			s.checkConfigFile(ctx, &last)
 		}
-		last = cur
-		if err := s.ReloadFile(ctx, s.opts.ConfigPath); err != nil {
-			s.log.Error("config changed but was rejected; the old config keeps serving", "file", s.opts.ConfigPath, "err", err)
+		s.checkTLSFiles()
+	}
+}
+
+// watchState is what the watcher last looked at: the file's bytes and the
+// config in force then. The file is parsed again only when either changed.
+type watchState struct {
+	file, inForce [32]byte
+}
+
+// checkConfigFile reloads the config file when its content is not the
+// config in force. A file that is rejected is not retried until it, or the
+// config in force, changes.
+func (s *Server) checkConfigFile(ctx context.Context, last *watchState) {
+	b, err := os.ReadFile(s.opts.ConfigPath)
+	if err != nil {
+		return // being replaced, or gone: keep serving, look again later
+	}
+	cur := watchState{file: sha256.Sum256(b), inForce: *s.inForce.Load()}
+	if cur == *last {
+		return
+	}
+	*last = cur
+	cfg, err := config.Parse(b, s.opts.ConfigPath)
+	if err == nil {
+		var sum [32]byte
+		if sum, err = configSum(cfg); err == nil && sum == cur.inForce {
+			return
 		}
+	}
+	if err == nil {
+		err = s.Reload(ctx, cfg)
+	} else {
+		s.metrics.reloadFailures.Add(1)
+	}
+	if err != nil {
+		s.log.Error("config changed but was rejected; the old config keeps serving", "file", s.opts.ConfigPath, "err", err)
 	}
 }

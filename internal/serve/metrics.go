@@ -16,6 +16,9 @@ type metrics struct {
 	s *Server
 
 	reloads, reloadFailures atomic.Uint64
+	// certReloads and certReloadFailures count the watcher's reloads of
+	// changed certificate, key and CA files.
+	certReloads, certReloadFailures atomic.Uint64
 
 	endpointHealthy *prometheus.Desc
 	endpointEjected *prometheus.Desc
@@ -27,6 +30,8 @@ type metrics struct {
 	reloadsDesc     *prometheus.Desc
 	reloadFailDesc  *prometheus.Desc
 	stateVersion    *prometheus.Desc
+	certReloadsDesc *prometheus.Desc
+	certFailDesc    *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -43,12 +48,14 @@ func newMetrics(s *Server) *metrics {
 		reloadsDesc:     prometheus.NewDesc("spillway_config_reloads_total", "Config reloads applied.", nil, nil),
 		reloadFailDesc:  prometheus.NewDesc("spillway_config_reload_failures_total", "Config reloads rejected (the old config kept serving).", nil, nil),
 		stateVersion:    prometheus.NewDesc("spillway_control_state_version", "Increases on every health, drain or demand change.", nil, nil),
+		certReloadsDesc: prometheus.NewDesc("spillway_tls_file_reloads_total", "Changed certificate, key or CA files loaded by the file watcher.", nil, nil),
+		certFailDesc:    prometheus.NewDesc("spillway_tls_file_reload_failures_total", "Changed certificate, key or CA files that failed to load (the old ones kept serving).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion} {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc} {
 		ch <- d
 	}
 }
@@ -84,6 +91,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.reloadsDesc, prometheus.CounterValue, float64(m.reloads.Load()))
 	ch <- prometheus.MustNewConstMetric(m.reloadFailDesc, prometheus.CounterValue, float64(m.reloadFailures.Load()))
+	ch <- prometheus.MustNewConstMetric(m.certReloadsDesc, prometheus.CounterValue, float64(m.certReloads.Load()))
+	ch <- prometheus.MustNewConstMetric(m.certFailDesc, prometheus.CounterValue, float64(m.certReloadFailures.Load()))
 }
 
 // handler returns the /metrics handler over a registry of its own (no

@@ -12,7 +12,9 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,13 +36,24 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// Admin is the admin listener address ("" = none).
-	Admin  string
+	// Admin is the admin listener address ("" = none). An address that is
+	// not loopback (127.0.0.0/8, ::1, localhost) needs AdminToken.
+	Admin string
+	// AdminToken, when set, is the bearer token the admin API wants: on
+	// every endpoint but GET /healthz when Admin is not loopback, and on
+	// mutating endpoints (POST /reload) and profiling always. At least 16
+	// characters.
+	AdminToken string
+	// Pprof serves net/http/pprof under /debug/pprof/ on the admin
+	// listener (off by default).
+	Pprof  bool
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// ConfigPath, when set, is re-read on Reload requests from SIGHUP and
 	// polled for changes every WatchInterval (0 = 1 s; negative = no watch).
+	// The certificate, key and CA files of HTTPS frontends are polled at
+	// the same interval, with or without ConfigPath.
 	ConfigPath    string
 	WatchInterval time.Duration
 	// Transport overrides the backend transport (tests).
@@ -80,6 +93,11 @@ type Server struct {
 	// passive counts the requests of frontends DNS names depend on.
 	passive passiveCounters
 
+	// inForce is configSum of the config in force, recorded whenever a
+	// config is applied (New, Reload, ReloadFile, the watcher). The
+	// watcher compares the file with it, not with the last file it read.
+	inForce atomic.Pointer[[32]byte]
+
 	// Owned by the loop goroutine.
 	state    *control.State
 	targets  map[probe.Target][]int
@@ -97,6 +115,7 @@ type dnsServer struct {
 type frontend struct {
 	cfg     *plan.Frontend
 	handler atomic.Pointer[http.Handler]
+	tls     *frontendTLS // HTTPS only
 	srv     frontendServer
 	ln      net.Listener
 	done    chan struct{}
@@ -117,14 +136,23 @@ type event struct {
 
 type reloadReq struct {
 	cfg       *config.Config
+	sum       [32]byte // configSum(cfg), before validation
 	p         *plan.Plan
 	dns       *gslb.Server
 	listeners map[string]net.Listener // pre-bound for new frontend addresses
+	tls       map[string]*tlsState    // loaded TLS of every HTTPS frontend
 	errc      chan error
 }
 
 // New compiles cfg and prepares a Server; Run starts it.
 func New(cfg *config.Config, opts Options) (*Server, error) {
+	if err := checkAdmin(opts); err != nil {
+		return nil, err
+	}
+	sum, err := configSum(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -152,6 +180,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.transport == nil {
 		s.transport = proxy.NewFastTransport(proxy.NewTransport())
 	}
+	s.inForce.Store(&sum)
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.metrics = newMetrics(s)
 	s.state = control.New(p)
@@ -208,6 +237,10 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 			s.metrics.reloads.Add(1)
 		}
 	}()
+	sum, err := configSum(cfg)
+	if err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -222,11 +255,17 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
+	// Certificates are read from disk on every reload, so files replaced
+	// in place are picked up; any that fail reject the reload.
+	tlsStates, err := loadFrontendTLS(p)
+	if err != nil {
+		return err
+	}
 	lns, err := s.prepareListeners(p)
 	if err != nil {
 		return err
 	}
-	req := &reloadReq{cfg: cfg, p: p, dns: g, listeners: lns, errc: make(chan error, 1)}
+	req := &reloadReq{cfg: cfg, sum: sum, p: p, dns: g, listeners: lns, tls: tlsStates, errc: make(chan error, 1)}
 	select {
 	case s.events <- event{reload: req}:
 	case <-s.stopped:
@@ -252,6 +291,17 @@ func (s *Server) ReloadFile(ctx context.Context, path string) error {
 		return err
 	}
 	return s.Reload(ctx, cfg)
+}
+
+// configSum identifies a config's content: the SHA-256 of its JSON
+// encoding, so the same file content always gives the same sum, however
+// the config reached the server.
+func configSum(cfg *config.Config) ([32]byte, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("config: encode for its checksum: %w", err)
+	}
+	return sha256.Sum256(b), nil
 }
 
 func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
@@ -344,7 +394,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	s.runCtx = ctx
 	s.targetUpdates = make(chan []probe.Target, 1)
-	if err := s.syncFrontends(s.snap.Load().Plan, nil); err != nil {
+	tlsStates, err := loadFrontendTLS(s.snap.Load().Plan)
+	if err != nil {
+		return err
+	}
+	if err := s.syncFrontends(s.snap.Load().Plan, nil, tlsStates); err != nil {
 		s.closeFrontends(context.Background())
 		return err
 	}
@@ -359,10 +413,16 @@ func (s *Server) Run(ctx context.Context) error {
 			s.closeFrontends(context.Background())
 			return fmt.Errorf("admin listener %s: %w", s.opts.Admin, err)
 		}
+		remote := !loopbackAddr(ln.Addr().String())
+		if remote && s.opts.AdminToken == "" {
+			ln.Close()
+			s.closeFrontends(context.Background())
+			return fmt.Errorf("admin listener %s (bound to %s): %w", s.opts.Admin, ln.Addr(), errAdminNotLoopback)
+		}
 		s.mu.Lock()
 		s.admin = ln.Addr().String()
 		s.mu.Unlock()
-		adminSrv = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		adminSrv = &http.Server{Handler: s.adminHandler(remote), ReadHeaderTimeout: 10 * time.Second}
 		go adminSrv.Serve(ln)
 	}
 	close(s.ready)
@@ -372,7 +432,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.prober.Run(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.applyTargets(ctx, s.targetUpdates) }()
-	if s.opts.ConfigPath != "" && s.opts.WatchInterval >= 0 {
+	if s.opts.WatchInterval >= 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.watch(ctx) }()
 	}
@@ -497,7 +557,8 @@ func (s *Server) applyReload(req *reloadReq) error {
 		s.state, s.outliers = old, oldOutliers
 		return err
 	}
-	if err := s.syncFrontends(req.p, req.listeners); err != nil {
+	s.inForce.Store(&req.sum)
+	if err := s.syncFrontends(req.p, req.listeners, req.tls); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
 		s.log.Error("reload: frontend listeners", "err", err)
@@ -514,8 +575,10 @@ func (s *Server) applyReload(req *reloadReq) error {
 }
 
 // syncFrontends starts listeners for new frontends, stops removed ones and
-// swaps the handler of every kept one, so open connections survive a reload.
-func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) error {
+// swaps the handler and TLS settings of every kept one, so open
+// connections survive a reload. tlsStates has the loaded TLS of every
+// HTTPS frontend of p.
+func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer closeListeners(prebound) // the ones not taken below
@@ -542,11 +605,15 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) e
 		if f := s.frontends[name]; f != nil {
 			f.cfg = pf
 			f.handler.Store(&h)
+			if f.tls != nil {
+				f.tls.cur.Store(tlsStates[name])
+				f.tls.failed = nil
+			}
 			continue
 		}
 		ln := prebound[name]
 		delete(prebound, name)
-		f, err := s.startFrontend(pf, h, useH1Server(p), ln)
+		f, err := s.startFrontend(pf, h, useH1Server(p), ln, tlsStates[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -556,12 +623,10 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener) e
 	return errors.Join(errs...)
 }
 
-// prepareListeners checks a reload's frontends before anything is
-// swapped: certificates of new or changed HTTPS frontends must load, and
-// frontends on a new address are bound now, so a port in use rejects the
-// reload while the old config keeps serving. (A frontend that changes
-// protocol or certificates on the same address is re-bound during the
-// swap, after its old listener closes.)
+// prepareListeners binds a reload's frontends on new addresses before
+// anything is swapped, so a port in use rejects the reload while the old
+// config keeps serving. (A frontend that changes protocol on the same
+// address is re-bound during the swap, after its old listener closes.)
 func (s *Server) prepareListeners(p *plan.Plan) (map[string]net.Listener, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -576,12 +641,6 @@ func (s *Server) prepareListeners(p *plan.Plan) (map[string]net.Listener, error)
 		}
 		if old := s.frontends[pf.Name]; old != nil && sameListener(old.cfg, pf) {
 			continue
-		}
-		for _, c := range pf.Config.Certificates {
-			if _, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile); err != nil {
-				closeListeners(lns)
-				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
-			}
 		}
 		if inUse[pf.Address] {
 			continue
@@ -611,16 +670,11 @@ func closeListeners(lns map[string]net.Listener) {
 	}
 }
 
+// sameListener reports whether a reload keeps a frontend's listener: the
+// same address and protocol. Certificates and TLS policies change in
+// place (frontendTLS).
 func sameListener(a, b *plan.Frontend) bool {
-	if a.Address != b.Address || a.Protocol != b.Protocol || len(a.Config.Certificates) != len(b.Config.Certificates) {
-		return false
-	}
-	for i := range a.Config.Certificates {
-		if a.Config.Certificates[i] != b.Config.Certificates[i] {
-			return false
-		}
-	}
-	return true
+	return a.Address == b.Address && a.Protocol == b.Protocol
 }
 
 // useH1Server reports whether cleartext frontends use proxy.H1Server
@@ -630,24 +684,22 @@ func useH1Server(p *plan.Plan) bool {
 	return t == nil || t.HTTP1Server != "NET_HTTP"
 }
 
-// startFrontend serves pf on ln, or on a new listener when ln is nil.
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln net.Listener) (*frontend, error) {
+// startFrontend serves pf on ln, or on a new listener when ln is nil; st
+// is its loaded TLS (HTTPS only).
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln net.Listener, st *tlsState) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
 	if pf.Protocol == "HTTPS" {
-		var certs []tls.Certificate
-		for _, c := range pf.Config.Certificates {
-			cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
-			if err != nil {
-				if ln != nil {
-					ln.Close()
-				}
-				return nil, fmt.Errorf("frontend %s: certificate %s: %w", pf.Name, c.CertificateFile, err)
+		if st == nil {
+			if ln != nil {
+				ln.Close()
 			}
-			certs = append(certs, cert)
+			return nil, fmt.Errorf("frontend %s: TLS settings not loaded", pf.Name)
 		}
-		tlsCfg = &tls.Config{Certificates: certs, NextProtos: []string{"h2", "http/1.1"}}
+		f.tls = &frontendTLS{}
+		f.tls.cur.Store(st)
+		tlsCfg = f.tls.serverConfig()
 	}
 	if ln == nil {
 		var err error
