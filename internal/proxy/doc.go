@@ -31,6 +31,10 @@
 //     response body. No response headers yet → 504; otherwise the stream
 //     is aborted (the client sees a truncated response).
 //   - Connect failures and resets after the last try → 503 with the cause.
+//   - A request body the client fails to deliver (malformed chunking, an
+//     upload cut short by a half-close or reset) → 400. The attempt's
+//     Outcome has ClientFault set; it is not retried, and outlier
+//     detection and passive health ignore it (Outcome.BackendSignal).
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
 //     a body-less request is retried once after 502/503/504 or a connect

@@ -80,14 +80,37 @@ func (x *exchange) fastPath() bool {
 // started, so that a request whose connection failed before any byte was
 // sent can be retried with the same body. The server closes the body when
 // the handler returns in any case.
+//
+// It also records a read error of the client's body (malformed chunking,
+// an upload cut short by a half-close or reset): an attempt that failed
+// because of it is the client's fault, not the backend's.
 type trackedBody struct {
-	rc      io.ReadCloser
-	touched atomic.Bool
+	rc        io.ReadCloser
+	touched   atomic.Bool
+	clientErr atomic.Pointer[error] // first read error other than io.EOF
 }
 
 func (b *trackedBody) Read(p []byte) (int, error) {
 	b.touched.Store(true)
-	return b.rc.Read(p)
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		// Returned wrapped, so that a transport that passes it on says
+		// whose fault it was.
+		err = &clientBodyError{err: err}
+		b.clientErr.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+// failed returns the client body's read error, nil when there was none.
+func (b *trackedBody) failed() error {
+	if b == nil {
+		return nil
+	}
+	if p := b.clientErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (b *trackedBody) Close() error {
@@ -216,6 +239,12 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 		at.out.Timeout = true
 	}
 	if err != nil {
+		if cerr := x.body.failed(); cerr != nil {
+			// Reading the client's body failed: whatever the transport
+			// made of it, the backend is not to blame.
+			at.out.Err, at.out.ClientFault = cerr, true
+			return at
+		}
 		at.out.Err = err
 		at.out.ConnectFailure = isConnectFailure(err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err) {
@@ -335,6 +364,8 @@ func (x *exchange) fail(at *attempt) {
 	o := &at.out
 	addr := o.Endpoint.Addr
 	switch {
+	case o.ClientFault:
+		lbError(x.w, http.StatusBadRequest, "malformed or incomplete request body")
 	case o.Timeout && !o.ConnectFailure:
 		lbError(x.w, http.StatusGatewayTimeout, "backend "+addr+" timed out (backend service "+x.svc.Name+")")
 	case o.ConnectFailure:

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -46,7 +47,34 @@ type Outcome struct {
 	Latency time.Duration
 	// Mirror marks a shadow request sent by requestMirrorPolicy.
 	Mirror bool
+	// ClientFault: the attempt failed because reading the client's
+	// request body failed (malformed chunking, an upload cut short by a
+	// half-close or reset). Err then wraps ErrClientBody.
+	ClientFault bool
 }
+
+// BackendSignal reports whether the outcome says anything about the
+// backend: false for a mirrored request, one its client abandoned
+// (context.Canceled) and one that failed because of the client
+// (ClientFault). Outlier detection and passive health look only at
+// outcomes for which it is true.
+func (o *Outcome) BackendSignal() bool {
+	return !o.Mirror && !o.ClientFault && !errors.Is(o.Err, ErrClientBody) && !errors.Is(o.Err, context.Canceled)
+}
+
+// ErrClientBody is wrapped by the error of an attempt that failed because
+// the client's request body could not be read.
+var ErrClientBody = errors.New("client request body")
+
+// clientBodyError is a read error of the client's request body.
+type clientBodyError struct{ err error }
+
+func (e *clientBodyError) Error() string { return "reading client request body: " + e.err.Error() }
+
+// Is makes errors.Is(err, ErrClientBody) true.
+func (e *clientBodyError) Is(target error) bool { return target == ErrClientBody }
+
+func (e *clientBodyError) Unwrap() error { return e.err }
 
 // Config configures a frontend's handler.
 type Config struct {
