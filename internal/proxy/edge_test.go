@@ -1,0 +1,108 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawRequest sends raw request bytes on a new connection to addr and
+// returns the response (body read into body).
+func rawRequest(t *testing.T, addr, req string) (*http.Response, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", req, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+const secretMap = `  defaultService: bs
+  hostRules:
+  - hosts: ['*']
+    pathMatcher: pm
+  pathMatchers:
+  - name: pm
+    defaultService: bs
+    routeRules:
+    - priority: 1
+      matchRules: [{prefixMatch: /secret/}]
+      routeAction:
+        weightedBackendServices: [{backendService: bs, weight: 1}]
+        faultInjectionPolicy:
+          abort: {httpStatus: 403, percentage: 100}
+`
+
+// Paths that climb out of or hide a prefix are normalised before the URL
+// map matches them, so a /secret/ rule cannot be bypassed, and the backend
+// receives the normalised path (issue 9, item 4).
+func TestPathNormalisedBeforeMatching(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.RequestURI)
+	})
+	l := newLab(t, basic("", secretMap, be.addr()), nil)
+	for _, p := range []string{
+		"/public/../secret/x",
+		"/./secret/x",
+		"//secret/x",
+		"/%2e%2e/secret/x",
+		"/%2e/secret/x",
+		"/secret/./x",
+		"/%73ecret/x",
+		"/public/..%2Fsecret/x",
+		"/public/..%5csecret/x",
+	} {
+		resp, body := rawRequest(t, l.addr, "GET "+p+" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != 403 {
+			t.Errorf("GET %s: %d %q, want 403 from the /secret/ rule", p, resp.StatusCode, body)
+		}
+	}
+	if n := be.hits.Load(); n != 0 {
+		t.Errorf("backend reached %d times", n)
+	}
+	for _, tc := range []struct{ in, fwd string }{
+		{"/a/./b/../c//d?q=1", "/a/c/d?q=1"},
+		{"/%7euser/%2fx/%e2%82%ac", "/~user/%2Fx/%E2%82%AC"},
+		{"/public/../pub%20lic/", "/pub%20lic/"},
+		{"/plain/path", "/plain/path"},
+	} {
+		resp, body := rawRequest(t, l.addr, "GET "+tc.in+" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != 200 || body != tc.fwd {
+			t.Errorf("GET %s: backend saw %d %q, want 200 %q", tc.in, resp.StatusCode, body, tc.fwd)
+		}
+	}
+}
+
+// spillway.pathWithEscapedSlashesAction: REJECT_REQUEST answers 400 to a
+// path with %2F or %5C without contacting a backend.
+func TestEscapedSlashRejected(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {})
+	cfg := basic("", secretMap, be.addr()) + "spillway: {pathWithEscapedSlashesAction: REJECT_REQUEST}\n"
+	l := newLab(t, cfg, nil)
+	for _, p := range []string{"/a%2Fb", "/a%5cb"} {
+		resp, body := rawRequest(t, l.addr, "GET "+p+" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != 400 {
+			t.Errorf("GET %s: %d %q, want 400", p, resp.StatusCode, body)
+		}
+	}
+	if n := be.hits.Load(); n != 0 {
+		t.Errorf("backend reached %d times", n)
+	}
+}
+
+var _ = strings.Contains
