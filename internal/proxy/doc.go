@@ -24,6 +24,10 @@
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
 //   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
+//   - The path is normalised before matching and forwarding
+//     (route.NormalizePath, route.MatchPath: dot segments removed,
+//     escaped unreserved characters decoded, slashes merged, %2F/%5C per
+//     spillway.pathWithEscapedSlashesAction); a malformed one → 400.
 //   - No healthy backend → the engine's status (503) and reason as a
 //     text/plain body.
 //   - Timeout: the route's timeout, else the backend service's timeoutSec
