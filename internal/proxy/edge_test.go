@@ -106,3 +106,63 @@ func TestEscapedSlashRejected(t *testing.T) {
 }
 
 var _ = strings.Contains
+
+const redirectMap = `  defaultService: bs
+  hostRules:
+  - hosts: ['*']
+    pathMatcher: pm
+  pathMatchers:
+  - name: pm
+    defaultService: bs
+    routeRules:
+    - priority: 1
+      matchRules: [{prefixMatch: /old/}]
+      urlRedirect: {prefixRedirect: /new/}
+    - priority: 2
+      matchRules: [{prefixMatch: /tls/}]
+      urlRedirect: {httpsRedirect: true, redirectResponseCode: FOUND}
+    - priority: 3
+      matchRules: [{prefixMatch: /moved/}]
+      urlRedirect: {pathRedirect: /here}
+`
+
+// Redirects are built from the escaped path: percent-encoded control
+// bytes and '?' stay encoded in Location instead of being emitted raw
+// (header injection, a path turned into a query) (issue 9, item 10).
+func TestRedirectLocationKeepsEscapes(t *testing.T) {
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {})
+	l := newLab(t, basic("", redirectMap, be.addr()), nil)
+	for _, tc := range []struct{ target, want string }{
+		{"/old/a%00b", "http://example.com/new/a%00b"},
+		{"/old/x%0d%0aSet-Cookie:%20evil=1", "http://example.com/new/x%0D%0ASet-Cookie:%20evil=1"},
+		{"/old/what%3Fis=this?q=1", "http://example.com/new/what%3Fis=this?q=1"},
+		{"/old/./a/../%7Eu", "http://example.com/new/~u"}, // normalised first
+		{"/tls/a%3fb%00?x", "https://example.com/tls/a%3Fb%00?x"},
+		{"/tls/sp%20ace", "https://example.com/tls/sp%20ace"},
+		{"/moved/a%0d%0ab", "http://example.com/here"},
+	} {
+		req := "GET " + tc.target + " HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"
+		conn, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(conn, req)
+		raw, _ := io.ReadAll(conn)
+		conn.Close()
+		head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
+		var loc []string
+		for _, line := range strings.Split(head, "\r\n")[1:] {
+			name, value, _ := strings.Cut(line, ":")
+			if strings.EqualFold(name, "Location") {
+				loc = append(loc, strings.TrimSpace(value))
+			}
+			if strings.EqualFold(name, "Set-Cookie") {
+				t.Errorf("GET %s: injected header %q", tc.target, line)
+			}
+		}
+		if len(loc) != 1 || loc[0] != tc.want {
+			t.Errorf("GET %s: Location %q, want %q\n%s", tc.target, loc, tc.want, head)
+		}
+	}
+}

@@ -217,7 +217,7 @@ func (a *adapter) lookup(name string) (string, bool) {
 }
 
 func (h *handler) putAdapter(a *adapter) {
-	a.req.Host, a.req.Path, a.req.RawQuery, a.req.Method, a.h = "", "", "", "", nil
+	a.req.Host, a.req.Path, a.req.EscapedPath, a.req.RawQuery, a.req.Method, a.h = "", "", "", "", "", nil
 	h.adapters.Put(a)
 }
 
@@ -284,6 +284,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	a := table.Match(&ad.req)
 	if a.Redirect != nil {
+		u := url.URL{Path: fwdPath, RawPath: fwdRaw}
+		ad.req.EscapedPath = u.EscapedPath()
 		w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
 		w.WriteHeader(a.Redirect.Code)
 		return

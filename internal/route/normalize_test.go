@@ -196,3 +196,38 @@ func checkNormal(t *testing.T, fn, in, out string, o PathOptions) {
 		}
 	}
 }
+
+func TestRedirectURLEscapesPath(t *testing.T) {
+	um := &config.URLMap{
+		Name:           "um",
+		DefaultService: "bs",
+		HostRules:      []config.HostRule{{Hosts: []string{"*"}, PathMatcher: "pm"}},
+		PathMatchers: []config.PathMatcher{{
+			Name:           "pm",
+			DefaultService: "bs",
+			RouteRules: []config.HTTPRouteRule{
+				{Priority: 1, MatchRules: []config.HTTPRouteRuleMatch{{PrefixMatch: "/old/"}}, URLRedirect: &config.HTTPRedirectAction{PrefixRedirect: "/new/"}},
+				{Priority: 2, MatchRules: []config.HTTPRouteRuleMatch{{PrefixMatch: "/é/"}}, URLRedirect: &config.HTTPRedirectAction{PrefixRedirect: "/e/"}},
+				{Priority: 3, MatchRules: []config.HTTPRouteRuleMatch{{PrefixMatch: "/tls/"}}, URLRedirect: &config.HTTPRedirectAction{HTTPSRedirect: true}},
+			},
+		}},
+	}
+	tab := mustCompile(t, um)
+	for _, tc := range []struct {
+		path, escaped, want string
+	}{
+		{"/old/a\x00b", "", "http://h/new/a%00b"},
+		{"/old/a\r\nb?c", "", "http://h/new/a%0D%0Ab%3Fc"},
+		{"/old/a?b", "/old/a%3Fb", "http://h/new/a%3Fb"},
+		{"/old/a/b", "/old/a%2Fb", "http://h/new/a%2Fb"},
+		{"/é/x y", "/%C3%A9/x%20y", "http://h/e/x%20y"},
+		{"/é/x y", "", "http://h/e/x%20y"},
+		{"/tls/a b", "", "https://h/tls/a%20b"},
+		{"/tls/a%b", "/tls/a%25b", "https://h/tls/a%25b"},
+	} {
+		r := &Request{Host: "h", Path: tc.path, EscapedPath: tc.escaped, Method: "GET"}
+		if got := tab.Match(r).RedirectURL(r, "http"); got != tc.want {
+			t.Errorf("RedirectURL(%q, %q) = %q, want %q", tc.path, tc.escaped, got, tc.want)
+		}
+	}
+}
