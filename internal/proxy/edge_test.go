@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -105,8 +106,6 @@ func TestEscapedSlashRejected(t *testing.T) {
 	}
 }
 
-var _ = strings.Contains
-
 const redirectMap = `  defaultService: bs
   hostRules:
   - hosts: ['*']
@@ -164,5 +163,75 @@ func TestRedirectLocationKeepsEscapes(t *testing.T) {
 		if len(loc) != 1 || loc[0] != tc.want {
 			t.Errorf("GET %s: Location %q, want %q\n%s", tc.target, loc, tc.want, head)
 		}
+	}
+}
+
+// closingBackend accepts connections, reads a little and closes them
+// without answering.
+func closingBackend(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			c.Read(make([]byte, 4096))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+var leak = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|:\d{2,5}\b|\[::|dial|tcp|refused|EOF|reset by peer|backend service|\bbs\b`)
+
+// Load-balancer error responses carry a short neutral body and a
+// statusDetails token, never a backend address, a service name or Go
+// error text (issue 9, item 12).
+func TestErrorBodiesRevealNoBackendDetail(t *testing.T) {
+	slow := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
+	healthy := newBackend(t, func(w http.ResponseWriter, r *http.Request) {})
+	for _, tc := range []struct {
+		name    string
+		cfg     string
+		unready string // endpoint marked unhealthy
+		status  int
+		details string
+	}{
+		{"refused", basic("", "", refusedAddr(t)), "", 503, "failed_to_connect_to_backend"},
+		{"timeout", basic("  timeoutSec: 1\n", "", slow.addr()), "", 504, "backend_timeout"},
+		{"closed", basic("", "", closingBackend(t)), "", 503, "backend_connection_closed_before_data_sent_to_client"},
+		{"no healthy backend", basic("", "", healthy.addr()), healthy.addr(), 503, "failed_to_pick_backend"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t, tc.cfg, nil)
+			if tc.unready != "" {
+				l.setHealthy(tc.unready, false)
+			}
+			resp, body := l.get("/", "")
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d %q, want %d", resp.StatusCode, body, tc.status)
+			}
+			if m := leak.FindString(body); m != "" {
+				t.Errorf("body %q reveals %q", body, m)
+			}
+			if got := resp.Header.Get("X-Spillway-Status-Details"); got != tc.details {
+				t.Errorf("X-Spillway-Status-Details %q, want %q", got, tc.details)
+			}
+			if !strings.Contains(body, tc.details) {
+				t.Errorf("body %q lacks %q", body, tc.details)
+			}
+		})
 	}
 }

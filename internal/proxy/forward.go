@@ -362,18 +362,22 @@ func (x *exchange) fail(at *attempt) {
 		return // the client is gone; nobody to answer
 	}
 	o := &at.out
-	addr := o.Endpoint.Addr
+	// The client gets a neutral body and a statusDetails token; the
+	// endpoint and the error are for the log only.
+	var details string
+	code := http.StatusServiceUnavailable
 	switch {
 	case o.ClientFault:
-		lbError(x.w, http.StatusBadRequest, "malformed or incomplete request body")
+		code, details = http.StatusBadRequest, sdBadRequestBody
 	case o.Timeout && !o.ConnectFailure:
-		lbError(x.w, http.StatusGatewayTimeout, "backend "+addr+" timed out (backend service "+x.svc.Name+")")
+		code, details = http.StatusGatewayTimeout, sdBackendTimeout
 	case o.ConnectFailure:
-		lbError(x.w, http.StatusServiceUnavailable, "connect to "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+		details = sdFailedToConnect
 	default:
-		lbError(x.w, http.StatusServiceUnavailable, "backend "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+		details = sdBackendClosed
 	}
-	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", addr, "err", o.Err)
+	lbError(x.w, code, details, "")
+	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.Endpoint.Addr, "status", code, "details", details, "cause", cause(o.Err), "err", o.Err)
 }
 
 // respond copies the backend response to the client, streaming the body.
