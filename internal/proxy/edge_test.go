@@ -2,6 +2,9 @@ package proxy_test
 
 import (
 	"bufio"
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/proxy"
 )
 
 // rawRequest sends raw request bytes on a new connection to addr and
@@ -233,5 +238,54 @@ func TestErrorBodiesRevealNoBackendDetail(t *testing.T) {
 				t.Errorf("body %q lacks %q", body, tc.details)
 			}
 		})
+	}
+}
+
+// A request whose body the client fails to deliver is answered 400 and
+// not retried on another endpoint, even under a retry policy that retries
+// 5xx and resets; its outcome is the client's fault (issue 9, item 2).
+func TestClientBodyErrorNotRetried(t *testing.T) {
+	upload := func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
+		io.WriteString(w, "ok")
+	}
+	b1, b2 := newBackend(t, upload), newBackend(t, upload)
+	um := "  defaultRouteAction:\n    weightedBackendServices: [{backendService: bs, weight: 1}]\n" +
+		"    retryPolicy:\n      retryConditions: [5xx, gateway-error, connect-failure]\n      numRetries: 2\n"
+	l := newLab(t, basic("", um, b1.addr(), b2.addr()), nil)
+	resp, body := rawRequest(t, l.addr, "POST /up HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+	if resp.StatusCode != 400 || !strings.Contains(body, "malformed_request_body") {
+		t.Errorf("status %d %q, want 400 malformed_request_body", resp.StatusCode, body)
+	}
+	obs := l.observed()
+	if len(obs) != 1 {
+		t.Fatalf("%d attempts, want 1 (no retry): %+v", len(obs), obs)
+	}
+	if o := obs[0]; !o.ClientFault || o.BackendSignal() || !errors.Is(o.Err, proxy.ErrClientBody) {
+		t.Errorf("outcome %+v: want ClientFault, no backend signal, Err wrapping ErrClientBody", o)
+	}
+}
+
+// BackendSignal is the one predicate outlier detection and passive health
+// use to ignore outcomes that say nothing about the backend.
+func TestOutcomeBackendSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    proxy.Outcome
+		want bool
+	}{
+		{"response", proxy.Outcome{Status: 503}, true},
+		{"connect failure", proxy.Outcome{Err: errors.New("refused"), ConnectFailure: true}, true},
+		{"timeout", proxy.Outcome{Err: errors.New("timeout"), Timeout: true}, true},
+		{"mirror", proxy.Outcome{Status: 503, Mirror: true}, false},
+		{"client cancelled", proxy.Outcome{Err: fmt.Errorf("round trip: %w", context.Canceled)}, false},
+		{"client body", proxy.Outcome{Err: errors.New("bad chunk"), ClientFault: true}, false},
+		{"client body error only", proxy.Outcome{Err: fmt.Errorf("x: %w", proxy.ErrClientBody)}, false},
+	} {
+		if got := tc.o.BackendSignal(); got != tc.want {
+			t.Errorf("%s: BackendSignal() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
