@@ -276,11 +276,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ad := h.adapters.Get().(*adapter)
 	ad.reset(r)
 	defer h.putAdapter(ad)
-	fwdPath, fwdRaw, ok := h.normalizePath(w, r, snap.Plan.Config)
+	popts := pathOptions(snap.Plan.Config)
+	fwdPath, fwdRaw, ok := normalizePath(w, r, popts)
 	if !ok {
 		return
 	}
-	popts := pathOptions(snap.Plan.Config)
 	ad.req.Path = route.MatchPath(fwdPath, popts)
 
 	a := table.Match(&ad.req)
@@ -364,8 +364,7 @@ func pathOptions(c *config.Config) route.PathOptions {
 // path that is already normal is returned as received, without
 // allocating. A path that cannot be normalised is answered with 400 and
 // ok is false.
-func (h *handler) normalizePath(w http.ResponseWriter, r *http.Request, c *config.Config) (path, raw string, ok bool) {
-	opts := pathOptions(c)
+func normalizePath(w http.ResponseWriter, r *http.Request, opts route.PathOptions) (path, raw string, ok bool) {
 	if opts.Off {
 		return r.URL.Path, r.URL.RawPath, true
 	}
