@@ -60,6 +60,20 @@ type Tuning struct {
 	// net/http. Empty means the default, SPILLWAY. Read when a frontend's
 	// listener starts.
 	HTTP1Server string `json:"http1Server,omitempty"`
+	// NormalizePath normalises request paths before URL-map matching and
+	// forwarding: dot segments removed (RFC 3986 §5.2.4), percent-encoded
+	// unreserved characters decoded, other escapes' hex upper-cased.
+	// Default true (Envoy's normalize_path).
+	NormalizePath *bool `json:"normalizePath,omitempty"`
+	// MergeSlashes merges runs of '/' in request paths (Envoy's
+	// merge_slashes). Default true; read only while NormalizePath is on.
+	MergeSlashes *bool `json:"mergeSlashes,omitempty"`
+	// PathWithEscapedSlashesAction says what to do with %2F and %5C (and
+	// a raw backslash) in request paths: KEEP_UNCHANGED (default),
+	// REJECT_REQUEST (400) or UNESCAPE_AND_FORWARD (Envoy's
+	// path_with_escaped_slashes_action). Read only while NormalizePath is
+	// on.
+	PathWithEscapedSlashesAction string `json:"pathWithEscapedSlashesAction,omitempty"`
 }
 
 // Duration is Google's protobuf Duration as it appears in REST JSON.

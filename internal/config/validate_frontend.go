@@ -145,4 +145,5 @@ func (v *validator) tuning() {
 	v.intRange("spillway.demandWindowSec", t.DemandWindowSec, 1, 60)
 	v.intRange("spillway.undrainRampSec", t.UndrainRampSec, 0, 3600)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
+	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 }

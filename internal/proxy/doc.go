@@ -24,13 +24,25 @@
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
 //   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
-//   - No healthy backend → the engine's status (503) and reason as a
-//     text/plain body.
+//   - The path is normalised before matching and forwarding
+//     (route.NormalizePath, route.MatchPath: dot segments removed,
+//     escaped unreserved characters decoded, slashes merged, %2F/%5C per
+//     spillway.pathWithEscapedSlashesAction); a malformed one → 400.
+//   - No healthy backend → the engine's status (503).
+//   - Responses the load balancer makes itself have a short neutral
+//     text/plain body and a statusDetails token (Google's vocabulary,
+//     e.g. failed_to_pick_backend, failed_to_connect_to_backend,
+//     backend_timeout) in the body and in X-Spillway-Status-Details.
+//     Endpoint addresses, config names and error text go to the log only.
 //   - Timeout: the route's timeout, else the backend service's timeoutSec
 //     (default 30 s), over the whole exchange including retries and the
 //     response body. No response headers yet → 504; otherwise the stream
 //     is aborted (the client sees a truncated response).
-//   - Connect failures and resets after the last try → 503 with the cause.
+//   - Connect failures and resets after the last try → 503.
+//   - A request body the client fails to deliver (malformed chunking, an
+//     upload cut short by a half-close or reset) → 400. The attempt's
+//     Outcome has ClientFault set; it is not retried, and outlier
+//     detection and passive health ignore it (Outcome.BackendSignal).
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
 //     a body-less request is retried once after 502/503/504 or a connect

@@ -24,7 +24,7 @@ func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultI
 		}
 	}
 	if a := f.Abort; a != nil && hit(h.rand, a.Percentage) {
-		lbError(w, a.HTTPStatus, "fault injection abort")
+		lbError(w, a.HTTPStatus, sdFaultAbort, "fault injection abort")
 		return true
 	}
 	return false

@@ -80,14 +80,37 @@ func (x *exchange) fastPath() bool {
 // started, so that a request whose connection failed before any byte was
 // sent can be retried with the same body. The server closes the body when
 // the handler returns in any case.
+//
+// It also records a read error of the client's body (malformed chunking,
+// an upload cut short by a half-close or reset): an attempt that failed
+// because of it is the client's fault, not the backend's.
 type trackedBody struct {
-	rc      io.ReadCloser
-	touched atomic.Bool
+	rc        io.ReadCloser
+	touched   atomic.Bool
+	clientErr atomic.Pointer[error] // first read error other than io.EOF
 }
 
 func (b *trackedBody) Read(p []byte) (int, error) {
 	b.touched.Store(true)
-	return b.rc.Read(p)
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		// Returned wrapped, so that a transport that passes it on says
+		// whose fault it was.
+		err = &clientBodyError{err: err}
+		b.clientErr.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+// failed returns the client body's read error, nil when there was none.
+func (b *trackedBody) failed() error {
+	if b == nil {
+		return nil
+	}
+	if p := b.clientErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (b *trackedBody) Close() error {
@@ -216,6 +239,12 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 		at.out.Timeout = true
 	}
 	if err != nil {
+		if cerr := x.body.failed(); cerr != nil {
+			// Reading the client's body failed: whatever the transport
+			// made of it, the backend is not to blame.
+			at.out.Err, at.out.ClientFault = cerr, true
+			return at
+		}
 		at.out.Err = err
 		at.out.ConnectFailure = isConnectFailure(err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err) {
@@ -333,16 +362,22 @@ func (x *exchange) fail(at *attempt) {
 		return // the client is gone; nobody to answer
 	}
 	o := &at.out
-	addr := o.Endpoint.Addr
+	// The client gets a neutral body and a statusDetails token; the
+	// endpoint and the error are for the log only.
+	var details string
+	code := http.StatusServiceUnavailable
 	switch {
+	case o.ClientFault:
+		code, details = http.StatusBadRequest, sdBadRequestBody
 	case o.Timeout && !o.ConnectFailure:
-		lbError(x.w, http.StatusGatewayTimeout, "backend "+addr+" timed out (backend service "+x.svc.Name+")")
+		code, details = http.StatusGatewayTimeout, sdBackendTimeout
 	case o.ConnectFailure:
-		lbError(x.w, http.StatusServiceUnavailable, "connect to "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+		details = sdFailedToConnect
 	default:
-		lbError(x.w, http.StatusServiceUnavailable, "backend "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+		details = sdBackendClosed
 	}
-	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", addr, "err", o.Err)
+	lbError(x.w, code, details, "")
+	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.Endpoint.Addr, "status", code, "details", details, "cause", cause(o.Err), "err", o.Err)
 }
 
 // respond copies the backend response to the client, streaming the body.

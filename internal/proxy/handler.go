@@ -1,14 +1,17 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/route"
@@ -46,7 +49,34 @@ type Outcome struct {
 	Latency time.Duration
 	// Mirror marks a shadow request sent by requestMirrorPolicy.
 	Mirror bool
+	// ClientFault: the attempt failed because reading the client's
+	// request body failed (malformed chunking, an upload cut short by a
+	// half-close or reset). Err then wraps ErrClientBody.
+	ClientFault bool
 }
+
+// BackendSignal reports whether the outcome says anything about the
+// backend: false for a mirrored request, one its client abandoned
+// (context.Canceled) and one that failed because of the client
+// (ClientFault). Outlier detection and passive health look only at
+// outcomes for which it is true.
+func (o *Outcome) BackendSignal() bool {
+	return !o.Mirror && !o.ClientFault && !errors.Is(o.Err, ErrClientBody) && !errors.Is(o.Err, context.Canceled)
+}
+
+// ErrClientBody is wrapped by the error of an attempt that failed because
+// the client's request body could not be read.
+var ErrClientBody = errors.New("client request body")
+
+// clientBodyError is a read error of the client's request body.
+type clientBodyError struct{ err error }
+
+func (e *clientBodyError) Error() string { return "reading client request body: " + e.err.Error() }
+
+// Is makes errors.Is(err, ErrClientBody) true.
+func (e *clientBodyError) Is(target error) bool { return target == ErrClientBody }
+
+func (e *clientBodyError) Unwrap() error { return e.err }
 
 // Config configures a frontend's handler.
 type Config struct {
@@ -187,7 +217,7 @@ func (a *adapter) lookup(name string) (string, bool) {
 }
 
 func (h *handler) putAdapter(a *adapter) {
-	a.req.Host, a.req.Path, a.req.RawQuery, a.req.Method, a.h = "", "", "", "", nil
+	a.req.Host, a.req.Path, a.req.EscapedPath, a.req.RawQuery, a.req.Method, a.h = "", "", "", "", "", nil
 	h.adapters.Put(a)
 }
 
@@ -221,33 +251,42 @@ func (h *handler) observe(o Outcome) {
 // ServeHTTP routes and forwards one request.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.IndexByte(r.URL.Path, '#') >= 0 {
-		lbError(w, http.StatusBadRequest, "'#' in request path")
+		lbError(w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
 		return
 	}
 	if headerBlockSize(r) > maxHeaderBlock {
-		lbError(w, http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
+		lbError(w, http.StatusRequestHeaderFieldsTooLarge, sdHeadersTooLong, "request line and headers exceed 60 KiB")
 		return
 	}
 	if r.Method == http.MethodConnect {
-		lbError(w, http.StatusMethodNotAllowed, "CONNECT is not supported")
+		lbError(w, http.StatusMethodNotAllowed, sdUnsupportedMethod, "CONNECT is not supported")
 		return
 	}
 	snap := h.cfg.Snapshot()
 	if snap == nil || snap.Plan == nil || snap.View == nil {
-		lbError(w, http.StatusServiceUnavailable, "load balancer is starting")
+		lbError(w, http.StatusServiceUnavailable, sdConfigNotFound, "load balancer is starting")
 		return
 	}
 	table := snap.Routes[h.urlMap]
 	if table == nil {
-		lbError(w, http.StatusServiceUnavailable, "no URL map "+h.urlMap)
+		h.log.Warn("URL map missing from the snapshot", "urlMap", h.urlMap)
+		lbError(w, http.StatusServiceUnavailable, sdConfigNotFound, "")
 		return
 	}
 	ad := h.adapters.Get().(*adapter)
 	ad.reset(r)
 	defer h.putAdapter(ad)
+	popts := pathOptions(snap.Plan.Config)
+	fwdPath, fwdRaw, ok := normalizePath(w, r, popts)
+	if !ok {
+		return
+	}
+	ad.req.Path = route.MatchPath(fwdPath, popts)
 
 	a := table.Match(&ad.req)
 	if a.Redirect != nil {
+		u := url.URL{Path: fwdPath, RawPath: fwdRaw}
+		ad.req.EscapedPath = u.EscapedPath()
 		w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
 		w.WriteHeader(a.Redirect.Code)
 		return
@@ -258,22 +297,25 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, wi := a.PickService(a.NextDraw())
 	svc := snap.Plan.ServiceByName[name]
 	if svc == nil {
-		lbError(w, http.StatusServiceUnavailable, "backend service "+name+" cannot be served (backend buckets are not supported)")
+		h.log.Debug("backend service cannot be served (backend buckets are not supported)", "service", name)
+		lbError(w, http.StatusServiceUnavailable, sdFailedToPick, "")
 		return
 	}
 	region := h.regionID(snap.Plan)
 	snap.Demand.Add(svc.ID, region)
 	d := h.pick(w, r, snap, svc, region)
 	if d.Status != 0 {
-		lbError(w, d.Status, d.Reason)
+		h.log.Debug("no backend picked", "service", svc.Name, "status", d.Status, "reason", d.Reason)
+		lbError(w, d.Status, sdFailedToPick, "")
 		return
 	}
 
 	x := exchange{h: h, w: w, r: r, svc: svc}
 	x.hp = headerPlan{svc: svc.Config, weight: a.Services[wi].HeaderAction, actions: a.HeaderActions}
 	x.host, x.path = a.RewriteURL(&ad.req)
-	if x.path == r.URL.Path {
-		x.rawPath = r.URL.RawPath
+	if x.path == ad.req.Path {
+		// Not rewritten: forward the normalised path, escapes kept.
+		x.path, x.rawPath = fwdPath, fwdRaw
 	}
 	x.upgrade = upgradeType(r.Header)
 	if x.upgrade != "" || x.hp.rewritesRequest() {
@@ -308,12 +350,101 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.serve(d.Endpoint)
 }
 
-// lbError writes a response generated by the load balancer itself:
-// "503 Service Unavailable: why\n" as text/plain.
-func lbError(w http.ResponseWriter, code int, reason string) {
+// pathOptions returns the path normalisation options of a config.
+func pathOptions(c *config.Config) route.PathOptions {
+	if c == nil {
+		return route.PathOptions{}
+	}
+	return route.PathOptionsFor(c.Spillway)
+}
+
+// normalizePath normalises the request path (route.NormalizePath) and
+// returns the path to forward, decoded and escaped (the escaped form is ""
+// when it is the default encoding of the decoded one, as in url.URL). A
+// path that is already normal is returned as received, without
+// allocating. A path that cannot be normalised is answered with 400 and
+// ok is false.
+func normalizePath(w http.ResponseWriter, r *http.Request, opts route.PathOptions) (path, raw string, ok bool) {
+	if opts.Off {
+		return r.URL.Path, r.URL.RawPath, true
+	}
+	esc := r.URL.EscapedPath()
+	norm, err := route.NormalizePath(esc, opts)
+	if err != nil {
+		lbError(w, http.StatusBadRequest, sdInvalidPath, err.Error())
+		return "", "", false
+	}
+	if norm == esc {
+		return r.URL.Path, r.URL.RawPath, true
+	}
+	dec, err := url.PathUnescape(norm)
+	if err != nil { // unreachable: norm has only well-formed escapes
+		lbError(w, http.StatusBadRequest, sdInvalidPath, "malformed request path")
+		return "", "", false
+	}
+	if dec == norm {
+		return dec, "", true
+	}
+	return dec, norm, true
+}
+
+// statusDetails tokens: why the load balancer answered itself, in the
+// vocabulary of Google's statusDetails log field where it has a word for
+// it. They are sent in X-Spillway-Status-Details and in the body, and
+// never carry an address, a name from the config or an error's text
+// (those go to the log).
+const (
+	sdFailedToPick      = "failed_to_pick_backend"
+	sdFailedToConnect   = "failed_to_connect_to_backend"
+	sdBackendTimeout    = "backend_timeout"
+	sdBackendClosed     = "backend_connection_closed_before_data_sent_to_client"
+	sdFaultAbort        = "fault_filter_abort"
+	sdConfigNotFound    = "config_not_found"
+	sdHeadersTooLong    = "headers_too_long"
+	sdUnsupportedMethod = "unsupported_method"
+	sdInvalidPath       = "invalid_request_path"   // Spillway's
+	sdBadRequestBody    = "malformed_request_body" // Spillway's: malformed chunking, truncated upload
+	sdUpgradeFailed     = "websocket_handshake_failed"
+)
+
+// statusDetailsHeader carries the statusDetails token of a response the
+// load balancer generated (a Spillway extension; Google logs the field).
+const statusDetailsHeader = "X-Spillway-Status-Details"
+
+// defaultMessage is the body text of a token when the caller has none:
+// short and neutral, worded like Google's and Envoy's own answers.
+func defaultMessage(details string) string {
+	switch details {
+	case sdFailedToPick:
+		return "no healthy upstream"
+	case sdFailedToConnect, sdBackendClosed:
+		return "upstream connect error or disconnect/reset before headers"
+	case sdBackendTimeout:
+		return "upstream request timeout"
+	case sdFaultAbort:
+		return "fault filter abort"
+	case sdConfigNotFound:
+		return "no configuration for this request"
+	case sdBadRequestBody:
+		return "malformed or incomplete request body"
+	case sdUpgradeFailed:
+		return "connection upgrade failed"
+	}
+	return "request not served"
+}
+
+// lbError writes a response generated by the load balancer itself: a
+// text/plain body "503 Service Unavailable: message (details)\n" and
+// details in X-Spillway-Status-Details. message "" means the token's
+// default text. Neither may carry backend addresses or error text.
+func lbError(w http.ResponseWriter, code int, details, message string) {
+	if message == "" {
+		message = defaultMessage(details)
+	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/plain; charset=utf-8")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set(statusDetailsHeader, details)
 	hd.Del("Content-Length")
 	w.WriteHeader(code)
 	text := http.StatusText(code)
@@ -321,13 +452,15 @@ func lbError(w http.ResponseWriter, code int, reason string) {
 		text = "Status"
 	}
 	var b strings.Builder
-	b.Grow(4 + len(text) + 2 + len(reason) + 1)
+	b.Grow(4 + len(text) + 2 + len(message) + 2 + len(details) + 2)
 	b.WriteString(itoa3(code))
 	b.WriteByte(' ')
 	b.WriteString(text)
 	b.WriteString(": ")
-	b.WriteString(reason)
-	b.WriteByte('\n')
+	b.WriteString(message)
+	b.WriteString(" (")
+	b.WriteString(details)
+	b.WriteString(")\n")
 	_, _ = w.Write([]byte(b.String()))
 }
 

@@ -138,7 +138,7 @@ func TestAllUnhealthyIs503WithReason(t *testing.T) {
 	if resp.StatusCode != 503 {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}
-	if want := "503 Service Unavailable: no healthy backend in backend service bs\n"; body != want {
+	if want := "503 Service Unavailable: no healthy upstream (failed_to_pick_backend)\n"; body != want {
 		t.Errorf("body %q, want %q", body, want)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
@@ -184,7 +184,7 @@ func TestConnectRefusedEverywhereIs503(t *testing.T) {
 	if resp.StatusCode != 503 {
 		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}
-	want := "503 Service Unavailable: connect to " + dead + " failed: connection refused (backend service bs)\n"
+	want := "503 Service Unavailable: upstream connect error or disconnect/reset before headers (failed_to_connect_to_backend)\n"
 	if body != want {
 		t.Errorf("body %q, want %q", body, want)
 	}
@@ -307,7 +307,7 @@ func TestServiceTimeoutIs504(t *testing.T) {
 	if resp.StatusCode != 504 {
 		t.Fatalf("status %d %q, want 504", resp.StatusCode, body)
 	}
-	if !strings.HasPrefix(body, "504 Gateway Timeout: backend "+be.addr()+" timed out") {
+	if body != "504 Gateway Timeout: upstream request timeout (backend_timeout)\n" {
 		t.Errorf("body %q", body)
 	}
 }

@@ -80,6 +80,9 @@ func newRetryPolicy(rp *config.RetryPolicy) retryPolicy {
 // body was touched: its body cannot be replayed otherwise.
 func (p *retryPolicy) retriable(at *attempt, body *trackedBody) bool {
 	o := &at.out
+	if o.ClientFault {
+		return false // the client's body failed; another endpoint would not help
+	}
 	if body != nil && (!o.ConnectFailure || body.touched.Load()) {
 		return false
 	}

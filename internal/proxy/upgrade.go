@@ -16,18 +16,21 @@ import (
 // after the backend service timeout). Upgrades are never retried.
 func (h *handler) tunnel(x *exchange, resp *http.Response) {
 	if !strings.EqualFold(resp.Header.Get("Upgrade"), x.upgrade) {
-		lbError(x.w, http.StatusBadGateway, "backend switched to protocol "+resp.Header.Get("Upgrade")+", not "+x.upgrade)
+		h.log.Debug("backend switched to another protocol", "service", x.svc.Name, "upgrade", resp.Header.Get("Upgrade"), "want", x.upgrade)
+		lbError(x.w, http.StatusBadGateway, sdUpgradeFailed, "")
 		return
 	}
 	back, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
-		lbError(x.w, http.StatusBadGateway, "backend connection cannot be upgraded")
+		h.log.Debug("backend connection cannot be upgraded", "service", x.svc.Name)
+		lbError(x.w, http.StatusBadGateway, sdUpgradeFailed, "")
 		return
 	}
 	conn, brw, err := http.NewResponseController(x.w).Hijack()
 	if err != nil {
 		// Google answers a failed upgrade with 403.
-		lbError(x.w, http.StatusForbidden, "connection upgrade failed: "+err.Error())
+		h.log.Debug("client connection cannot be hijacked", "err", err)
+		lbError(x.w, http.StatusForbidden, sdUpgradeFailed, "")
 		return
 	}
 	defer conn.Close()

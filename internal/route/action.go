@@ -171,7 +171,9 @@ func (a *Action) RewriteURL(r *Request) (host, path string) {
 
 // RedirectURL returns the Location of a redirect action for a request
 // received with the given scheme ("http" or "https"), or "" when the action
-// is not a redirect. An httpsRedirect drops an explicit ":80" port.
+// is not a redirect. An httpsRedirect drops an explicit ":80" port. The
+// path comes from the request's escaped path, so percent-encoded bytes
+// (%00, %0D%0A, %3F) stay encoded.
 func (a *Action) RedirectURL(r *Request, scheme string) string {
 	rd := a.Redirect
 	if rd == nil {
@@ -185,7 +187,8 @@ func (a *Action) RedirectURL(r *Request, scheme string) string {
 	if rd.Host != "" {
 		host = rd.Host
 	}
-	path, query := r.path(), r.RawQuery
+	var path string
+	query := r.RawQuery
 	switch {
 	case rd.Path != "":
 		path = rd.Path
@@ -193,7 +196,18 @@ func (a *Action) RedirectURL(r *Request, scheme string) string {
 			path, query = p, q
 		}
 	case rd.Prefix != "":
-		path = rd.Prefix + path[cut(rd.prefixLen, path):]
+		// prefixLen counts bytes of the decoded path. The escaped path
+		// starts with the same bytes when the matched prefix needed no
+		// escaping; otherwise the rest is escaped from the decoded path.
+		dec, esc := r.path(), r.escapedPath()
+		n := cut(rd.prefixLen, dec)
+		if strings.HasPrefix(esc, dec[:n]) {
+			path = rd.Prefix + esc[n:]
+		} else {
+			path = rd.Prefix + escapePath(dec[n:])
+		}
+	default:
+		path = r.escapedPath()
 	}
 	if rd.StripQuery {
 		query = ""

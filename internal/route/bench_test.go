@@ -61,3 +61,17 @@ func BenchmarkMatchPathRules(b *testing.B) {
 		tab.Match(r)
 	}
 }
+
+// BenchmarkNormalizePath is the per-request normalisation: an already
+// normal path (must not allocate) and one that needs work.
+func BenchmarkNormalizePath(b *testing.B) {
+	for _, p := range []string{"/api/v40/items", "/public/./a/../%7Esecret//x"} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				n, _ := NormalizePath(p, PathOptions{})
+				MatchPath(n, PathOptions{})
+			}
+		})
+	}
+}

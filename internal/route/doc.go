@@ -47,6 +47,8 @@
 // default (so they act as a prepend there) or for a route rule without a
 // path predicate.
 //
-// Paths are matched as given: the caller normalises them (merged slashes,
-// "/../" handling) before calling Match. An empty path is treated as "/".
+// Paths are matched as given: the caller normalises them with
+// NormalizePath and MatchPath (dot segments, escapes, merged slashes; see
+// docs/semantics.md §6) before calling Match. An empty path is treated as
+// "/".
 package route

@@ -5,8 +5,12 @@ package route
 type Request struct {
 	// Host is the Host header or :authority, possibly with ":port".
 	Host string
-	// Path is the path only, without the query.
+	// Path is the path only, without the query, percent-decoded.
 	Path string
+	// EscapedPath is Path as sent, percent-encoded, when the caller has
+	// it (RedirectURL builds Location from it). "" means RedirectURL
+	// escapes Path itself.
+	EscapedPath string
 	// RawQuery is the query string without the leading '?'.
 	RawQuery string
 	// Method is the request method, e.g. "GET".
@@ -60,4 +64,52 @@ func canonicalHeaderKey(s string) string {
 		upper = c == '-'
 	}
 	return string(b)
+}
+
+// escapedPath returns the percent-encoded path: EscapedPath, else Path
+// escaped.
+func (r *Request) escapedPath() string {
+	if r.EscapedPath != "" {
+		return r.EscapedPath
+	}
+	return escapePath(r.path())
+}
+
+// escapePath percent-encodes the bytes of a decoded path that may not
+// appear raw in a URL path (RFC 3986 pchar and '/'): controls, space,
+// '%', '?', '#', non-ASCII and the like. It allocates only when there is
+// something to encode.
+func escapePath(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !pathByte(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if pathByte(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+		}
+	}
+	return string(b)
+}
+
+// pathByte reports a byte allowed raw in a URL path: unreserved,
+// sub-delims, ':', '@' and '/'.
+func pathByte(c byte) bool {
+	if unreserved(c) {
+		return true
+	}
+	switch c {
+	case '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@', '/':
+		return true
+	}
+	return false
 }

@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"context"
-	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -65,9 +63,9 @@ func (o *outliers) enabled() bool {
 // without blocking the request (outcomes are dropped when the loop is
 // behind; detection then sees a sample, which is what it needs).
 func (s *Server) observe(out proxy.Outcome) {
-	// A mirrored request, or one its client abandoned, says nothing
-	// about the backend.
-	if out.Mirror || errors.Is(out.Err, context.Canceled) {
+	// A mirrored request, one its client abandoned and one that failed
+	// because of the client say nothing about the backend.
+	if !out.BackendSignal() {
 		return
 	}
 	select {

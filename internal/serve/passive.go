@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"context"
-	"errors"
 	"sync/atomic"
 
 	"github.com/spillwaylb/spillway/internal/gslb"
@@ -50,9 +48,10 @@ func (s *Server) frontendObserver(c *gslb.PassiveCounters) func(proxy.Outcome) {
 		return s.observe
 	}
 	return func(out proxy.Outcome) {
-		// A mirrored request, or one its client abandoned, says nothing
-		// about the frontend's service.
-		if out.Mirror || errors.Is(out.Err, context.Canceled) {
+		// A mirrored request, one its client abandoned and one that
+		// failed because of the client say nothing about the frontend's
+		// service.
+		if !out.BackendSignal() {
 			return
 		}
 		// No response (connect failure, timeout, other errors) or a 5xx
