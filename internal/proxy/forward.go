@@ -327,7 +327,9 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 }
 
 // fail answers a request whose last attempt got no response: 504 after a
-// timeout, else 503 (Google's code for connect failures and resets).
+// timeout, 502 when the backend's response was unacceptable (malformed,
+// over a size limit), else 503 (Google's code for connect failures and
+// resets).
 func (x *exchange) fail(at *attempt) {
 	if x.r.Context().Err() != nil {
 		return // the client is gone; nobody to answer
@@ -339,6 +341,8 @@ func (x *exchange) fail(at *attempt) {
 		lbError(x.w, http.StatusGatewayTimeout, "backend "+addr+" timed out (backend service "+x.svc.Name+")")
 	case o.ConnectFailure:
 		lbError(x.w, http.StatusServiceUnavailable, "connect to "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
+	case isBadResponse(o.Err):
+		lbError(x.w, http.StatusBadGateway, "backend "+addr+" sent an invalid response: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
 	default:
 		lbError(x.w, http.StatusServiceUnavailable, "backend "+addr+" failed: "+cause(o.Err)+" (backend service "+x.svc.Name+")")
 	}

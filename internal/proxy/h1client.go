@@ -2,11 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -361,37 +365,57 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		stop = context.AfterFunc(ctx, c.poison)
 	}
 	c.req.Method = wr.method
-	for {
-		// The response has started: the rest of its head gets the header
-		// deadline, not the probe's, unless it is all buffered already.
-		head, whole := bufferedHead(c.br)
-		if !whole && !cur.Equal(headerDeadline) {
-			cur = headerDeadline
-			c.setDeadline(cur)
+	// All heads of the response (1xx and final) share one size budget.
+	budget := backendMaxHeaderBytes
+	for n1xx := 0; ; {
+		r := c.br
+		n := headLen(buffered(r), 0)
+		if n == 0 {
+			// The response has started: the rest of its head gets the
+			// header deadline, not the probe's.
+			if !cur.Equal(headerDeadline) {
+				cur = headerDeadline
+				c.setDeadline(cur)
+			}
+			var err error
+			if r, n, err = awaitHead(c.br, budget); err != nil {
+				return fail(err)
+			}
 		}
+		if n > budget {
+			return fail(badResponse(errHeadTooLarge))
+		}
+		budget -= n
+		head := buffered(r)[:n]
 		var resp *http.Response
 		var pb *pooledBody
 		var fr *fastResponse
-		if whole {
+		if r == c.br && bytes.HasSuffix(head, []byte(crlf2)) {
 			fr = readResponseFast(c.br, head, wr.method)
 		}
 		if fr != nil {
 			resp, pb = &fr.resp, &fr.pooled
 		} else {
 			var err error
-			if resp, err = http.ReadResponse(c.br, &c.req); err != nil {
-				return fail(err)
+			// The whole head is buffered: an error here is the
+			// response's, not the connection's.
+			if resp, err = http.ReadResponse(r, &c.req); err != nil {
+				return fail(badResponse(err))
 			}
 			pb = new(pooledBody)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			continue // 1xx informational: the final response follows
+			// 1xx informational: the final response follows.
+			if n1xx++; n1xx > max1xxResponses {
+				return fail(badResponse(errTooMany1xx))
+			}
+			continue
 		}
 		resp.Request = nil
 		// A body already in the buffer needs neither a deadline nor
 		// cancellation; one still to be read gets both.
 		inBuffer := resp.Body == http.NoBody ||
-			(resp.ContentLength >= 0 && int64(c.br.Buffered()) >= resp.ContentLength)
+			(resp.ContentLength >= 0 && int64(r.Buffered()) >= resp.ContentLength)
 		if !inBuffer {
 			if !cur.Equal(deadline) {
 				if stop != nil && !stop() {
@@ -406,9 +430,111 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 				stop = context.AfterFunc(ctx, c.poison)
 			}
 		}
-		*pb = pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
+		// A head too big for c.br was read through a larger reader, which
+		// may hold bytes c.br no longer has: such a connection is not
+		// reused.
+		*pb = pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols && r == c.br}
 		resp.Body = pb
 		return resp, nil
+	}
+}
+
+// Response head limits of the fast transport. All heads of one response
+// (any 1xx and the final one) share backendMaxHeaderBytes, as with
+// net/http's Transport without a Got1xxResponse hook, and at most
+// max1xxResponses informational responses are skipped. Past either the
+// attempt fails with a badResponse error (502 to the client).
+const max1xxResponses = 5
+
+var (
+	errBadResponse  = errors.New("invalid response from backend")
+	errHeadTooLarge = errors.New("response headers exceed 128 KiB")
+	errTooMany1xx   = errors.New("more than 5 informational (1xx) responses")
+)
+
+// badResponse marks err as the backend's response being unacceptable
+// (malformed or over a limit), as opposed to the connection failing.
+func badResponse(err error) error {
+	return fmt.Errorf("%w: %w", errBadResponse, err)
+}
+
+// isBadResponse reports an attempt that failed because of what the
+// backend sent: the fast transport's badResponse errors, and net/http
+// Transport's header limit and malformed-response errors (which it does
+// not export).
+func isBadResponse(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, errBadResponse) {
+		return true
+	}
+	var pe textproto.ProtocolError
+	if errors.As(err, &pe) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "server response headers exceeded") || strings.Contains(msg, "malformed HTTP")
+}
+
+// buffered returns the bytes buffered in r without reading.
+func buffered(r *bufio.Reader) []byte {
+	b, _ := r.Peek(r.Buffered())
+	return b
+}
+
+// headLen returns the length of the message head at the start of b,
+// through the empty line that ends it (CRLF or bare LF, as textproto
+// reads lines), or 0 when b does not hold all of it. from is where to
+// start looking (a previous call's len(b), less the separator's length).
+func headLen(b []byte, from int) int {
+	if from > len(b) {
+		return 0
+	}
+	end := 0
+	if i := bytes.Index(b[from:], []byte(crlfEnd)); i >= 0 {
+		end = from + i + len(crlfEnd)
+	}
+	stop := len(b)
+	if end > 0 {
+		stop = end
+	}
+	// A bare-LF empty line earlier than the CRLF one ends the head there.
+	if i := bytes.Index(b[from:stop], []byte(lfEnd)); i >= 0 {
+		end = from + i + len(lfEnd)
+	}
+	return end
+}
+
+// crlfEnd and lfEnd end a message head: a line end, then an empty line.
+const (
+	crlfEnd = "\n\r\n"
+	lfEnd   = "\n\n"
+)
+
+// awaitHead reads until the message head at the start of br is complete,
+// and returns the reader that holds it whole and its length. A head
+// longer than br's buffer continues into a larger reader stacked on br;
+// one longer than limit fails with a badResponse error, having read at
+// most limit bytes (plus one buffer fill).
+func awaitHead(br *bufio.Reader, limit int) (*bufio.Reader, int, error) {
+	r, from := br, 0
+	for {
+		b := buffered(r)
+		if n := headLen(b, from); n > 0 {
+			return r, n, nil
+		}
+		if len(b) >= limit {
+			return nil, 0, badResponse(errHeadTooLarge)
+		}
+		from = max(len(b)-len(crlfEnd), 0)
+		if len(b) == r.Size() {
+			r, from = bufio.NewReaderSize(r, limit), 0
+			continue
+		}
+		if _, err := r.Peek(len(b) + 1); err != nil {
+			return nil, 0, err
+		}
 	}
 }
 

@@ -1,0 +1,190 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// hostileBackend is a backend on 127.0.0.1 that reads each request (and its
+// body) with net/http and answers it by writing raw bytes: answer gets
+// the connection, the request, and how many requests the connection had
+// before this one. It counts the connections it accepts.
+type hostileBackend struct {
+	ln    net.Listener
+	conns atomic.Int32
+	reqs  atomic.Int32
+}
+
+func newHostileBackend(t *testing.T, answer func(c net.Conn, r *http.Request) bool) *hostileBackend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := &hostileBackend{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			rb.conns.Add(1)
+			go func(c net.Conn) {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				br := bufio.NewReader(c)
+				for range 100 {
+					r, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if _, err := io.Copy(io.Discard, r.Body); err != nil {
+						return
+					}
+					rb.reqs.Add(1)
+					if !answer(c, r) {
+						return
+					}
+				}
+			}(c)
+		}
+	}()
+	return rb
+}
+
+func (rb *hostileBackend) addr() string { return rb.ln.Addr().String() }
+
+// send sends method / (with a body when body is not empty: that takes
+// the fallback transport) and returns the status and body.
+func (l *lab) send1(method, body string, hdr map[string]string) (*http.Response, string) {
+	l.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, l.url+"/", rd)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return l.do(req)
+}
+
+// transports are the two ways to a backend: a body-less GET takes the
+// fast transport, a POST with a body net/http's Transport.
+var transports = []struct{ name, method, body string }{
+	{"fast", "GET", ""},
+	{"fallback", "POST", "payload"},
+}
+
+// A backend's response head is capped (128 KiB over all of a response's
+// heads, 1xx included) and so is the number of 1xx responses: past
+// either, the client gets 502 and the attempt is a backend fault, long
+// before the request timeout.
+func TestHostileResponseHeadsAre502(t *testing.T) {
+	bigHead := func(c net.Conn, r *http.Request) bool {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Big: " + strings.Repeat("a", 1000) + "\r\n"
+		for range 1024 { // 1 MB of header fields
+			if _, err := io.WriteString(c, line); err != nil {
+				return false
+			}
+		}
+		io.WriteString(c, "Content-Length: 2\r\n\r\nok")
+		return false
+	}
+	bigLine := func(c net.Conn, r *http.Request) bool {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: ")
+		chunk := strings.Repeat("b", 64<<10)
+		for range 16 { // one 1 MB field
+			if _, err := io.WriteString(c, chunk); err != nil {
+				return false
+			}
+		}
+		io.WriteString(c, "\r\nContent-Length: 2\r\n\r\nok")
+		return false
+	}
+	flood := func(c net.Conn, r *http.Request) bool {
+		for range 20000 { // 600 KB of 103s, then nothing
+			if _, err := io.WriteString(c, "HTTP/1.1 103 Early Hints\r\n\r\n"); err != nil {
+				return false
+			}
+		}
+		time.Sleep(5 * time.Second)
+		return false
+	}
+	// Six 1xx responses: more than the fast transport's count cap.
+	six := func(c net.Conn, r *http.Request) bool {
+		for range 6 {
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(net.Conn, *http.Request) bool
+		only   string // transport the case applies to, "" for both
+	}{
+		{"1MB-of-fields", bigHead, ""},
+		{"1MB-field", bigLine, ""},
+		{"1xx-flood", flood, ""},
+		{"six-1xx", six, "fast"},
+	} {
+		for _, tr := range transports {
+			if tc.only != "" && tc.only != tr.name {
+				continue
+			}
+			t.Run(tc.name+"/"+tr.name, func(t *testing.T) {
+				be := newHostileBackend(t, tc.answer)
+				l := newLab(t, basic("  timeoutSec: 4\n", "", be.addr()), nil)
+				resp, body := l.send1(tr.method, tr.body, nil)
+				if resp.StatusCode != http.StatusBadGateway {
+					t.Fatalf("status %d (%d header fields), want 502", resp.StatusCode, len(resp.Header))
+				}
+				if !strings.Contains(body, be.addr()) {
+					t.Errorf("body %q does not name the backend", body)
+				}
+				for _, o := range l.observed() {
+					if o.Status != 0 || o.Err == nil || o.Timeout {
+						t.Errorf("outcome status %d err %v timeout %v, want a failure that is not a timeout", o.Status, o.Err, o.Timeout)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Early hints within the caps still work on both transports.
+func TestResponseHeadsWithinCaps(t *testing.T) {
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		for range 5 {
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+		}
+		// A 100 KiB head split over several writes.
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n")
+		for range 100 {
+			io.WriteString(c, "X-Fill: "+strings.Repeat("f", 1000)+"\r\n")
+		}
+		io.WriteString(c, "\r\nok")
+		return true
+	})
+	l := newLab(t, basic("  timeoutSec: 4\n", "", be.addr()), nil)
+	for _, tr := range transports {
+		for range 2 {
+			resp, body := l.send1(tr.method, tr.body, nil)
+			if resp.StatusCode != 200 || body != "ok" || len(resp.Header.Values("X-Fill")) != 100 {
+				t.Errorf("%s: %d %q with %d X-Fill fields, want 200 \"ok\" with 100", tr.name, resp.StatusCode, body, len(resp.Header.Values("X-Fill")))
+			}
+		}
+	}
+}
