@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -194,6 +196,7 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
 	if x.fastPath() {
 		x.tryFast(&at, ep, perTry)
+		x.checkSwitch(&at)
 		return at
 	}
 	ctx := x.context()
@@ -225,7 +228,32 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	}
 	at.resp = resp
 	at.out.Status = resp.StatusCode
+	x.checkSwitch(&at)
 	return at
+}
+
+// checkSwitch turns a 101 Switching Protocols the client did not ask for,
+// or one to another protocol than it asked for, into a failed attempt
+// (502, a backend fault): relaying it would hand the client's connection
+// to whatever the backend chose.
+func (x *exchange) checkSwitch(at *attempt) {
+	resp := at.resp
+	if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		return
+	}
+	var err error
+	switch got := resp.Header.Get("Upgrade"); {
+	case x.upgrade == "":
+		err = errUnsolicited101
+	case !strings.EqualFold(got, x.upgrade):
+		err = errors.New("backend switched to protocol " + strconv.Quote(got) + ", not " + strconv.Quote(x.upgrade))
+	default:
+		return
+	}
+	resp.Body.Close()
+	at.resp = nil
+	at.out.Status = 0
+	at.out.Err = badResponse(err)
 }
 
 // tryFast is try on the fast transport: the deadlines are connection

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -447,30 +446,32 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 const max1xxResponses = 5
 
 var (
-	errBadResponse  = errors.New("invalid response from backend")
-	errHeadTooLarge = errors.New("response headers exceed 128 KiB")
-	errTooMany1xx   = errors.New("more than 5 informational (1xx) responses")
+	errHeadTooLarge   = errors.New("response headers exceed 128 KiB")
+	errTooMany1xx     = errors.New("more than 5 informational (1xx) responses")
+	errUnsolicited101 = errors.New("101 Switching Protocols to a request that asked for no upgrade")
 )
 
-// badResponse marks err as the backend's response being unacceptable
-// (malformed or over a limit), as opposed to the connection failing.
-func badResponse(err error) error {
-	return fmt.Errorf("%w: %w", errBadResponse, err)
-}
+// badResponseError marks a backend response the proxy refuses (malformed,
+// over a limit, switching protocols unasked), as opposed to the
+// connection failing. The client gets 502.
+type badResponseError struct{ err error }
+
+func (e badResponseError) Error() string { return e.err.Error() }
+func (e badResponseError) Unwrap() error { return e.err }
+
+// badResponse wraps err as a badResponseError.
+func badResponse(err error) error { return badResponseError{err} }
 
 // isBadResponse reports an attempt that failed because of what the
-// backend sent: the fast transport's badResponse errors, and net/http
-// Transport's header limit and malformed-response errors (which it does
-// not export).
+// backend sent: badResponse errors, and net/http Transport's header limit
+// and malformed-response errors (which it does not export).
 func isBadResponse(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, errBadResponse) {
-		return true
-	}
+	var be badResponseError
 	var pe textproto.ProtocolError
-	if errors.As(err, &pe) {
+	if errors.As(err, &be) || errors.As(err, &pe) {
 		return true
 	}
 	msg := err.Error()

@@ -188,3 +188,75 @@ func TestResponseHeadsWithinCaps(t *testing.T) {
 		}
 	}
 }
+
+// rawExchange sends a raw request to the proxy and reads one response.
+func rawExchange(t *testing.T, l *lab, request string) (*http.Response, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, string(b)
+}
+
+// "Upgrade: h2c" (RFC 7540 §3.2, removed by RFC 9113) is not tunnelled:
+// the request is answered as plain HTTP/1.1, as net/http does, and
+// neither Upgrade nor HTTP2-Settings reaches the backend.
+func TestH2CUpgradeIsNotForwarded(t *testing.T) {
+	var leaked atomic.Value
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		if r.Header.Get("Upgrade") != "" || r.Header.Get("Http2-Settings") != "" {
+			leaked.Store(r.Header.Clone())
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+			return false
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")
+		return true
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	for _, tc := range []struct{ name, req string }{
+		{"listed", "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"},
+		{"settings-not-listed", "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"},
+		{"h2c-among-others", "GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: H2C, websocket\r\n\r\n"},
+	} {
+		resp, body := rawExchange(t, l, tc.req)
+		if resp.StatusCode != 200 || body != "plain" {
+			t.Errorf("%s: %d %q, want 200 \"plain\"", tc.name, resp.StatusCode, body)
+		}
+		if h := leaked.Swap(http.Header{}); h != nil && len(h.(http.Header)) > 0 {
+			t.Errorf("%s: the backend got an upgrade request: %v", tc.name, h)
+		}
+	}
+}
+
+// A 101 the client did not ask for, or for another protocol than the one
+// asked for, is answered 502: it is never relayed.
+func TestUnsolicited101Is502(t *testing.T) {
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: evil\r\n\r\nRAW BYTES")
+		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	for _, tr := range transports {
+		resp, body := l.send1(tr.method, tr.body, nil)
+		if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "RAW") {
+			t.Errorf("%s: %d %q, want 502", tr.name, resp.StatusCode, body)
+		}
+	}
+	resp, body := rawExchange(t, l, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "RAW") {
+		t.Errorf("websocket asked, evil given: %d %q, want 502", resp.StatusCode, body)
+	}
+}
