@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"strings"
 	"sync"
@@ -207,7 +208,7 @@ func fast(req *http.Request) bool {
 // the whole exchange, response body included.
 func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fast(req) {
-		return t.fallback.RoundTrip(req)
+		return t.roundTripFallback(req)
 	}
 	ctx := req.Context()
 	d, _ := ctx.Deadline()
@@ -225,6 +226,25 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Request = req
 	return resp, nil
+}
+
+// roundTripFallback sends req with the fallback transport. When that is
+// a Transport from NewTransport, whose connections keep the Connection
+// header of the response they carry (sniffConn), that header is put
+// back where net/http deleted it (see restoreConnection).
+func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, error) {
+	var sc *sniffConn
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if c, ok := info.Conn.(*sniffConn); ok {
+			c.arm()
+			sc = c
+		}
+	}}
+	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err == nil && sc != nil && resp.ProtoMajor == 1 {
+		restoreConnection(resp, sc.connection())
+	}
+	return resp, err
 }
 
 // do sends a body-less request to wr.addr and reads the response head.
@@ -395,12 +415,14 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		if fr != nil {
 			resp, pb = &fr.resp, &fr.pooled
 		} else {
+			conn := connectionValues(head)
 			var err error
 			// The whole head is buffered: an error here is the
 			// response's, not the connection's.
 			if resp, err = http.ReadResponse(r, &c.req); err != nil {
 				return fail(badResponse(err))
 			}
+			restoreConnection(resp, conn)
 			pb = new(pooledBody)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
@@ -476,6 +498,32 @@ func isBadResponse(err error) bool {
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "server response headers exceeded") || strings.Contains(msg, "malformed HTTP")
+}
+
+// connectionValues returns the values of the Connection fields of a
+// message head (lines ending in LF or CRLF, the start line first), or nil.
+func connectionValues(head []byte) []string {
+	const name = "connection:"
+	var vv []string
+	_, head, _ = bytes.Cut(head, []byte("\n")) // the start line
+	for len(head) > 0 {
+		var line []byte
+		line, head, _ = bytes.Cut(head, []byte("\n"))
+		if len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			vv = append(vv, trimOWS(string(bytes.TrimSuffix(line[len(name):], []byte("\r")))))
+		}
+	}
+	return vv
+}
+
+// restoreConnection puts back the Connection header that
+// http.ReadResponse deletes from an HTTP/1.1 response when it says
+// "close": without it, the fields it also lists would be forwarded as if
+// they were end-to-end. conn is from connectionValues.
+func restoreConnection(resp *http.Response, conn []string) {
+	if len(conn) > 0 && resp.Header["Connection"] == nil {
+		resp.Header["Connection"] = conn
+	}
 }
 
 // buffered returns the bytes buffered in r without reading.

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -21,11 +22,14 @@ type hostileBackend struct {
 	reqs  atomic.Int32
 }
 
-func newHostileBackend(t *testing.T, answer func(c net.Conn, r *http.Request) bool) *hostileBackend {
+func newHostileBackend(t *testing.T, answer func(c net.Conn, r *http.Request) bool, tlsCfg ...*tls.Config) *hostileBackend {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(tlsCfg) > 0 {
+		ln = tls.NewListener(ln, tlsCfg[0])
 	}
 	rb := &hostileBackend{ln: ln}
 	t.Cleanup(func() { ln.Close() })
@@ -258,5 +262,72 @@ func TestUnsolicited101Is502(t *testing.T) {
 	resp, body := rawExchange(t, l, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
 	if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "RAW") {
 		t.Errorf("websocket asked, evil given: %d %q, want 502", resp.StatusCode, body)
+	}
+}
+
+// Headers a response's Connection header lists are hop-by-hop, also when
+// it says "close" too (net/http drops such a Connection header while
+// parsing, which lost the list).
+func TestResponseConnectionListedWithClose(t *testing.T) {
+	for _, head := range []string{
+		"HTTP/1.1 200 OK\r\nConnection: X-Internal, close\r\nX-Internal: secret\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: X-Internal\r\nX-Internal: secret\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nconnection: CLOSE , x-internal\r\nX-Internal: secret\r\nX-Kept: 1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nConnection: X-Internal, close\r\nX-Internal: secret\r\nX-Kept: 1\r\n\r\nok", // close-delimited
+		"HTTP/1.0 200 OK\r\nConnection: X-Internal\r\nX-Internal: secret\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		answer := func(c net.Conn, r *http.Request) bool {
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\nConnection: X-Kept\r\n\r\n") // a 1xx's list is its own
+			io.WriteString(c, head)
+			return false
+		}
+		be := newHostileBackend(t, answer)
+		l := newLab(t, basic("", "", be.addr()), nil)
+		// An HTTPS backend service takes net/http's Transport for every
+		// request, over TLS.
+		tbe := newHostileBackend(t, answer, selfSigned(t))
+		tl := newLab(t, basic("  protocol: HTTPS\n", "", tbe.addr()), nil)
+		for _, tr := range append(transports, struct{ name, method, body string }{"https", "GET", ""}) {
+			l := l
+			if tr.name == "https" {
+				l = tl
+			}
+			for i := range 2 { // a fresh connection each time (the backend closes)
+				resp, body := l.send1(tr.method, tr.body, nil)
+				if resp.StatusCode != 200 || body != "ok" || resp.Header.Get("X-Kept") != "1" {
+					t.Errorf("%s #%d %q: %d %q X-Kept=%q", tr.name, i, head, resp.StatusCode, body, resp.Header.Get("X-Kept"))
+				}
+				if v := resp.Header.Get("X-Internal"); v != "" {
+					t.Errorf("%s #%d %q: X-Internal: %s reached the client", tr.name, i, head, v)
+				}
+			}
+		}
+	}
+}
+
+// The same for requests: what the client's Connection header lists does
+// not reach the backend, with or without "close".
+func TestRequestConnectionListedWithClose(t *testing.T) {
+	seen := make(chan http.Header, 8)
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		seen <- r.Header.Clone()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	for _, req := range []string{
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: X-Secret, close\r\nX-Secret: 1\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nConnection: X-Secret\r\nX-Secret: 1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nConnection: X-Secret, close\r\nX-Secret: 1\r\nContent-Length: 4\r\n\r\nbody",
+		"POST / HTTP/1.1\r\nHost: a\r\nConnection: X-Secret, close\r\nX-Secret: 1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n",
+	} {
+		resp, body := rawExchange(t, l, req)
+		if resp.StatusCode != 200 || body != "ok" {
+			t.Errorf("%q: %d %q", req, resp.StatusCode, body)
+			continue
+		}
+		if h := <-seen; h.Get("X-Secret") != "" {
+			t.Errorf("%q: the backend got X-Secret", req)
+		}
 	}
 }
