@@ -100,10 +100,15 @@ func (b *trackedBody) Close() error {
 }
 
 // outHeader builds the headers sent to the backend: the client's, without
-// hop-by-hop headers, plus X-Forwarded-For, X-Forwarded-Proto and Via.
+// hop-by-hop headers and Expect, plus X-Forwarded-For, X-Forwarded-Proto
+// and Via.
 func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
 	out := make(http.Header, len(r.Header)+4)
 	copyHeaders(out, r.Header)
+	// The proxy answers "Expect: 100-continue" itself (the server sends
+	// 100 Continue when the body is first read, i.e. once the request is
+	// on its way to a backend), so it is not sent on.
+	delete(out, "Expect")
 	if te := r.Header["Te"]; len(te) > 0 && listed(te, "trailers") {
 		out["Te"] = h.teTrailers
 	}

@@ -331,3 +331,51 @@ func TestRequestConnectionListedWithClose(t *testing.T) {
 		}
 	}
 }
+
+// "Expect: 100-continue" is answered by the proxy (100 Continue once the
+// body is forwarded) and not sent on: a backend that never sends 100 does
+// not cost the upload net/http's one-second ExpectContinueTimeout.
+func TestExpectContinueAnsweredByProxy(t *testing.T) {
+	var expects atomic.Int32
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		if r.Header.Get("Expect") != "" {
+			expects.Add(1)
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	c, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	const uploads = 4
+	start := time.Now()
+	for i := range uploads {
+		io.WriteString(c, "PUT /up HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusContinue {
+			t.Fatalf("upload %d: %v %v, want 100 Continue first", i, resp, err)
+		}
+		io.WriteString(c, "hello")
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("upload %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("upload %d: %d %q", i, resp.StatusCode, b)
+		}
+	}
+	if n := expects.Load(); n != 0 {
+		t.Errorf("the backend got Expect on %d of %d uploads, want none", n, uploads)
+	}
+	// Deterministic above; generous here: the old behaviour took 1 s each.
+	if el := time.Since(start); el > uploads*700*time.Millisecond {
+		t.Errorf("%d uploads took %v, want well under %v", uploads, el, uploads*time.Second)
+	}
+}

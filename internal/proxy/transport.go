@@ -72,11 +72,14 @@ func newTransport(p *http.Protocols) *http.Transport {
 		MaxIdleConnsPerHost:    backendMaxIdlePerHst,
 		IdleConnTimeout:        backendIdleTimeout,
 		MaxResponseHeaderBytes: backendMaxHeaderBytes,
-		ExpectContinueTimeout:  time.Second,
-		WriteBufferSize:        16 << 10,
-		ReadBufferSize:         16 << 10,
-		ForceAttemptHTTP2:      false,
-		Protocols:              p,
+		// Expect is not forwarded (the proxy answers 100 Continue itself);
+		// should a header action add it, the body is sent at once rather
+		// than after a one-second wait for a 100 that may never come.
+		ExpectContinueTimeout: 0,
+		WriteBufferSize:       16 << 10,
+		ReadBufferSize:        16 << 10,
+		ForceAttemptHTTP2:     false,
+		Protocols:             p,
 	}
 	if !p.HTTP2() && !p.UnencryptedHTTP2() {
 		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
