@@ -201,7 +201,7 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
 	if x.fastPath() {
 		x.tryFast(&at, ep, perTry)
-		x.checkSwitch(&at)
+		x.checkStatus(&at)
 		return at
 	}
 	ctx := x.context()
@@ -233,21 +233,24 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	}
 	at.resp = resp
 	at.out.Status = resp.StatusCode
-	x.checkSwitch(&at)
+	x.checkStatus(&at)
 	return at
 }
 
-// checkSwitch turns a 101 Switching Protocols the client did not ask for,
-// or one to another protocol than it asked for, into a failed attempt
-// (502, a backend fault): relaying it would hand the client's connection
-// to whatever the backend chose.
-func (x *exchange) checkSwitch(at *attempt) {
+// checkStatus turns a response the proxy must not relay into a failed
+// attempt (502, a backend fault): a status code below 100, which is not
+// HTTP, and a 101 Switching Protocols the client did not ask for, or to
+// another protocol than it asked for (relaying it would hand the client's
+// connection to whatever the backend chose).
+func (x *exchange) checkStatus(at *attempt) {
 	resp := at.resp
-	if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
+	if resp == nil || resp.StatusCode >= 100 && resp.StatusCode != http.StatusSwitchingProtocols {
 		return
 	}
 	var err error
 	switch got := resp.Header.Get("Upgrade"); {
+	case resp.StatusCode < 100:
+		err = errors.New("status code " + strconv.Itoa(resp.StatusCode) + " is below 100")
 	case x.upgrade == "":
 		err = errUnsolicited101
 	case !strings.EqualFold(got, x.upgrade):

@@ -379,3 +379,47 @@ func TestExpectContinueAnsweredByProxy(t *testing.T) {
 		t.Errorf("%d uploads took %v, want well under %v", uploads, el, uploads*time.Second)
 	}
 }
+
+// Status codes below 100 are not HTTP (RFC 9110 §15): 502, on both
+// transports.
+func TestBackendStatusBelow100Is502(t *testing.T) {
+	for _, code := range []string{"000", "042", "099"} {
+		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+			io.WriteString(c, "HTTP/1.1 "+code+" Odd\r\nContent-Length: 2\r\n\r\nok")
+			return true
+		})
+		l := newLab(t, basic("", "", be.addr()), nil)
+		for _, tr := range transports {
+			resp, body := l.send1(tr.method, tr.body, nil)
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("%s %s: %d %q, want 502", code, tr.name, resp.StatusCode, body)
+			}
+		}
+	}
+}
+
+// A backend that answers HEAD with a body, or sends bytes nobody asked
+// for, does not poison the next request on a pooled connection.
+func TestHeadWithBodyDoesNotPoisonPool(t *testing.T) {
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		if r.Method == http.MethodHead {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 38\r\n\r\n")
+			time.Sleep(20 * time.Millisecond)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON")
+			return true
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nclean")
+		return true
+	})
+	l := newLab(t, basic("", "", be.addr()), nil)
+	for i := range 3 {
+		req, _ := http.NewRequest("HEAD", l.url+"/", nil)
+		if resp, _ := l.do(req); resp.StatusCode != 200 {
+			t.Fatalf("HEAD %d: %d", i, resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if resp, body := l.get("/", ""); resp.StatusCode != 200 || body != "clean" {
+			t.Errorf("GET after HEAD %d: %d %q, want 200 \"clean\"", i, resp.StatusCode, body)
+		}
+	}
+}

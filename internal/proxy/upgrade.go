@@ -14,7 +14,7 @@ import (
 // has been idle for the request timeout (Google closes idle WebSockets
 // after the backend service timeout). Upgrades are never retried.
 // A 101 to another protocol than the one asked for never gets here
-// (exchange.checkSwitch).
+// (exchange.checkStatus).
 func (h *handler) tunnel(x *exchange, resp *http.Response) {
 	back, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
