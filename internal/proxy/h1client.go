@@ -496,8 +496,22 @@ func isBadResponse(err error) bool {
 	if errors.As(err, &be) || errors.As(err, &pe) {
 		return true
 	}
+	// Parts of the errors net/http's Transport returns for a response
+	// it cannot accept (ReadResponse's and readTransfer's).
 	msg := err.Error()
-	return strings.Contains(msg, "server response headers exceeded") || strings.Contains(msg, "malformed HTTP")
+	for _, m := range [...]string{
+		"server response headers exceeded",
+		"malformed HTTP",
+		"bad Content-Length",
+		"multiple Content-Length",
+		"transfer encoding",
+		"Transfer-Encoding",
+	} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // connectionValues returns the values of the Connection fields of a

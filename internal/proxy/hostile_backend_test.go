@@ -423,3 +423,28 @@ func TestHeadWithBodyDoesNotPoisonPool(t *testing.T) {
 		}
 	}
 }
+
+// Broken framing from the backend is a bad response: 502 on both
+// transports, not 503 (which means the backend could not be reached).
+func TestBackendBadFramingIs502(t *testing.T) {
+	for _, head := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2x\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+			io.WriteString(c, head)
+			return false
+		})
+		l := newLab(t, basic("", "", be.addr()), nil)
+		for _, tr := range transports {
+			resp, body := l.send1(tr.method, tr.body, nil)
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("%q %s: %d %q, want 502", head, tr.name, resp.StatusCode, body)
+			}
+		}
+	}
+}
