@@ -15,7 +15,8 @@
 // splits' Weyl draws (lock-free, allocation-free in engine), and goes to
 // an HTTP backend through fastTransport: the request's own goroutine
 // writes the head straight into a pooled keep-alive connection's buffer
-// and reads the response (readResponseFast, else http.ReadResponse). Body
+// and reads the response once its head is buffered whole
+// (readResponseFast, else http.ReadResponse). Body
 // copies use pooled 32 KiB buffers; connection deadlines are set only when
 // they change. There are no per-request locks on shared state beyond the
 // idle pool's, and no fmt on the success path. The pools live in the
@@ -31,6 +32,15 @@
 //     response body. No response headers yet → 504; otherwise the stream
 //     is aborted (the client sees a truncated response).
 //   - Connect failures and resets after the last try → 503 with the cause.
+//   - A response the proxy refuses → 502 (a failed attempt: a backend
+//     fault for outlier detection and passive health, retried like a
+//     reset, i.e. under the 5xx and gateway-error conditions): response heads over 128 KiB in total (any 1xx heads and
+//     the final one share the budget; the fast transport reads at most
+//     that much, plus one 16 KiB buffer fill), more than 5 1xx responses
+//     on the fast transport (net/http's Transport bounds them by the
+//     shared budget only), malformed status lines, headers or framing,
+//     a status code below 100, and a 101 not asked for or to another
+//     protocol than the one asked for.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
 //     a body-less request is retried once after 502/503/504 or a connect
@@ -43,7 +53,13 @@
 //     gateway-error).
 //   - Headers towards the backend: hop-by-hop headers removed (Connection
 //     and what it lists, Keep-Alive, Proxy-*, TE except "trailers",
-//     Transfer-Encoding, Upgrade unless upgrading); X-Forwarded-For gets
+//     Transfer-Encoding, HTTP2-Settings, Upgrade unless upgrading), and
+//     Expect: the proxy answers "Expect: 100-continue" itself (100
+//     Continue once it starts sending the body to a backend), so uploads
+//     never wait for a backend's 100. Towards the client likewise, also
+//     when the backend's Connection header says "close" too (net/http
+//     deletes that header while parsing; the fast transport and
+//     NewTransport's HTTP/1.1 connections keep a copy). X-Forwarded-For gets
 //     "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via gets
 //     "1.1 spillway" (responses too). Host is preserved unless hostRewrite.
 //   - Header actions: the backend service's custom headers first, then
@@ -60,7 +76,8 @@
 //   - Upgrades (WebSocket): forwarded with Connection/Upgrade, never
 //     retried; on 101 the client connection is hijacked and bytes are
 //     copied both ways until either side closes or the tunnel is idle for
-//     the request timeout.
+//     the request timeout. "Upgrade: h2c" is not an upgrade: like
+//     net/http, the request is answered as plain HTTP/1.1.
 //
 // Left out: lower-casing header names towards HTTP/1.1 backends (Go's
 // transport writes the map keys as given and inspects canonical names),

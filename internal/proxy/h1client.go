@@ -27,9 +27,12 @@ import (
 // upgrades, TLS, HTTP/2) goes to the fallback net/http Transport.
 //
 // The request head is written by writeRequestHead (net/http's rules,
-// without building an *http.Request); responses are parsed by
-// http.ReadResponse, so framing (Content-Length, chunked, close-delimited,
-// HEAD, 1xx) is the standard library's.
+// without building an *http.Request). A response head is first read
+// whole into the connection's buffer (awaitHead: all heads of a response
+// share backendMaxHeaderBytes, and at most max1xxResponses 1xx ones are
+// skipped), then parsed by readResponseFast or http.ReadResponse, so
+// framing (Content-Length, chunked, close-delimited, HEAD, 1xx) is the
+// standard library's.
 //
 // Timeouts and cancellation are connection deadlines, not contexts: an
 // attempt sets one deadline on its connection. A caller's context is

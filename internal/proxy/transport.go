@@ -26,8 +26,13 @@ const (
 // NewTransport returns the HTTP/1.1 transport for backend services with
 // protocol HTTP and HTTPS: many idle connections per backend, a 600 s idle
 // timeout, a 5 s dial timeout, no compression, no proxy from the
-// environment. Backend certificates are not verified, as Google's load
-// balancer does not verify them either.
+// environment, response heads capped at 128 KiB (all of a response's
+// heads, 1xx included, as net/http counts them) and no wait for 100
+// Continue. Backend certificates are not verified, as Google's load
+// balancer does not verify them either. Its connections (cleartext, and
+// TLS ones it dials itself) are sniffConns, so that NewFastTransport can
+// strip what a response's Connection header lists even when net/http
+// deleted that header.
 func NewTransport() *http.Transport {
 	var p http.Protocols
 	p.SetHTTP1(true)
