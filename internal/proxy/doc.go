@@ -34,11 +34,12 @@
 //   - Connect failures and resets after the last try → 503 with the cause.
 //   - A response the proxy refuses → 502 (a failed attempt: a backend
 //     fault for outlier detection and passive health, retried like a
-//     reset, i.e. under the 5xx and gateway-error conditions): response heads over 128 KiB in total (any 1xx heads and
-//     the final one share the budget; the fast transport reads at most
-//     that much, plus one 16 KiB buffer fill), more than 5 1xx responses
-//     on the fast transport (net/http's Transport bounds them by the
-//     shared budget only), malformed status lines, headers or framing,
+//     reset, i.e. under the 5xx and gateway-error conditions): a
+//     response head over 128 KiB (on the fast transport all of a
+//     response's heads, 1xx included, share that budget and at most it
+//     plus one 16 KiB buffer fill is read; net/http's Transport bounds
+//     each head), more than 5 1xx responses, malformed status lines,
+//     headers or framing,
 //     a status code below 100, and a 101 not asked for or to another
 //     protocol than the one asked for.
 //   - Retries stay in the backend service, go to a different endpoint

@@ -231,18 +231,29 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// roundTripFallback sends req with the fallback transport. When that is
-// a Transport from NewTransport, whose connections keep the Connection
-// header of the response they carry (sniffConn), that header is put
-// back where net/http deleted it (see restoreConnection).
+// roundTripFallback sends req with the fallback transport, skipping at
+// most max1xxResponses 1xx responses like the fast path (net/http then
+// bounds each head, not their total, by its MaxResponseHeaderBytes). When
+// the fallback is a Transport from NewTransport, whose connections keep
+// the Connection header of the response they carry (sniffConn), that
+// header is put back where net/http deleted it (see restoreConnection).
 func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, error) {
 	var sc *sniffConn
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if c, ok := info.Conn.(*sniffConn); ok {
-			c.arm()
-			sc = c
-		}
-	}}
+	n1xx := 0
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if c, ok := info.Conn.(*sniffConn); ok {
+				c.arm()
+				sc = c
+			}
+		},
+		Got1xxResponse: func(int, textproto.MIMEHeader) error {
+			if n1xx++; n1xx > max1xxResponses {
+				return badResponse(errTooMany1xx)
+			}
+			return nil
+		},
+	}
 	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	if err == nil && sc != nil && resp.ProtoMajor == 1 {
 		restoreConnection(resp, sc.connection())
@@ -463,11 +474,11 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 	}
 }
 
-// Response head limits of the fast transport. All heads of one response
-// (any 1xx and the final one) share backendMaxHeaderBytes, as with
-// net/http's Transport without a Got1xxResponse hook, and at most
-// max1xxResponses informational responses are skipped. Past either the
-// attempt fails with a badResponse error (502 to the client).
+// Response head limits. On the fast path all heads of one response (any
+// 1xx and the final one) share backendMaxHeaderBytes; on the fallback
+// net/http bounds each head by it. Both skip at most max1xxResponses
+// informational responses. Past a limit the attempt fails with a
+// badResponse error (502 to the client).
 const max1xxResponses = 5
 
 var (

@@ -26,8 +26,7 @@ const (
 // NewTransport returns the HTTP/1.1 transport for backend services with
 // protocol HTTP and HTTPS: many idle connections per backend, a 600 s idle
 // timeout, a 5 s dial timeout, no compression, no proxy from the
-// environment, response heads capped at 128 KiB (all of a response's
-// heads, 1xx included, as net/http counts them) and no wait for 100
+// environment, response heads capped at 128 KiB and no wait for 100
 // Continue. Backend certificates are not verified, as Google's load
 // balancer does not verify them either. Its connections (cleartext, and
 // TLS ones it dials itself) are sniffConns, so that NewFastTransport can
