@@ -448,3 +448,38 @@ func TestBackendBadFramingIs502(t *testing.T) {
 		}
 	}
 }
+
+// Hostile chunked framing after the head: a 1 MB chunk-size line, and a
+// 1 MB trailer. net/http's chunked reader bounds both (4 KiB lines,
+// trailers to the reader's buffer): the stream is aborted well before the
+// timeout, on both transports.
+func TestHostileChunkedBodyIsAborted(t *testing.T) {
+	for name, tail := range map[string]string{
+		"chunk-size-line": strings.Repeat("0", 1<<20) + "1\r\nx\r\n0\r\n\r\n",
+		"trailer":         "2\r\nok\r\n0\r\nX-T: " + strings.Repeat("t", 1<<20) + "\r\n\r\n",
+	} {
+		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+			io.WriteString(c, tail)
+			return true
+		})
+		l := newLab(t, basic("  timeoutSec: 10\n", "", be.addr()), nil)
+		for _, tr := range transports {
+			var rd io.Reader
+			if tr.body != "" {
+				rd = strings.NewReader(tr.body)
+			}
+			req, _ := http.NewRequest(tr.method, l.url+"/", rd)
+			within(t, 5*time.Second, name+"/"+tr.name, func() {
+				resp, err := l.client.Do(req)
+				if err != nil {
+					return // aborted before the head: fine too
+				}
+				defer resp.Body.Close()
+				if b, err := io.ReadAll(resp.Body); err == nil {
+					t.Errorf("%s/%s: body %q read to a clean end", name, tr.name, b)
+				}
+			})
+		}
+	}
+}
