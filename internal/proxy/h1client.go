@@ -500,7 +500,8 @@ func badResponse(err error) error { return badResponseError{err} }
 
 // isBadResponse reports an attempt that failed because of what the
 // backend sent: badResponse errors, and net/http Transport's header limit
-// and malformed-response errors (which it does not export).
+// and malformed-response errors, HTTP/1.1 and HTTP/2 (which it does not
+// export).
 func isBadResponse(err error) bool {
 	if err == nil {
 		return false
@@ -511,7 +512,8 @@ func isBadResponse(err error) bool {
 		return true
 	}
 	// Parts of the errors net/http's Transport returns for a response
-	// it cannot accept (ReadResponse's and readTransfer's).
+	// it cannot accept (ReadResponse's and readTransfer's; for HTTP/2,
+	// protocol errors, header lists over the limit included).
 	msg := err.Error()
 	for _, m := range [...]string{
 		"server response headers exceeded",
@@ -520,6 +522,9 @@ func isBadResponse(err error) bool {
 		"multiple Content-Length",
 		"transfer encoding",
 		"Transfer-Encoding",
+		"PROTOCOL_ERROR",
+		"header list larger",
+		"malformed response",
 	} {
 		if strings.Contains(msg, m) {
 			return true

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"crypto/tls"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -480,6 +483,40 @@ func TestHostileChunkedBodyIsAborted(t *testing.T) {
 					t.Errorf("%s/%s: body %q read to a clean end", name, tr.name, b)
 				}
 			})
+		}
+	}
+}
+
+// The same caps hold for HTTP/2 backends (net/http's HTTP/2 client:
+// header lists over 128 KiB, 1xx floods): 502, a backend fault.
+func TestHostileH2CBackendIs502(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			for i := range 1024 {
+				w.Header().Set("X-Big-"+strconv.Itoa(i), strings.Repeat("a", 1000))
+			}
+		case "/flood":
+			for range 5000 {
+				w.Header().Set("Link", "</"+strings.Repeat("l", 200)+".css>; rel=preload")
+				w.WriteHeader(http.StatusEarlyHints)
+			}
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	l := newLab(t, basic("  protocol: H2C\n  timeoutSec: 4\n", "", srv.Listener.Addr().String()), nil)
+	if resp, body := l.get("/", ""); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("plain h2c request: %d %q", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/big", "/flood"} {
+		resp, body := l.get(path, "")
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("%s: %d %q, want 502", path, resp.StatusCode, body)
 		}
 	}
 }
