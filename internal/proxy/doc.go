@@ -16,11 +16,11 @@
 // an HTTP backend through fastTransport: the request's own goroutine
 // writes the head straight into a pooled keep-alive connection's buffer
 // and reads the response once its head is buffered whole
-// (readResponseFast, else http.ReadResponse). Body
-// copies use pooled 32 KiB buffers; connection deadlines are set only when
-// they change. There are no per-request locks on shared state beyond the
-// idle pool's, and no fmt on the success path. The pools live in the
-// handler and transport, not at package level.
+// (readResponseFast, else http.ReadResponse). Body copies use pooled
+// 32 KiB buffers; connection deadlines are set only when they change.
+// There are no per-request locks on shared state beyond the idle pool's,
+// and no fmt on the success path. The pools live in the handler and
+// transport, not at package level.
 //
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
@@ -61,9 +61,10 @@
 //     never wait for a backend's 100. Towards the client likewise, also
 //     when the backend's Connection header says "close" too (net/http
 //     deletes that header while parsing; the fast transport and
-//     NewTransport's HTTP/1.1 connections keep a copy). X-Forwarded-For gets
-//     "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via gets
-//     "1.1 spillway" (responses too). Host is preserved unless hostRewrite.
+//     NewTransport's HTTP/1.1 connections keep a copy). X-Forwarded-For
+//     gets "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via
+//     gets "1.1 spillway" (responses too). Host is preserved unless
+//     hostRewrite.
 //   - Header actions: the backend service's custom headers first, then
 //     the weighted service's headerAction, then the route's actions in
 //     route.Action order, so URL-map actions win on a clash. Per action,
