@@ -15,11 +15,12 @@
 // splits' Weyl draws (lock-free, allocation-free in engine), and goes to
 // an HTTP backend through fastTransport: the request's own goroutine
 // writes the head straight into a pooled keep-alive connection's buffer
-// and reads the response (readResponseFast, else http.ReadResponse). Body
-// copies use pooled 32 KiB buffers; connection deadlines are set only when
-// they change. There are no per-request locks on shared state beyond the
-// idle pool's, and no fmt on the success path. The pools live in the
-// handler and transport, not at package level.
+// and reads the response once its head is buffered whole
+// (readResponseFast, else http.ReadResponse). Body copies use pooled
+// 32 KiB buffers; connection deadlines are set only when they change.
+// There are no per-request locks on shared state beyond the idle pool's,
+// and no fmt on the success path. The pools live in the handler and
+// transport, not at package level.
 //
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
@@ -43,6 +44,17 @@
 //     upload cut short by a half-close or reset) → 400. The attempt's
 //     Outcome has ClientFault set; it is not retried, and outlier
 //     detection and passive health ignore it (Outcome.BackendSignal).
+//   - A response the proxy refuses → 502 (a failed attempt: a backend
+//     fault for outlier detection and passive health, retried like a
+//     reset, i.e. under the 5xx and gateway-error conditions): a
+//     response head over 128 KiB (on the fast transport all of a
+//     response's heads, 1xx included, share that budget and at most it
+//     plus one 16 KiB buffer fill is read; net/http's Transport bounds
+//     each head), more than 5 1xx responses (HTTP/2 backends: 1xx
+//     header lists over 128 KiB in total), malformed status lines,
+//     headers or framing (HTTP/2: protocol errors), a status code below
+//     100, and a 101 not asked for or to another protocol than the one
+//     asked for.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
 //     a body-less request is retried once after 502/503/504 or a connect
@@ -55,9 +67,16 @@
 //     gateway-error).
 //   - Headers towards the backend: hop-by-hop headers removed (Connection
 //     and what it lists, Keep-Alive, Proxy-*, TE except "trailers",
-//     Transfer-Encoding, Upgrade unless upgrading); X-Forwarded-For gets
-//     "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via gets
-//     "1.1 spillway" (responses too). Host is preserved unless hostRewrite.
+//     Transfer-Encoding, HTTP2-Settings, Upgrade unless upgrading), and
+//     Expect: the proxy answers "Expect: 100-continue" itself (100
+//     Continue once it starts sending the body to a backend), so uploads
+//     never wait for a backend's 100. Towards the client likewise, also
+//     when the backend's Connection header says "close" too (net/http
+//     deletes that header while parsing; the fast transport and
+//     NewTransport's HTTP/1.1 connections keep a copy). X-Forwarded-For
+//     gets "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via
+//     gets "1.1 spillway" (responses too). Host is preserved unless
+//     hostRewrite.
 //   - Header actions: the backend service's custom headers first, then
 //     the weighted service's headerAction, then the route's actions in
 //     route.Action order, so URL-map actions win on a clash. Per action,
@@ -72,7 +91,8 @@
 //   - Upgrades (WebSocket): forwarded with Connection/Upgrade, never
 //     retried; on 101 the client connection is hijacked and bytes are
 //     copied both ways until either side closes or the tunnel is idle for
-//     the request timeout.
+//     the request timeout. "Upgrade: h2c" is not an upgrade: like
+//     net/http, the request is answered as plain HTTP/1.1.
 //
 // Left out: lower-casing header names towards HTTP/1.1 backends (Go's
 // transport writes the map keys as given and inspects canonical names),

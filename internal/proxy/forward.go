@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -121,10 +123,15 @@ func (b *trackedBody) Close() error {
 }
 
 // outHeader builds the headers sent to the backend: the client's, without
-// hop-by-hop headers, plus X-Forwarded-For, X-Forwarded-Proto and Via.
+// hop-by-hop headers and Expect, plus X-Forwarded-For, X-Forwarded-Proto
+// and Via.
 func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
 	out := make(http.Header, len(r.Header)+4)
 	copyHeaders(out, r.Header)
+	// The proxy answers "Expect: 100-continue" itself (the server sends
+	// 100 Continue when the body is first read, i.e. once the request is
+	// on its way to a backend), so it is not sent on.
+	delete(out, "Expect")
 	if te := r.Header["Te"]; len(te) > 0 && listed(te, "trailers") {
 		out["Te"] = h.teTrailers
 	}
@@ -217,6 +224,7 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
 	if x.fastPath() {
 		x.tryFast(&at, ep, perTry)
+		x.checkStatus(&at)
 		return at
 	}
 	ctx := x.context()
@@ -254,7 +262,35 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	}
 	at.resp = resp
 	at.out.Status = resp.StatusCode
+	x.checkStatus(&at)
 	return at
+}
+
+// checkStatus turns a response the proxy must not relay into a failed
+// attempt (502, a backend fault): a status code below 100, which is not
+// HTTP, and a 101 Switching Protocols the client did not ask for, or to
+// another protocol than it asked for (relaying it would hand the client's
+// connection to whatever the backend chose).
+func (x *exchange) checkStatus(at *attempt) {
+	resp := at.resp
+	if resp == nil || resp.StatusCode >= 100 && resp.StatusCode != http.StatusSwitchingProtocols {
+		return
+	}
+	var err error
+	switch got := resp.Header.Get("Upgrade"); {
+	case resp.StatusCode < 100:
+		err = errors.New("status code " + strconv.Itoa(resp.StatusCode) + " is below 100")
+	case x.upgrade == "":
+		err = errUnsolicited101
+	case !strings.EqualFold(got, x.upgrade):
+		err = errors.New("backend switched to protocol " + strconv.Quote(got) + ", not " + strconv.Quote(x.upgrade))
+	default:
+		return
+	}
+	resp.Body.Close()
+	at.resp = nil
+	at.out.Status = 0
+	at.out.Err = badResponse(err)
 }
 
 // tryFast is try on the fast transport: the deadlines are connection
@@ -356,7 +392,9 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 }
 
 // fail answers a request whose last attempt got no response: 504 after a
-// timeout, else 503 (Google's code for connect failures and resets).
+// timeout, 502 when the backend's response was unacceptable (malformed,
+// over a size limit), else 503 (Google's code for connect failures and
+// resets).
 func (x *exchange) fail(at *attempt) {
 	if x.r.Context().Err() != nil {
 		return // the client is gone; nobody to answer
@@ -373,6 +411,8 @@ func (x *exchange) fail(at *attempt) {
 		code, details = http.StatusGatewayTimeout, sdBackendTimeout
 	case o.ConnectFailure:
 		details = sdFailedToConnect
+	case isBadResponse(o.Err):
+		code, details = http.StatusBadGateway, sdBackendCorrupted
 	default:
 		details = sdBackendClosed
 	}

@@ -2,11 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,9 +27,12 @@ import (
 // upgrades, TLS, HTTP/2) goes to the fallback net/http Transport.
 //
 // The request head is written by writeRequestHead (net/http's rules,
-// without building an *http.Request); responses are parsed by
-// http.ReadResponse, so framing (Content-Length, chunked, close-delimited,
-// HEAD, 1xx) is the standard library's.
+// without building an *http.Request). A response head is first read
+// whole into the connection's buffer (awaitHead: all heads of a response
+// share backendMaxHeaderBytes, and at most max1xxResponses 1xx ones are
+// skipped), then parsed by readResponseFast or http.ReadResponse, so
+// framing (Content-Length, chunked, close-delimited, HEAD, 1xx) is the
+// standard library's.
 //
 // Timeouts and cancellation are connection deadlines, not contexts: an
 // attempt sets one deadline on its connection. A caller's context is
@@ -204,7 +211,7 @@ func fast(req *http.Request) bool {
 // the whole exchange, response body included.
 func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fast(req) {
-		return t.fallback.RoundTrip(req)
+		return t.roundTripFallback(req)
 	}
 	ctx := req.Context()
 	d, _ := ctx.Deadline()
@@ -222,6 +229,36 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Request = req
 	return resp, nil
+}
+
+// roundTripFallback sends req with the fallback transport, skipping at
+// most max1xxResponses 1xx responses like the fast path (net/http then
+// bounds each head, not their total, by its MaxResponseHeaderBytes). When
+// the fallback is a Transport from NewTransport, whose connections keep
+// the Connection header of the response they carry (sniffConn), that
+// header is put back where net/http deleted it (see restoreConnection).
+func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, error) {
+	var sc *sniffConn
+	n1xx := 0
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if c, ok := info.Conn.(*sniffConn); ok {
+				c.arm()
+				sc = c
+			}
+		},
+		Got1xxResponse: func(int, textproto.MIMEHeader) error {
+			if n1xx++; n1xx > max1xxResponses {
+				return badResponse(errTooMany1xx)
+			}
+			return nil
+		},
+	}
+	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err == nil && sc != nil && resp.ProtoMajor == 1 {
+		restoreConnection(resp, sc.connection())
+	}
+	return resp, err
 }
 
 // do sends a body-less request to wr.addr and reads the response head.
@@ -361,37 +398,59 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		stop = context.AfterFunc(ctx, c.poison)
 	}
 	c.req.Method = wr.method
-	for {
-		// The response has started: the rest of its head gets the header
-		// deadline, not the probe's, unless it is all buffered already.
-		head, whole := bufferedHead(c.br)
-		if !whole && !cur.Equal(headerDeadline) {
-			cur = headerDeadline
-			c.setDeadline(cur)
+	// All heads of the response (1xx and final) share one size budget.
+	budget := backendMaxHeaderBytes
+	for n1xx := 0; ; {
+		r := c.br
+		n := headLen(buffered(r), 0)
+		if n == 0 {
+			// The response has started: the rest of its head gets the
+			// header deadline, not the probe's.
+			if !cur.Equal(headerDeadline) {
+				cur = headerDeadline
+				c.setDeadline(cur)
+			}
+			var err error
+			if r, n, err = awaitHead(c.br, budget); err != nil {
+				return fail(err)
+			}
 		}
+		if n > budget {
+			return fail(badResponse(errHeadTooLarge))
+		}
+		budget -= n
+		head := buffered(r)[:n]
 		var resp *http.Response
 		var pb *pooledBody
 		var fr *fastResponse
-		if whole {
+		if r == c.br && bytes.HasSuffix(head, []byte(crlf2)) {
 			fr = readResponseFast(c.br, head, wr.method)
 		}
 		if fr != nil {
 			resp, pb = &fr.resp, &fr.pooled
 		} else {
+			conn := connectionValues(head)
 			var err error
-			if resp, err = http.ReadResponse(c.br, &c.req); err != nil {
-				return fail(err)
+			// The whole head is buffered: an error here is the
+			// response's, not the connection's.
+			if resp, err = http.ReadResponse(r, &c.req); err != nil {
+				return fail(badResponse(err))
 			}
+			restoreConnection(resp, conn)
 			pb = new(pooledBody)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			continue // 1xx informational: the final response follows
+			// 1xx informational: the final response follows.
+			if n1xx++; n1xx > max1xxResponses {
+				return fail(badResponse(errTooMany1xx))
+			}
+			continue
 		}
 		resp.Request = nil
 		// A body already in the buffer needs neither a deadline nor
 		// cancellation; one still to be read gets both.
 		inBuffer := resp.Body == http.NoBody ||
-			(resp.ContentLength >= 0 && int64(c.br.Buffered()) >= resp.ContentLength)
+			(resp.ContentLength >= 0 && int64(r.Buffered()) >= resp.ContentLength)
 		if !inBuffer {
 			if !cur.Equal(deadline) {
 				if stop != nil && !stop() {
@@ -406,9 +465,158 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 				stop = context.AfterFunc(ctx, c.poison)
 			}
 		}
-		*pb = pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
+		// A head too big for c.br was read through a larger reader, which
+		// may hold bytes c.br no longer has: such a connection is not
+		// reused.
+		*pb = pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols && r == c.br}
 		resp.Body = pb
 		return resp, nil
+	}
+}
+
+// Response head limits. On the fast path all heads of one response (any
+// 1xx and the final one) share backendMaxHeaderBytes; on the fallback
+// net/http bounds each head by it. Both skip at most max1xxResponses
+// informational responses. Past a limit the attempt fails with a
+// badResponse error (502 to the client).
+const max1xxResponses = 5
+
+var (
+	errHeadTooLarge   = errors.New("response headers exceed 128 KiB")
+	errTooMany1xx     = errors.New("more than 5 informational (1xx) responses")
+	errUnsolicited101 = errors.New("101 Switching Protocols to a request that asked for no upgrade")
+)
+
+// badResponseError marks a backend response the proxy refuses (malformed,
+// over a limit, switching protocols unasked), as opposed to the
+// connection failing. The client gets 502.
+type badResponseError struct{ err error }
+
+func (e badResponseError) Error() string { return e.err.Error() }
+func (e badResponseError) Unwrap() error { return e.err }
+
+// badResponse wraps err as a badResponseError.
+func badResponse(err error) error { return badResponseError{err} }
+
+// isBadResponse reports an attempt that failed because of what the
+// backend sent: badResponse errors, and net/http Transport's header limit
+// and malformed-response errors, HTTP/1.1 and HTTP/2 (which it does not
+// export).
+func isBadResponse(err error) bool {
+	if err == nil {
+		return false
+	}
+	var be badResponseError
+	var pe textproto.ProtocolError
+	if errors.As(err, &be) || errors.As(err, &pe) {
+		return true
+	}
+	// Parts of the errors net/http's Transport returns for a response
+	// it cannot accept (ReadResponse's and readTransfer's; for HTTP/2,
+	// protocol errors, header lists over the limit included).
+	msg := err.Error()
+	for _, m := range [...]string{
+		"server response headers exceeded",
+		"malformed HTTP",
+		"bad Content-Length",
+		"multiple Content-Length",
+		"transfer encoding",
+		"Transfer-Encoding",
+		"PROTOCOL_ERROR",
+		"header list larger",
+		"malformed response",
+	} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionValues returns the values of the Connection fields of a
+// message head (lines ending in LF or CRLF, the start line first), or nil.
+func connectionValues(head []byte) []string {
+	const name = "connection:"
+	var vv []string
+	_, head, _ = bytes.Cut(head, []byte("\n")) // the start line
+	for len(head) > 0 {
+		var line []byte
+		line, head, _ = bytes.Cut(head, []byte("\n"))
+		if len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			vv = append(vv, trimOWS(string(bytes.TrimSuffix(line[len(name):], []byte("\r")))))
+		}
+	}
+	return vv
+}
+
+// restoreConnection puts back the Connection header that
+// http.ReadResponse deletes from an HTTP/1.1 response when it says
+// "close": without it, the fields it also lists would be forwarded as if
+// they were end-to-end. conn is from connectionValues.
+func restoreConnection(resp *http.Response, conn []string) {
+	if len(conn) > 0 && resp.Header["Connection"] == nil {
+		resp.Header["Connection"] = conn
+	}
+}
+
+// buffered returns the bytes buffered in r without reading.
+func buffered(r *bufio.Reader) []byte {
+	b, _ := r.Peek(r.Buffered())
+	return b
+}
+
+// headLen returns the length of the message head at the start of b,
+// through the empty line that ends it (CRLF or bare LF, as textproto
+// reads lines), or 0 when b does not hold all of it. from is where to
+// start looking (a previous call's len(b), less the separator's length).
+func headLen(b []byte, from int) int {
+	if from > len(b) {
+		return 0
+	}
+	end := 0
+	if i := bytes.Index(b[from:], []byte(crlfEnd)); i >= 0 {
+		end = from + i + len(crlfEnd)
+	}
+	stop := len(b)
+	if end > 0 {
+		stop = end
+	}
+	// A bare-LF empty line earlier than the CRLF one ends the head there.
+	if i := bytes.Index(b[from:stop], []byte(lfEnd)); i >= 0 {
+		end = from + i + len(lfEnd)
+	}
+	return end
+}
+
+// crlfEnd and lfEnd end a message head: a line end, then an empty line.
+const (
+	crlfEnd = "\n\r\n"
+	lfEnd   = "\n\n"
+)
+
+// awaitHead reads until the message head at the start of br is complete,
+// and returns the reader that holds it whole and its length. A head
+// longer than br's buffer continues into a larger reader stacked on br;
+// one longer than limit fails with a badResponse error, having read at
+// most limit bytes (plus one buffer fill).
+func awaitHead(br *bufio.Reader, limit int) (*bufio.Reader, int, error) {
+	r, from := br, 0
+	for {
+		b := buffered(r)
+		if n := headLen(b, from); n > 0 {
+			return r, n, nil
+		}
+		if len(b) >= limit {
+			return nil, 0, badResponse(errHeadTooLarge)
+		}
+		from = max(len(b)-len(crlfEnd), 0)
+		if len(b) == r.Size() {
+			r, from = bufio.NewReaderSize(r, limit), 0
+			continue
+		}
+		if _, err := r.Peek(len(b) + 1); err != nil {
+			return nil, 0, err
+		}
 	}
 }
 

@@ -405,6 +405,7 @@ const (
 	sdInvalidPath       = "invalid_request_path"   // Spillway's
 	sdBadRequestBody    = "malformed_request_body" // Spillway's: malformed chunking, truncated upload
 	sdUpgradeFailed     = "websocket_handshake_failed"
+	sdBackendCorrupted  = "backend_response_corrupted" // a response the proxy refuses (502)
 )
 
 // statusDetailsHeader carries the statusDetails token of a response the
@@ -429,6 +430,8 @@ func defaultMessage(details string) string {
 		return "malformed or incomplete request body"
 	case sdUpgradeFailed:
 		return "connection upgrade failed"
+	case sdBackendCorrupted:
+		return "invalid response from upstream"
 	}
 	return "request not served"
 }

@@ -8,11 +8,12 @@ import (
 )
 
 // isHopHeader reports whether a canonical header name is hop-by-hop
-// (RFC 9110 §7.6.1 plus the legacy Keep-Alive and Proxy-* headers): such
+// (RFC 9110 §7.6.1 plus the legacy Keep-Alive and Proxy-* headers, and
+// HTTP2-Settings, which belongs to an h2c upgrade, RFC 7540 §3.2.1): such
 // headers describe one connection and are never forwarded.
 func isHopHeader(k string) bool {
 	switch k {
-	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Http2-Settings":
 		return true
 	}
 	return strings.HasPrefix(k, "Proxy-")
@@ -35,10 +36,13 @@ func listed(conn []string, name string) bool {
 
 // upgradeType returns the protocol a request asks to switch to
 // ("websocket"), or "" when it is not an upgrade (Connection: upgrade and
-// an Upgrade header are both required; HTTP/2 has no upgrades).
+// an Upgrade header are both required; HTTP/2 has no upgrades). An
+// Upgrade header that offers h2c is not an upgrade: like net/http, the
+// proxy answers such a request as plain HTTP/1.1 and strips Upgrade and
+// HTTP2-Settings (hop-by-hop) instead of tunnelling it.
 func upgradeType(h http.Header) string {
 	up := h["Upgrade"]
-	if len(up) == 0 || !listed(h["Connection"], "upgrade") {
+	if len(up) == 0 || !listed(h["Connection"], "upgrade") || listed(up, "h2c") {
 		return ""
 	}
 	return up[0]

@@ -3,7 +3,6 @@ package proxy
 import (
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,12 +13,9 @@ import (
 // and bytes are copied both ways until either side closes or the tunnel
 // has been idle for the request timeout (Google closes idle WebSockets
 // after the backend service timeout). Upgrades are never retried.
+// A 101 to another protocol than the one asked for never gets here
+// (exchange.checkStatus).
 func (h *handler) tunnel(x *exchange, resp *http.Response) {
-	if !strings.EqualFold(resp.Header.Get("Upgrade"), x.upgrade) {
-		h.log.Debug("backend switched to another protocol", "service", x.svc.Name, "upgrade", resp.Header.Get("Upgrade"), "want", x.upgrade)
-		lbError(x.w, http.StatusBadGateway, sdUpgradeFailed, "")
-		return
-	}
 	back, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		h.log.Debug("backend connection cannot be upgraded", "service", x.svc.Name)

@@ -36,6 +36,7 @@ func (wr *wireRequest) outHeader() http.Header {
 	}
 	h := make(http.Header, len(wr.src)+4)
 	copyHeaders(h, wr.src)
+	delete(h, "Expect")
 	if te := wr.src["Te"]; len(te) > 0 && listed(te, "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
@@ -155,8 +156,8 @@ func writeField(bw *bufio.Writer, k, v string) {
 }
 
 // writeForwarded writes the header fields of wr.outHeader() without
-// building it: the client's fields except hop-by-hop ones and those its
-// Connection header lists, Te: trailers when asked for, then
+// building it: the client's fields except hop-by-hop ones, Expect and
+// those its Connection header lists, Te: trailers when asked for, then
 // X-Forwarded-For, X-Forwarded-Proto and Via. A field that is not valid
 // is refused before any of its bytes are written.
 func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
@@ -166,6 +167,8 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 		switch k {
 		case "X-Forwarded-For", "X-Forwarded-Proto", "Via":
 			continue // written below
+		case "Expect":
+			continue // answered by the proxy (handler.outHeader)
 		}
 		if reqWriteExclude(k) || isHopHeader(k) || (len(conn) > 0 && listed(conn, k)) {
 			continue
