@@ -429,8 +429,15 @@ func (c *h1conn) bodyEOF() {
 }
 
 // startWatchLocked reads one byte in the background: an error means the
-// client is gone, and cancels the request context.
+// client is gone, and cancels the request context. A byte an earlier watch
+// read (the start of a pipelined request) is held in c.src until the loop
+// reads it; while it is, there is no watch, as in net/http (whose
+// connReader.startBackgroundRead returns early when it holds a byte): a
+// second read would have nowhere to keep its byte.
 func (c *h1conn) startWatchLocked() {
+	if c.src.hasByte {
+		return
+	}
 	c.watching = true
 	c.watchDone = make(chan struct{})
 	// The watch may wait as long as the request runs: no deadline (the
