@@ -119,7 +119,14 @@ func (c *h1conn) serve() {
 			if c.s.shutdown.Load() {
 				return
 			}
-			c.idleDeadline()
+			if first && c.s.ReadHeaderTimeout > 0 {
+				// Before the first request the header timeout runs from
+				// the start, as in net/http: a connection that never
+				// sends a byte is not kept for the keep-alive timeout.
+				c.headerDeadline()
+			} else {
+				c.idleDeadline()
+			}
 			// Let the other runnable connections go first: by the time
 			// this one reads again its client has often sent the next
 			// request, which saves the read that would find nothing and
@@ -131,13 +138,14 @@ func (c *h1conn) serve() {
 			}
 		}
 		c.idle.Store(false)
-		// The header timeout runs from the request's first byte. A head
-		// that arrived whole needs no deadline: reading it makes no
-		// system call (this is the common case, and saves two timer
-		// updates per request).
+		// The header timeout runs from the request's first byte (from
+		// the start for the first request: set above). A head that
+		// arrived whole needs no deadline: reading it makes no system
+		// call (this is the common case, and saves two timer updates
+		// per request).
 		head, whole := bufferedHead(c.br)
-		if first || !whole {
-			c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		if !first && !whole {
+			c.headerDeadline()
 		}
 		if first {
 			first = false
@@ -210,6 +218,16 @@ func (c *h1conn) startTLS(tc *tls.Conn) (serve, handedOff bool) {
 func (c *h1conn) setReadDeadline(t time.Time) {
 	c.rwc.SetReadDeadline(t)
 	c.rdl = t
+}
+
+// headerDeadline arms the header timeout (none when ReadHeaderTimeout is
+// not positive).
+func (c *h1conn) headerDeadline() {
+	var t time.Time
+	if c.s.ReadHeaderTimeout > 0 {
+		t = time.Now().Add(c.s.ReadHeaderTimeout)
+	}
+	c.setReadDeadline(t)
 }
 
 // idleDeadline arms the keep-alive timeout before waiting for a request.

@@ -17,7 +17,8 @@ import (
 // H1Server is a purpose-built HTTP/1.1 server for Spillway's frontends,
 // cleartext or TLS (see TLSConfig). It calls the same http.Handler as the
 // *http.Server from NewServer, with the same limits (60 KiB request line +
-// headers, 30 s to send them, 610 s idle keep-alive), but runs each
+// headers, 30 s to send them, 30 s for a new connection's first request,
+// 610 s idle keep-alive between requests), but runs each
 // connection as one plain loop: read a request (readRequestFast, else
 // http.ReadRequest), call the handler, frame the response, repeat. Compared with net/http's server it saves, per request, the
 // background-read goroutine and its read-deadline dance, the cancelable
@@ -56,8 +57,10 @@ type H1Server struct {
 	// config should offer h2 and http/1.1.
 	TLSConfig *tls.Config
 	// ReadHeaderTimeout bounds the time from a request's first byte to
-	// the end of its headers; IdleTimeout bounds the wait for the next
-	// request on a keep-alive connection.
+	// the end of its headers, and for a new connection the time from
+	// accepting it (or from the end of its TLS handshake) to the end of
+	// the first request's headers; IdleTimeout bounds the wait for the
+	// next request on a keep-alive connection.
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// WatchAfter is how long a request runs before its client connection
 	// is watched for a disconnect (which cancels the request context).

@@ -551,3 +551,45 @@ func TestH1ServerTLS(t *testing.T) {
 		t.Fatalf("silent connection closed after %v", d)
 	}
 }
+
+// A connection that never sends a request is closed after
+// ReadHeaderTimeout, not kept for IdleTimeout (the keep-alive timeout
+// applies between requests only), as net/http does: over cleartext, and
+// over TLS after the handshake.
+func TestH1SilentConnectionGetsTheHeaderTimeout(t *testing.T) {
+	cfg := selfSigned(t)
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+			ht := startH1(t, echoHandler, func(s *proxy.H1Server) {
+				s.ReadHeaderTimeout = 200 * time.Millisecond
+				s.IdleTimeout = time.Hour
+				if useTLS {
+					s.TLSConfig = cfg
+				}
+			})
+			c, _ := ht.dial(t)
+			if useTLS {
+				tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true})
+				if err := tc.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				c = tc
+			}
+			start := time.Now()
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Fatal("got bytes without a request")
+			} else if isTimeoutErr(err) {
+				t.Fatalf("silent connection still open after %v", time.Since(start))
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("silent connection closed after %v", d)
+			}
+		})
+	}
+}
+
+// isTimeoutErr reports a net.Error timeout (the test's own deadline).
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
