@@ -39,6 +39,8 @@ type h1conn struct {
 	// tls is the connection's TLS state (nil for cleartext), given to
 	// every request.
 	tls *tls.ConnectionState
+	// scan looks for ambiguous framing in heads http.ReadRequest reads.
+	scan framingScan
 
 	// Client watch (see H1Server): guarded by mu.
 	mu                sync.Mutex
@@ -61,6 +63,7 @@ type h1source struct {
 	remain  int64
 	hasByte bool
 	b       byte
+	scan    *framingScan // sees the bytes read while it is set
 }
 
 func (r *h1source) Read(p []byte) (int, error) {
@@ -73,10 +76,16 @@ func (r *h1source) Read(p []byte) (int, error) {
 	if r.hasByte && len(p) > 0 {
 		p[0], r.hasByte = r.b, false
 		r.remain--
+		if r.scan != nil {
+			r.scan.feed(p[:1])
+		}
 		return 1, nil
 	}
 	n, err := r.c.rwc.Read(p)
 	r.remain -= int64(n)
+	if r.scan != nil {
+		r.scan.feed(p[:n])
+	}
 	return n, err
 }
 
@@ -186,8 +195,19 @@ func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
 			return r, nil
 		}
 	}
+	// The head is scanned for its framing fields as it goes by: what is
+	// buffered (from the request's first byte on), then what c.src
+	// reads while http.ReadRequest runs.
+	c.scan.reset()
+	b, _ := c.br.Peek(c.br.Buffered())
+	c.scan.feed(b)
+	c.src.scan = &c.scan
 	r, err := http.ReadRequest(c.br)
+	c.src.scan = nil
 	if err != nil {
+		return nil, err
+	}
+	if err := c.scan.check(r); err != nil {
 		return nil, err
 	}
 	return r.WithContext(c.ctx), nil
@@ -284,6 +304,8 @@ func (c *h1conn) readFailed(err error, hitLimit bool) {
 	switch {
 	case hitLimit:
 		c.errorResponse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
+	case errors.Is(err, errAmbiguousFraming):
+		c.errorResponse(http.StatusBadRequest, err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	case isTimeout(err):
 	case strings.Contains(err.Error(), "transfer encoding"):

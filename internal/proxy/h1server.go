@@ -38,10 +38,12 @@ import (
 //     knowledge) are handed, with the bytes already read, to H2C (the
 //     *http.Server from NewServer). "Upgrade: h2c" on an HTTP/1.1 request
 //     is not acted on: the request is answered as HTTP/1.1, like net/http.
-//   - Like net/http, a request with both Content-Length and
-//     "Transfer-Encoding: chunked" is read as chunked with Content-Length
-//     removed (http.ReadRequest's RFC 9112 §6.3 behaviour); the body is
-//     re-framed towards backends, so it cannot be smuggled past them.
+//   - Unlike net/http (which reads a request with both Content-Length
+//     and "Transfer-Encoding: chunked" as chunked, and ignores
+//     Transfer-Encoding in HTTP/1.0), ambiguous framing is refused: a
+//     request with both fields, or an HTTP/1.0 request with
+//     Transfer-Encoding, is answered 400 and the connection closed
+//     (RFC 9112 §6.1, §6.3), before the handler runs.
 //
 // Create it with NewH1Server; the zero value is not usable.
 type H1Server struct {
