@@ -210,6 +210,14 @@ func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
 	if err := c.scan.check(r); err != nil {
 		return nil, err
 	}
+	// textproto accepts spaces in field names ("X A", "Content-Length :"),
+	// which net/http's server then refuses; so do we (readRequestFast
+	// takes only token names).
+	for k := range r.Header {
+		if !isToken(k) {
+			return nil, errInvalidFieldName
+		}
+	}
 	return r.WithContext(c.ctx), nil
 }
 
@@ -304,7 +312,7 @@ func (c *h1conn) readFailed(err error, hitLimit bool) {
 	switch {
 	case hitLimit:
 		c.errorResponse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
-	case errors.Is(err, errAmbiguousFraming):
+	case errors.Is(err, errAmbiguousFraming), errors.Is(err, errInvalidFieldName):
 		c.errorResponse(http.StatusBadRequest, err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	case isTimeout(err):
@@ -325,7 +333,7 @@ func checkRequest(r *http.Request) (int, string) {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
 	// http.ReadRequest moved the Host header to r.Host (refusing
-	// several) and checked header names and values.
+	// several) and checked header values; readRequest checked the names.
 	if r.Host == "" && r.ProtoAtLeast(1, 1) && r.Method != http.MethodConnect {
 		return http.StatusBadRequest, "missing required Host header"
 	}

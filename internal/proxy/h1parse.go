@@ -424,6 +424,10 @@ func (s *framingScan) feed(p []byte) {
 	}
 }
 
+// errInvalidFieldName is the error of a request head with a field name
+// that is not a token.
+var errInvalidFieldName = errors.New("invalid header name")
+
 // errAmbiguousFraming is the error of a request head whose body framing
 // is ambiguous.
 var errAmbiguousFraming = errors.New("ambiguous message framing")

@@ -238,6 +238,9 @@ func TestH1BadRequests(t *testing.T) {
 		{"two Content-Lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400, ""},
 		{"unsupported Transfer-Encoding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, ""},
 		{"HTTP/2 request line", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, ""},
+		{"space in a header name", "GET / HTTP/1.1\r\nHost: x\r\nX A: b\r\n\r\n", 400, "400 Bad Request: invalid header name\n"},
+		{"space before the colon", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc", 400, "400 Bad Request: invalid header name\n"},
+		{"non-token byte in a header name", "GET / HTTP/1.1\r\nHost: x\r\nX(A): b\r\n\r\n", 400, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
