@@ -28,8 +28,11 @@
 //     text/plain body.
 //   - Timeout: the route's timeout, else the backend service's timeoutSec
 //     (default 30 s), over the whole exchange including retries and the
-//     response body. No response headers yet → 504; otherwise the stream
-//     is aborted (the client sees a truncated response).
+//     response body, both reading it from the backend and writing it to
+//     the client (a client that stops reading is cut off at the deadline,
+//     releasing the backend connection). No response headers yet → 504;
+//     otherwise the stream is aborted (the client sees a truncated
+//     response).
 //   - Connect failures and resets after the last try → 503 with the cause.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy

@@ -36,6 +36,11 @@ type h1conn struct {
 	// rdl is the read deadline set on rwc by the serving goroutine (a
 	// client watch clears it behind its back, and stopWatch records that).
 	rdl time.Time
+	// wdl is the write deadline the handler asked for (UnixNano, 0 for
+	// none; see h1response.SetWriteDeadline), reset for each request;
+	// wdlSet is the one set on rwc, by the sink only (see applyWriteDeadline).
+	wdl    atomic.Int64
+	wdlSet time.Time
 	// tls is the connection's TLS state (nil for cleartext), given to
 	// every request.
 	tls *tls.ConnectionState
@@ -94,11 +99,37 @@ func (r *h1source) Read(p []byte) (int, error) {
 type h1sink struct{ c *h1conn }
 
 func (w h1sink) Write(p []byte) (int, error) {
+	w.c.applyWriteDeadline()
 	n, err := w.c.rwc.Write(p)
 	if err != nil && !w.c.failed.Swap(true) {
 		w.c.cancel()
 	}
 	return n, err
+}
+
+// h1WriteSlack is how late a write deadline may be applied, so that a
+// connection carrying many requests a second updates it about once per
+// h1WriteSlack rather than for every response.
+const h1WriteSlack = 250 * time.Millisecond
+
+// applyWriteDeadline brings rwc's write deadline in line with the one
+// the handler asked for (wdl) before a write: none when none was asked
+// for, else one between wdl and wdl + h1WriteSlack (kept while it is).
+// Only the sink calls it, so writes and deadline updates do not overlap.
+func (c *h1conn) applyWriteDeadline() {
+	want := c.wdl.Load()
+	if want == 0 {
+		if !c.wdlSet.IsZero() {
+			c.rwc.SetWriteDeadline(time.Time{})
+			c.wdlSet = time.Time{}
+		}
+		return
+	}
+	set := c.wdlSet.UnixNano()
+	if c.wdlSet.IsZero() || set < want || set > want+int64(h1WriteSlack) {
+		c.wdlSet = time.Unix(0, want+int64(h1WriteSlack))
+		c.rwc.SetWriteDeadline(c.wdlSet)
+	}
 }
 
 // noLimit is the read budget outside request headers.
@@ -122,6 +153,7 @@ func (c *h1conn) serve() {
 	}
 	first := true
 	for {
+		c.wdl.Store(0) // a handler's write deadline ends with its response
 		c.src.remain = maxHeaderBlock + h1ReadSlop
 		if c.br.Buffered() == 0 {
 			c.idle.Store(true)

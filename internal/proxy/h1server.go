@@ -31,6 +31,12 @@ import (
 //     net/http does for every request) once a request has been running
 //     for WatchAfter with its body fully read, so fast requests never pay
 //     for it and slow ones notice a vanished client within WatchAfter.
+//   - There is no server-wide write timeout (net/http's WriteTimeout is
+//     unset too): a handler bounds its response with
+//     http.ResponseController's SetWriteDeadline, which lasts until the
+//     response is finished and may be applied up to 250 ms late (so that
+//     a busy connection does not move its deadline for every response).
+//     The proxy handler sets it to the exchange deadline.
 //   - Handlers may always read the request body while writing the
 //     response (EnableFullDuplex is a no-op); an unread body is drained
 //     (up to 256 KiB) after the response, else the connection is closed.
