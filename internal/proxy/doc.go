@@ -24,6 +24,10 @@
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
 //   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
+//   - Ambiguous framing (Content-Length together with Transfer-Encoding,
+//     or Transfer-Encoding in HTTP/1.0) and header names that are not
+//     tokens → 400 and the connection closed. net/http's server (NewServer)
+//     checks framing only on GuardListener's (cleartext) connections.
 //   - No healthy backend → the engine's status (503) and reason as a
 //     text/plain body.
 //   - Timeout: the route's timeout, else the backend service's timeoutSec
