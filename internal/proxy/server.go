@@ -77,12 +77,12 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 		// that those requests are checked too.
 		Handler:                      guardFraming(h),
 		DisableGeneralOptionsHandler: true,
-		Protocols:         &p,
-		MaxHeaderBytes:    maxHeaderBlock,
-		ReadHeaderTimeout: clientHeaderTimeout,
-		IdleTimeout:       clientIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnContext:       connContext,
+		Protocols:                    &p,
+		MaxHeaderBytes:               maxHeaderBlock,
+		ReadHeaderTimeout:            clientHeaderTimeout,
+		IdleTimeout:                  clientIdleTimeout,
+		ErrorLog:                     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnContext:                  connContext,
 	}
 	if tlsConfig == nil {
 		p.SetUnencryptedHTTP2(true)
