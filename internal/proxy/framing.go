@@ -138,11 +138,14 @@ type framingStream struct {
 	lineLen int // bytes of the current line (line holds the first ones)
 	lines   int // lines of the current head
 	cur     headFraming
-	curLen  int64 // the head's first Content-Length, -1 if none
-	queue   [256]headFraming
+	curLen  int64            // the head's first Content-Length, -1 if none
+	queue   [512]headFraming // more than net/http's 4 KiB read-ahead can hold
 	qHead   int
 	qLen    int
-	broken  bool // a queue overflow: what follows cannot be matched
+	// broken: the stream could not be followed (the queue overflowed, or
+	// a Content-Length or chunk-size line was padded past line), so
+	// every request after it is refused.
+	broken bool
 }
 
 const (
@@ -154,6 +157,7 @@ const (
 	fsTrailer
 )
 
+// feed follows the next bytes of the stream.
 func (s *framingStream) feed(p []byte) {
 	for len(p) > 0 {
 		switch s.state {

@@ -90,3 +90,28 @@ func TestAmbiguousFramingIsRefused(t *testing.T) {
 		readAnswers(t, br, []pipelined{getReq("/last")})
 	})
 }
+
+// TestManyTinyPipelinedRequests: a burst of the smallest requests, all in
+// one write, is answered in full on both loops (net/http's guard keeps
+// up with everything its read-ahead can hold).
+func TestManyTinyPipelinedRequests(t *testing.T) {
+	forBothLoops(t, func(t *testing.T) {
+		rec := newRecorder(t, 0)
+		l := newLab(t, basic("", "", rec.addr()), nil)
+		c, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		reqs := make([]pipelined, 600)
+		var b strings.Builder
+		for i := range reqs {
+			reqs[i] = pipelined{"GET / HTTP/1.1\nHost:x\n\n", "GET / "}
+			b.WriteString(reqs[i].wire)
+		}
+		go io.WriteString(c, b.String())
+		readAnswers(t, bufio.NewReader(c), reqs)
+		checkSeen(t, rec, reqs)
+	})
+}

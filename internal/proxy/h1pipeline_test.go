@@ -135,11 +135,13 @@ func TestH1PipelinedBytesSurviveTheClientWatch(t *testing.T) {
 	}
 }
 
-// TestH1MixedPipelineOf300: 300 pipelined GET, POST, chunked POST and slow
+// TestMixedPipelineOf300: 300 pipelined GET, POST, chunked POST and slow
 // requests, written in bursts while earlier ones are still running, are
 // all answered in order, and the backend sees exactly those 300 requests
-// in order.
-func TestH1MixedPipelineOf300(t *testing.T) {
+// in order, on both HTTP/1 loops.
+func TestMixedPipelineOf300(t *testing.T) { forBothLoops(t, testMixedPipeline) }
+
+func testMixedPipeline(t *testing.T) {
 	rec := newRecorder(t, 15*time.Millisecond)
 	l := newLab(t, basic("", "", rec.addr()), nil)
 	var reqs []pipelined

@@ -60,9 +60,9 @@ func localIP(r *http.Request) string {
 // answered 431), headers must arrive within 30 s, and idle client
 // connections are kept 610 s. Serve cleartext listeners wrapped by
 // GuardListener, so that requests with ambiguous framing are answered
-// 400 and their connection closed (as H1Server does). Server errors go to the handler's logger
-// when h comes from NewHandler, else to slog.Default(); replace ErrorLog to
-// change that.
+// 400 and their connection closed (as H1Server does). Server errors go to
+// the handler's logger when h comes from NewHandler, else to
+// slog.Default(); replace ErrorLog to change that.
 func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 	logger := slog.Default()
 	if ph, ok := h.(*handler); ok {
