@@ -18,9 +18,10 @@ import (
 // cleartext or TLS (see TLSConfig). It calls the same http.Handler as the
 // *http.Server from NewServer, with the same limits (60 KiB request line +
 // headers, 30 s to send them, 30 s for a new connection's first request,
-// 610 s idle keep-alive between requests), but runs each
-// connection as one plain loop: read a request (readRequestFast, else
-// http.ReadRequest), call the handler, frame the response, repeat. Compared with net/http's server it saves, per request, the
+// 610 s idle keep-alive between requests), but runs each connection as
+// one plain loop: read a request (readRequestFast, else
+// http.ReadRequest), call the handler, frame the response, repeat.
+// Compared with net/http's server it saves, per request, the
 // background-read goroutine and its read-deadline dance, the cancelable
 // per-request context and the response/chunkWriter double buffering.
 //
@@ -44,12 +45,13 @@ import (
 //     knowledge) are handed, with the bytes already read, to H2C (the
 //     *http.Server from NewServer). "Upgrade: h2c" on an HTTP/1.1 request
 //     is not acted on: the request is answered as HTTP/1.1, like net/http.
-//   - Unlike net/http (which reads a request with both Content-Length
-//     and "Transfer-Encoding: chunked" as chunked, and ignores
-//     Transfer-Encoding in HTTP/1.0), ambiguous framing is refused: a
-//     request with both fields, or an HTTP/1.0 request with
+//   - Unlike net/http's server (which reads a request with both
+//     Content-Length and "Transfer-Encoding: chunked" as chunked, and
+//     ignores Transfer-Encoding in HTTP/1.0), ambiguous framing is
+//     refused: a request with both fields, or an HTTP/1.0 request with
 //     Transfer-Encoding, is answered 400 and the connection closed
-//     (RFC 9112 §6.1, §6.3), before the handler runs.
+//     (RFC 9112 §6.1, §6.3), before the handler runs. NewServer does the
+//     same on GuardListener's connections.
 //
 // Create it with NewH1Server; the zero value is not usable.
 type H1Server struct {
