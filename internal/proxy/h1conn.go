@@ -598,7 +598,15 @@ func (b *h1body) Close() error {
 // drain reads what the handler left of the body, up to h1MaxDrain, and
 // reports whether the connection can carry another request.
 func (b *h1body) drain() bool {
-	b.mu.Lock()
+	c := b.w.c
+	if !b.mu.TryLock() {
+		// A goroutine the handler left behind (a transport copying the
+		// body to a backend that answered early) is in a read, which has
+		// no deadline: give it the drain's, or it could hold the body,
+		// and this connection, for as long as the client stalls.
+		c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		b.mu.Lock()
+	}
 	defer b.mu.Unlock()
 	b.closed = true
 	if b.eof {
@@ -607,7 +615,6 @@ func (b *h1body) drain() bool {
 	if b.w.expect100 && !b.w.continued {
 		return false // the client may or may not send the body now
 	}
-	c := b.w.c
 	c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 	_, err := io.CopyN(io.Discard, b.rc, h1MaxDrain+1)
 	return err == io.EOF

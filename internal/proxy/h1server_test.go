@@ -639,3 +639,36 @@ func isTimeoutErr(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// A handler that returns while a goroutine it started still reads the
+// request body (as a transport copying it to a backend does when the
+// backend answers early) does not leave the connection waiting on the
+// client for ever: the unread rest of the body gets the header timeout,
+// like any drain, and the connection is closed when it does not come.
+func TestH1BodyReaderLeftBehindIsBounded(t *testing.T) {
+	reading := make(chan struct{})
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		go func() {
+			buf := make([]byte, 4)
+			io.ReadFull(r.Body, buf)
+			close(reading)
+			io.Copy(io.Discard, r.Body) // blocks: the client stalls
+		}()
+		<-reading
+		io.WriteString(w, "early")
+	}), func(s *proxy.H1Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabcd")
+	if _, body := readResp(t, br, "POST"); body != "early" {
+		t.Fatalf("body %q", body)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("got more")
+	} else if isTimeoutErr(err) {
+		t.Fatalf("connection still open after %v", time.Since(start))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("connection closed after %v", d)
+	}
+}
