@@ -32,6 +32,8 @@ import (
 //     net/http does for every request) once a request has been running
 //     for WatchAfter with its body fully read, so fast requests never pay
 //     for it and slow ones notice a vanished client within WatchAfter.
+//     A byte a watch reads is the start of the next request and is kept
+//     for it; while one is kept there is no watch (as in net/http).
 //   - There is no server-wide write timeout (net/http's WriteTimeout is
 //     unset too): a handler bounds its response with
 //     http.ResponseController's SetWriteDeadline, which lasts until the
