@@ -25,6 +25,10 @@
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
 //   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
+//   - Ambiguous framing (Content-Length together with Transfer-Encoding,
+//     or Transfer-Encoding in HTTP/1.0) and header names that are not
+//     tokens → 400 and the connection closed. net/http's server (NewServer)
+//     checks framing only on GuardListener's (cleartext) connections.
 //   - The path is normalised before matching and forwarding
 //     (route.NormalizePath, route.MatchPath: dot segments removed,
 //     escaped unreserved characters decoded, slashes merged, %2F/%5C per
@@ -37,8 +41,11 @@
 //     Endpoint addresses, config names and error text go to the log only.
 //   - Timeout: the route's timeout, else the backend service's timeoutSec
 //     (default 30 s), over the whole exchange including retries and the
-//     response body. No response headers yet → 504; otherwise the stream
-//     is aborted (the client sees a truncated response).
+//     response body, both reading it from the backend and writing it to
+//     the client (a client that stops reading is cut off at the deadline,
+//     releasing the backend connection). No response headers yet → 504;
+//     otherwise the stream is aborted (the client sees a truncated
+//     response).
 //   - Connect failures and resets after the last try → 503.
 //   - A request body the client fails to deliver (malformed chunking, an
 //     upload cut short by a half-close or reset) → 400. The attempt's

@@ -431,6 +431,13 @@ func (x *exchange) respond(resp *http.Response) {
 	if len(resp.Trailer) > 0 {
 		announceTrailers(dst, resp.Trailer)
 	}
+	// The exchange deadline also bounds writing to the client, so that a
+	// client that does not read cannot hold the backend connection (and
+	// this goroutine) past the timeout; a write still blocked at the
+	// deadline fails and the stream is aborted like a late backend.
+	if wd, ok := w.(writeDeadliner); ok {
+		wd.SetWriteDeadline(x.deadline)
+	}
 	w.WriteHeader(resp.StatusCode)
 
 	flush := resp.ContentLength < 0 || isEventStream(resp.Header)
@@ -447,6 +454,13 @@ func (x *exchange) respond(resp *http.Response) {
 	for k, vv := range resp.Trailer {
 		dst[http.TrailerPrefix+k] = vv
 	}
+}
+
+// writeDeadliner is a ResponseWriter whose writes can be bounded (as
+// http.ResponseController.SetWriteDeadline does, without its allocation):
+// H1Server's, and net/http's HTTP/1 and HTTP/2 ones.
+type writeDeadliner interface {
+	SetWriteDeadline(time.Time) error
 }
 
 // announceTrailers declares the backend's trailers in the Trailer header.

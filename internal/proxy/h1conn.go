@@ -36,9 +36,16 @@ type h1conn struct {
 	// rdl is the read deadline set on rwc by the serving goroutine (a
 	// client watch clears it behind its back, and stopWatch records that).
 	rdl time.Time
+	// wdl is the write deadline the handler asked for (UnixNano, 0 for
+	// none; see h1response.SetWriteDeadline), reset for each request;
+	// wdlSet is the one set on rwc, by the sink only (see applyWriteDeadline).
+	wdl    atomic.Int64
+	wdlSet time.Time
 	// tls is the connection's TLS state (nil for cleartext), given to
 	// every request.
 	tls *tls.ConnectionState
+	// scan looks for ambiguous framing in heads http.ReadRequest reads.
+	scan framingScan
 
 	// Client watch (see H1Server): guarded by mu.
 	mu                sync.Mutex
@@ -61,6 +68,7 @@ type h1source struct {
 	remain  int64
 	hasByte bool
 	b       byte
+	scan    *framingScan // sees the bytes read while it is set
 }
 
 func (r *h1source) Read(p []byte) (int, error) {
@@ -73,10 +81,16 @@ func (r *h1source) Read(p []byte) (int, error) {
 	if r.hasByte && len(p) > 0 {
 		p[0], r.hasByte = r.b, false
 		r.remain--
+		if r.scan != nil {
+			r.scan.feed(p[:1])
+		}
 		return 1, nil
 	}
 	n, err := r.c.rwc.Read(p)
 	r.remain -= int64(n)
+	if r.scan != nil {
+		r.scan.feed(p[:n])
+	}
 	return n, err
 }
 
@@ -85,11 +99,37 @@ func (r *h1source) Read(p []byte) (int, error) {
 type h1sink struct{ c *h1conn }
 
 func (w h1sink) Write(p []byte) (int, error) {
+	w.c.applyWriteDeadline()
 	n, err := w.c.rwc.Write(p)
 	if err != nil && !w.c.failed.Swap(true) {
 		w.c.cancel()
 	}
 	return n, err
+}
+
+// h1WriteSlack is how late a write deadline may be applied, so that a
+// connection carrying many requests a second updates it about once per
+// h1WriteSlack rather than for every response.
+const h1WriteSlack = 250 * time.Millisecond
+
+// applyWriteDeadline brings rwc's write deadline in line with the one
+// the handler asked for (wdl) before a write: none when none was asked
+// for, else one between wdl and wdl + h1WriteSlack (kept while it is).
+// Only the sink calls it, so writes and deadline updates do not overlap.
+func (c *h1conn) applyWriteDeadline() {
+	want := c.wdl.Load()
+	if want == 0 {
+		if !c.wdlSet.IsZero() {
+			c.rwc.SetWriteDeadline(time.Time{})
+			c.wdlSet = time.Time{}
+		}
+		return
+	}
+	set := c.wdlSet.UnixNano()
+	if c.wdlSet.IsZero() || set < want || set > want+int64(h1WriteSlack) {
+		c.wdlSet = time.Unix(0, want+int64(h1WriteSlack))
+		c.rwc.SetWriteDeadline(c.wdlSet)
+	}
 }
 
 // noLimit is the read budget outside request headers.
@@ -113,13 +153,21 @@ func (c *h1conn) serve() {
 	}
 	first := true
 	for {
+		c.wdl.Store(0) // a handler's write deadline ends with its response
 		c.src.remain = maxHeaderBlock + h1ReadSlop
 		if c.br.Buffered() == 0 {
 			c.idle.Store(true)
 			if c.s.shutdown.Load() {
 				return
 			}
-			c.idleDeadline()
+			if first && c.s.ReadHeaderTimeout > 0 {
+				// Before the first request the header timeout runs from
+				// the start, as in net/http: a connection that never
+				// sends a byte is not kept for the keep-alive timeout.
+				c.headerDeadline()
+			} else {
+				c.idleDeadline()
+			}
 			// Let the other runnable connections go first: by the time
 			// this one reads again its client has often sent the next
 			// request, which saves the read that would find nothing and
@@ -131,13 +179,14 @@ func (c *h1conn) serve() {
 			}
 		}
 		c.idle.Store(false)
-		// The header timeout runs from the request's first byte. A head
-		// that arrived whole needs no deadline: reading it makes no
-		// system call (this is the common case, and saves two timer
-		// updates per request).
+		// The header timeout runs from the request's first byte (from
+		// the start for the first request: set above). A head that
+		// arrived whole needs no deadline: reading it makes no system
+		// call (this is the common case, and saves two timer updates
+		// per request).
 		head, whole := bufferedHead(c.br)
-		if first || !whole {
-			c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		if !first && !whole {
+			c.headerDeadline()
 		}
 		if first {
 			first = false
@@ -178,9 +227,28 @@ func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
 			return r, nil
 		}
 	}
+	// The head is scanned for its framing fields as it goes by: what is
+	// buffered (from the request's first byte on), then what c.src
+	// reads while http.ReadRequest runs.
+	c.scan.reset()
+	b, _ := c.br.Peek(c.br.Buffered())
+	c.scan.feed(b)
+	c.src.scan = &c.scan
 	r, err := http.ReadRequest(c.br)
+	c.src.scan = nil
 	if err != nil {
 		return nil, err
+	}
+	if err := c.scan.check(r); err != nil {
+		return nil, err
+	}
+	// textproto accepts spaces in field names ("X A", "Content-Length :"),
+	// which net/http's server then refuses; so do we (readRequestFast
+	// takes only token names).
+	for k := range r.Header {
+		if !isToken(k) {
+			return nil, errInvalidFieldName
+		}
 	}
 	return r.WithContext(c.ctx), nil
 }
@@ -210,6 +278,16 @@ func (c *h1conn) startTLS(tc *tls.Conn) (serve, handedOff bool) {
 func (c *h1conn) setReadDeadline(t time.Time) {
 	c.rwc.SetReadDeadline(t)
 	c.rdl = t
+}
+
+// headerDeadline arms the header timeout (none when ReadHeaderTimeout is
+// not positive).
+func (c *h1conn) headerDeadline() {
+	var t time.Time
+	if c.s.ReadHeaderTimeout > 0 {
+		t = time.Now().Add(c.s.ReadHeaderTimeout)
+	}
+	c.setReadDeadline(t)
 }
 
 // idleDeadline arms the keep-alive timeout before waiting for a request.
@@ -266,6 +344,8 @@ func (c *h1conn) readFailed(err error, hitLimit bool) {
 	switch {
 	case hitLimit:
 		c.errorResponse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
+	case errors.Is(err, errAmbiguousFraming), errors.Is(err, errInvalidFieldName):
+		c.errorResponse(http.StatusBadRequest, err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	case isTimeout(err):
 	case strings.Contains(err.Error(), "transfer encoding"):
@@ -285,7 +365,7 @@ func checkRequest(r *http.Request) (int, string) {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
 	// http.ReadRequest moved the Host header to r.Host (refusing
-	// several) and checked header names and values.
+	// several) and checked header values; readRequest checked the names.
 	if r.Host == "" && r.ProtoAtLeast(1, 1) && r.Method != http.MethodConnect {
 		return http.StatusBadRequest, "missing required Host header"
 	}
@@ -429,8 +509,15 @@ func (c *h1conn) bodyEOF() {
 }
 
 // startWatchLocked reads one byte in the background: an error means the
-// client is gone, and cancels the request context.
+// client is gone, and cancels the request context. A byte an earlier watch
+// read (the start of a pipelined request) is held in c.src until the loop
+// reads it; while it is, there is no watch, as in net/http (whose
+// connReader.startBackgroundRead returns early when it holds a byte): a
+// second read would have nowhere to keep its byte.
 func (c *h1conn) startWatchLocked() {
+	if c.src.hasByte {
+		return
+	}
 	c.watching = true
 	c.watchDone = make(chan struct{})
 	// The watch may wait as long as the request runs: no deadline (the
@@ -511,7 +598,15 @@ func (b *h1body) Close() error {
 // drain reads what the handler left of the body, up to h1MaxDrain, and
 // reports whether the connection can carry another request.
 func (b *h1body) drain() bool {
-	b.mu.Lock()
+	c := b.w.c
+	if !b.mu.TryLock() {
+		// A goroutine the handler left behind (a transport copying the
+		// body to a backend that answered early) is in a read, which has
+		// no deadline: give it the drain's, or it could hold the body,
+		// and this connection, for as long as the client stalls.
+		c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+		b.mu.Lock()
+	}
 	defer b.mu.Unlock()
 	b.closed = true
 	if b.eof {
@@ -520,7 +615,6 @@ func (b *h1body) drain() bool {
 	if b.w.expect100 && !b.w.continued {
 		return false // the client may or may not send the body now
 	}
-	c := b.w.c
 	c.setReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 	_, err := io.CopyN(io.Discard, b.rc, h1MaxDrain+1)
 	return err == io.EOF

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -357,4 +359,89 @@ func isTokenByte(c byte) bool {
 		return tokenHi&(1<<(c-64)) != 0
 	}
 	return false
+}
+
+// framingScan notes, as a request head streams past, whether it has
+// Content-Length and Transfer-Encoding fields. http.ReadRequest removes
+// Content-Length from a chunked request and Transfer-Encoding from an
+// HTTP/1.0 one, so the raw head is the only place to see that a request
+// had both (ambiguous framing, RFC 9112 §6.1 and §6.3). Lines end in LF
+// with an optional CR before it, as textproto reads them; lines that
+// start with a space or tab continue the previous field; the scan stops
+// at the first empty line after the request line.
+type framingScan struct {
+	line    int                            // lines ended so far (0: in the request line)
+	n       int                            // bytes of the current line
+	cr      bool                           // the current line's last byte is CR
+	inName  bool                           // still in the current field's name
+	name    [len("transfer-encoding")]byte // its first bytes, lower-cased
+	done    bool                           // the head has ended
+	cl, te  bool                           // the fields seen
+	ignored bool                           // the name outgrew the array
+}
+
+// reset starts a new head.
+func (s *framingScan) reset() { *s = framingScan{} }
+
+// feed scans the next bytes of the stream.
+func (s *framingScan) feed(p []byte) {
+	for _, b := range p {
+		if s.done {
+			return
+		}
+		if b == '\n' {
+			if s.line > 0 && (s.n == 0 || s.n == 1 && s.cr) {
+				s.done = true
+				return
+			}
+			s.line++
+			s.n, s.cr, s.inName, s.ignored = 0, false, false, false
+			continue
+		}
+		if s.n == 0 && s.line > 0 && b != ' ' && b != '\t' {
+			s.inName = true
+		}
+		if s.inName {
+			switch {
+			case b == ':':
+				s.inName = false
+				name := string(s.name[:min(s.n, len(s.name))])
+				if !s.ignored {
+					s.cl = s.cl || name == "content-length"
+					s.te = s.te || name == "transfer-encoding"
+				}
+			case s.n < len(s.name):
+				if 'A' <= b && b <= 'Z' {
+					b += 'a' - 'A'
+				}
+				s.name[s.n] = b
+			default:
+				s.ignored = true
+			}
+		}
+		s.n++
+		s.cr = b == '\r'
+	}
+}
+
+// errInvalidFieldName is the error of a request head with a field name
+// that is not a token.
+var errInvalidFieldName = errors.New("invalid header name")
+
+// errAmbiguousFraming is the error of a request head whose body framing
+// is ambiguous.
+var errAmbiguousFraming = errors.New("ambiguous message framing")
+
+// check returns an error wrapping errAmbiguousFraming when the scanned
+// head of r had both Transfer-Encoding and Content-Length, or had
+// Transfer-Encoding in an HTTP/1.0 request (which http.ReadRequest
+// ignores, reading the body by Content-Length, or as empty).
+func (s *framingScan) check(r *http.Request) error {
+	switch {
+	case s.te && !r.ProtoAtLeast(1, 1):
+		return fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 request", errAmbiguousFraming)
+	case s.te && s.cl:
+		return fmt.Errorf("%w: both Transfer-Encoding and Content-Length", errAmbiguousFraming)
+	}
+	return nil
 }

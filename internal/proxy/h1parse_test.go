@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/textproto"
 	"reflect"
 	"strings"
 	"testing"
@@ -222,4 +223,42 @@ func BenchmarkParseResponseHead(b *testing.B) {
 	msg := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 35\r\nDate: Mon, 30 Nov 2026 19:00:00 GMT\r\n\r\n" +
 		`{"zone":"eu-west-1a","port":18081}` + "\n"
 	benchHead(b, msg, func(br *bufio.Reader) bool { return tryResponseFast(br, http.MethodGet) != nil })
+}
+
+// FuzzFramingScan checks framingScan against textproto: for every head
+// http.ReadRequest accepts, fed in two pieces, the scan sees
+// Content-Length and Transfer-Encoding fields exactly when textproto's
+// header block has them.
+func FuzzFramingScan(f *testing.F) {
+	for _, s := range []string{
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.0\nTransfer-Encoding: chunked\n\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nX: a\r\n Content-Length: 3\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding-X: chunked\r\ncontent-length: 0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length\r\n\r\n",
+	} {
+		f.Add(s, 7)
+	}
+	f.Fuzz(func(t *testing.T, head string, split int) {
+		if _, err := http.ReadRequest(bufio.NewReader(strings.NewReader(head))); err != nil {
+			return
+		}
+		tp := textproto.NewReader(bufio.NewReader(strings.NewReader(head)))
+		if _, err := tp.ReadLine(); err != nil {
+			return
+		}
+		h, err := tp.ReadMIMEHeader()
+		if err != nil {
+			return
+		}
+		_, cl := h["Content-Length"]
+		_, te := h["Transfer-Encoding"]
+		var s framingScan
+		split = min(max(split, 0), len(head))
+		s.feed([]byte(head[:split]))
+		s.feed([]byte(head[split:]))
+		if s.cl != cl || s.te != te {
+			t.Fatalf("%q: scan cl=%v te=%v, textproto cl=%v te=%v", head, s.cl, s.te, cl, te)
+		}
+	})
 }

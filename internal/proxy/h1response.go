@@ -336,6 +336,20 @@ func (w *h1response) commitHeld(final bool) {
 	}
 }
 
+// SetWriteDeadline bounds the writes of the rest of the response (for
+// http.ResponseController): a write still blocked at t, within
+// h1WriteSlack, fails, which ends the response and closes the
+// connection. The zero time removes the bound. It lasts until the
+// response is finished; the next request starts without one.
+func (w *h1response) SetWriteDeadline(t time.Time) error {
+	var ns int64
+	if !t.IsZero() {
+		ns = max(t.UnixNano(), 1)
+	}
+	w.c.wdl.Store(ns)
+	return nil
+}
+
 // EnableFullDuplex is a no-op: the body can always be read while the
 // response is written.
 func (w *h1response) EnableFullDuplex() error { return nil }

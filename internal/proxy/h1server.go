@@ -17,9 +17,11 @@ import (
 // H1Server is a purpose-built HTTP/1.1 server for Spillway's frontends,
 // cleartext or TLS (see TLSConfig). It calls the same http.Handler as the
 // *http.Server from NewServer, with the same limits (60 KiB request line +
-// headers, 30 s to send them, 610 s idle keep-alive), but runs each
-// connection as one plain loop: read a request (readRequestFast, else
-// http.ReadRequest), call the handler, frame the response, repeat. Compared with net/http's server it saves, per request, the
+// headers, 30 s to send them, 30 s for a new connection's first request,
+// 610 s idle keep-alive between requests), but runs each connection as
+// one plain loop: read a request (readRequestFast, else
+// http.ReadRequest), call the handler, frame the response, repeat.
+// Compared with net/http's server it saves, per request, the
 // background-read goroutine and its read-deadline dance, the cancelable
 // per-request context and the response/chunkWriter double buffering.
 //
@@ -30,6 +32,14 @@ import (
 //     net/http does for every request) once a request has been running
 //     for WatchAfter with its body fully read, so fast requests never pay
 //     for it and slow ones notice a vanished client within WatchAfter.
+//     A byte a watch reads is the start of the next request and is kept
+//     for it; while one is kept there is no watch (as in net/http).
+//   - There is no server-wide write timeout (net/http's WriteTimeout is
+//     unset too): a handler bounds its response with
+//     http.ResponseController's SetWriteDeadline, which lasts until the
+//     response is finished and may be applied up to 250 ms late (so that
+//     a busy connection does not move its deadline for every response).
+//     The proxy handler sets it to the exchange deadline.
 //   - Handlers may always read the request body while writing the
 //     response (EnableFullDuplex is a no-op); an unread body is drained
 //     (up to 256 KiB) after the response, else the connection is closed.
@@ -37,10 +47,13 @@ import (
 //     knowledge) are handed, with the bytes already read, to H2C (the
 //     *http.Server from NewServer). "Upgrade: h2c" on an HTTP/1.1 request
 //     is not acted on: the request is answered as HTTP/1.1, like net/http.
-//   - Like net/http, a request with both Content-Length and
-//     "Transfer-Encoding: chunked" is read as chunked with Content-Length
-//     removed (http.ReadRequest's RFC 9112 §6.3 behaviour); the body is
-//     re-framed towards backends, so it cannot be smuggled past them.
+//   - Unlike net/http's server (which reads a request with both
+//     Content-Length and "Transfer-Encoding: chunked" as chunked, and
+//     ignores Transfer-Encoding in HTTP/1.0), ambiguous framing is
+//     refused: a request with both fields, or an HTTP/1.0 request with
+//     Transfer-Encoding, is answered 400 and the connection closed
+//     (RFC 9112 §6.1, §6.3), before the handler runs. NewServer does the
+//     same on GuardListener's connections.
 //
 // Create it with NewH1Server; the zero value is not usable.
 type H1Server struct {
@@ -56,8 +69,10 @@ type H1Server struct {
 	// config should offer h2 and http/1.1.
 	TLSConfig *tls.Config
 	// ReadHeaderTimeout bounds the time from a request's first byte to
-	// the end of its headers; IdleTimeout bounds the wait for the next
-	// request on a keep-alive connection.
+	// the end of its headers, and for a new connection the time from
+	// accepting it (or from the end of its TLS handshake) to the end of
+	// the first request's headers; IdleTimeout bounds the wait for the
+	// next request on a keep-alive connection.
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// WatchAfter is how long a request runs before its client connection
 	// is watched for a disconnect (which cancels the request context).

@@ -238,6 +238,9 @@ func TestH1BadRequests(t *testing.T) {
 		{"two Content-Lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400, ""},
 		{"unsupported Transfer-Encoding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, ""},
 		{"HTTP/2 request line", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, ""},
+		{"space in a header name", "GET / HTTP/1.1\r\nHost: x\r\nX A: b\r\n\r\n", 400, "400 Bad Request: invalid header name\n"},
+		{"space before the colon", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc", 400, "400 Bad Request: invalid header name\n"},
+		{"non-token byte in a header name", "GET / HTTP/1.1\r\nHost: x\r\nX(A): b\r\n\r\n", 400, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,23 +254,66 @@ func TestH1BadRequests(t *testing.T) {
 	}
 }
 
-// TestH1ContentLengthAndChunked: a request with both Content-Length and
-// "Transfer-Encoding: chunked" is read as chunked (http.ReadRequest drops
-// the Content-Length, RFC 9112 §6.3), so bytes after the chunked body are
-// the next request, never part of this one; the handler sees no
-// Content-Length.
-func TestH1ContentLengthAndChunked(t *testing.T) {
+// TestH1AmbiguousFramingIsRefused: a request with both Content-Length
+// and Transfer-Encoding, or an HTTP/1.0 request with Transfer-Encoding
+// (RFC 9112 §6.1, §6.3), is answered 400 and the connection closed, so
+// that the bytes after it are never read as a request; the handler does
+// not run. The framing headers are found however the head arrives: whole,
+// in pieces, or larger than the connection's read buffer.
+func TestH1AmbiguousFramingIsRefused(t *testing.T) {
+	ran := make(chan string, 16)
 	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		fmt.Fprintf(w, "%s %q cl=%d hdr=%q", r.URL.Path, b, r.ContentLength, r.Header.Get("Content-Length"))
+		ran <- r.URL.Path
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ran")
 	}))
-	c, br := ht.dial(t)
-	io.WriteString(c, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-	if _, body := readResp(t, br, "POST"); body != `/a "" cl=-1 hdr=""` {
-		t.Fatalf("first: %s", body)
+	const next = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+	big := "X-Pad: " + strings.Repeat("p", 20<<10) + "\r\n"
+	tests := []struct {
+		name  string
+		parts []string // written 20 ms apart
+	}{
+		{"CL then TE", []string{"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next}},
+		{"TE then CL", []string{"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + next}},
+		{"lower case", []string{"POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n" + next}},
+		{"bare LF", []string{"POST /a HTTP/1.1\nHost: x\nContent-Length: 5\nTransfer-Encoding: chunked\n\n0\r\n\r\n" + next}},
+		{"head in pieces", []string{"POST /a HTTP/1.1\r\nHost: x\r\nContent-Le", "ngth: 5\r\nTransfer-Enc", "oding: chunked\r\n\r\n0\r\n\r\n" + next}},
+		{"head over the read buffer", []string{"POST /a HTTP/1.1\r\nHost: x\r\n" + big + "Transfer-Encoding: chunked\r\n" + big + "Content-Length: 5\r\n\r\n0\r\n\r\n" + next}},
+		{"HTTP/1.0 TE and CL", []string{"POST /a HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + next}},
+		{"HTTP/1.0 TE", []string{"POST /a HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + next}},
 	}
-	if _, body := readResp(t, br, "GET"); !strings.HasPrefix(body, "/smuggled") {
-		t.Fatalf("second: %s", body)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, br := ht.dial(t)
+			go func() {
+				for i, p := range tc.parts {
+					if i > 0 {
+						time.Sleep(20 * time.Millisecond)
+					}
+					io.WriteString(c, p)
+				}
+			}()
+			resp, body := readResp(t, br, "POST")
+			if resp.StatusCode != http.StatusBadRequest || !resp.Close || !strings.Contains(body, "Transfer-Encoding") {
+				t.Fatalf("got %d close=%v %q, want 400 and close", resp.StatusCode, resp.Close, body)
+			}
+			if b, err := br.ReadByte(); err == nil {
+				t.Fatalf("connection not closed: read %q", b)
+			}
+			select {
+			case p := <-ran:
+				t.Fatalf("the handler ran for %s", p)
+			default:
+			}
+		})
+	}
+	// Chunked alone is fine, and what follows it is the next request.
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"+next)
+	for _, want := range []string{"/a", "/smuggled"} {
+		if resp, body := readResp(t, br, "POST"); resp.StatusCode != 200 || body != "ran" || <-ran != want {
+			t.Fatalf("%s: %d %q", want, resp.StatusCode, body)
+		}
 	}
 }
 
@@ -549,5 +595,80 @@ func TestH1ServerTLS(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("silent connection closed after %v", d)
+	}
+}
+
+// A connection that never sends a request is closed after
+// ReadHeaderTimeout, not kept for IdleTimeout (the keep-alive timeout
+// applies between requests only), as net/http does: over cleartext, and
+// over TLS after the handshake.
+func TestH1SilentConnectionGetsTheHeaderTimeout(t *testing.T) {
+	cfg := selfSigned(t)
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+			ht := startH1(t, echoHandler, func(s *proxy.H1Server) {
+				s.ReadHeaderTimeout = 200 * time.Millisecond
+				s.IdleTimeout = time.Hour
+				if useTLS {
+					s.TLSConfig = cfg
+				}
+			})
+			c, _ := ht.dial(t)
+			if useTLS {
+				tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true})
+				if err := tc.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				c = tc
+			}
+			start := time.Now()
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Fatal("got bytes without a request")
+			} else if isTimeoutErr(err) {
+				t.Fatalf("silent connection still open after %v", time.Since(start))
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("silent connection closed after %v", d)
+			}
+		})
+	}
+}
+
+// isTimeoutErr reports a net.Error timeout (the test's own deadline).
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// A handler that returns while a goroutine it started still reads the
+// request body (as a transport copying it to a backend does when the
+// backend answers early) does not leave the connection waiting on the
+// client for ever: the unread rest of the body gets the header timeout,
+// like any drain, and the connection is closed when it does not come.
+func TestH1BodyReaderLeftBehindIsBounded(t *testing.T) {
+	reading := make(chan struct{})
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		go func() {
+			buf := make([]byte, 4)
+			io.ReadFull(r.Body, buf)
+			close(reading)
+			io.Copy(io.Discard, r.Body) // blocks: the client stalls
+		}()
+		<-reading
+		io.WriteString(w, "early")
+	}), func(s *proxy.H1Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabcd")
+	if _, body := readResp(t, br, "POST"); body != "early" {
+		t.Fatalf("body %q", body)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("got more")
+	} else if isTimeoutErr(err) {
+		t.Fatalf("connection still open after %v", time.Since(start))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("connection closed after %v", d)
 	}
 }

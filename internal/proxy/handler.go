@@ -406,6 +406,7 @@ const (
 	sdBadRequestBody    = "malformed_request_body" // Spillway's: malformed chunking, truncated upload
 	sdUpgradeFailed     = "websocket_handshake_failed"
 	sdBackendCorrupted  = "backend_response_corrupted" // a response the proxy refuses (502)
+	sdBadFraming        = "ambiguous_request_framing"  // Spillway's: Content-Length with Transfer-Encoding
 )
 
 // statusDetailsHeader carries the statusDetails token of a response the

@@ -175,7 +175,7 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 		case tlsCfg != nil:
 			_ = l.srv.ServeTLS(ln, "", "")
 		default:
-			_ = l.srv.Serve(ln)
+			_ = l.srv.Serve(proxy.GuardListener(ln))
 		}
 	}()
 	if tlsCfg != nil {

@@ -33,9 +33,10 @@ type connInfo struct {
 	localIP string // the address the connection arrived on (the "LB IP")
 }
 
-// connContext records the local address of each accepted connection.
+// connContext records the local address of each accepted connection, and
+// the connection itself when it comes from GuardListener.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, &connInfo{localIP: hostOnly(c.LocalAddr().String())})
+	return withGuard(context.WithValue(ctx, connKey{}, &connInfo{localIP: hostOnly(c.LocalAddr().String())}), c)
 }
 
 // localIP returns the IP the request arrived on: from NewServer's
@@ -57,9 +58,11 @@ func localIP(r *http.Request) string {
 // ServeTLS(ln, "", "") or Serve on a TLS listener built from
 // srv.TLSConfig). The request line plus headers may total 60 KiB (more is
 // answered 431), headers must arrive within 30 s, and idle client
-// connections are kept 610 s. Server errors go to the handler's logger
-// when h comes from NewHandler, else to slog.Default(); replace ErrorLog to
-// change that.
+// connections are kept 610 s. Serve cleartext listeners wrapped by
+// GuardListener, so that requests with ambiguous framing are answered
+// 400 and their connection closed (as H1Server does). Server errors go to
+// the handler's logger when h comes from NewHandler, else to
+// slog.Default(); replace ErrorLog to change that.
 func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 	logger := slog.Default()
 	if ph, ok := h.(*handler); ok {
@@ -69,13 +72,17 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 	p.SetHTTP1(true)
 	p.SetHTTP2(true)
 	srv := &http.Server{
-		Handler:           h,
-		Protocols:         &p,
-		MaxHeaderBytes:    maxHeaderBlock,
-		ReadHeaderTimeout: clientHeaderTimeout,
-		IdleTimeout:       clientIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnContext:       connContext,
+		// guardFraming refuses ambiguous framing on GuardListener's
+		// connections, and answers "OPTIONS *" in net/http's place so
+		// that those requests are checked too.
+		Handler:                      guardFraming(h),
+		DisableGeneralOptionsHandler: true,
+		Protocols:                    &p,
+		MaxHeaderBytes:               maxHeaderBlock,
+		ReadHeaderTimeout:            clientHeaderTimeout,
+		IdleTimeout:                  clientIdleTimeout,
+		ErrorLog:                     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnContext:                  connContext,
 	}
 	if tlsConfig == nil {
 		p.SetUnencryptedHTTP2(true)

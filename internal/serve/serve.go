@@ -723,7 +723,7 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln ne
 		f.srv, serveFn = srv, func() error { return srv.ServeTLS(ln, "", "") }
 	default:
 		srv := proxy.NewServer(fh, nil)
-		f.srv, serveFn = srv, func() error { return srv.Serve(ln) }
+		f.srv, serveFn = srv, func() error { return srv.Serve(proxy.GuardListener(ln)) }
 	}
 	go func() {
 		defer close(f.done)
