@@ -289,3 +289,44 @@ func TestOutcomeBackendSignal(t *testing.T) {
 		}
 	}
 }
+
+// The escaped-slash action holds for paths that also carry bytes url.URL
+// does not accept raw in RawPath (non-ASCII, '|', '{'): url.URL then
+// drops RawPath and EscapedPath re-escapes the decoded path, which turned
+// every %2F into '/' (REJECT_REQUEST let the request through, and
+// KEEP_UNCHANGED forwarded '/'). The proxy normalises the path as the
+// client sent it.
+func TestEscapedSlashActionWithRawBytes(t *testing.T) {
+	forBothLoops(t, func(t *testing.T) {
+		got := make(chan string, 10)
+		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { got <- r.RequestURI })
+		for _, tc := range []struct {
+			action, target string
+			status         int
+			forwarded      string
+		}{
+			{"REJECT_REQUEST", "/a%2Fb/\xc3\xa9", 400, ""},
+			{"REJECT_REQUEST", "/a%2Fb/{x}", 400, ""},
+			{"REJECT_REQUEST", "/x/..%2F..%2Fadmin/|", 400, ""},
+			{"KEEP_UNCHANGED", "/a%2Fb/\xc3\xa9", 200, "/a%2Fb/%C3%A9"},
+			{"KEEP_UNCHANGED", "/a%2fb/{x}|", 200, "/a%2Fb/%7Bx%7D%7C"},
+		} {
+			cfg := basic("", "", be.addr()) + "spillway: {pathWithEscapedSlashesAction: " + tc.action + "}\n"
+			l := newLab(t, cfg, nil)
+			resp, body := rawRequest(t, l.addr, "GET "+tc.target+" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+			if resp.StatusCode != tc.status {
+				t.Errorf("%s %q: %d %q, want %d", tc.action, tc.target, resp.StatusCode, body, tc.status)
+			}
+			select {
+			case u := <-got:
+				if tc.forwarded == "" || u != tc.forwarded {
+					t.Errorf("%s %q: backend got %q, want %q", tc.action, tc.target, u, tc.forwarded)
+				}
+			default:
+				if tc.forwarded != "" {
+					t.Errorf("%s %q: backend not reached", tc.action, tc.target)
+				}
+			}
+		}
+	})
+}

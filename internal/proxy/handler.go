@@ -358,6 +358,34 @@ func pathOptions(c *config.Config) route.PathOptions {
 	return route.PathOptionsFor(c.Spillway)
 }
 
+// targetPath returns the path of the request target as the client sent
+// it, escapes included. r.URL.EscapedPath is not that: when RawPath is
+// not a valid encoding (raw non-ASCII, '|' or '{' bytes, say) url.URL
+// drops it and re-escapes the decoded path, turning %2F into '/' behind
+// the escaped-slash action's back. HTTP/2's :path is in RequestURI too.
+func targetPath(r *http.Request) string {
+	t := r.RequestURI
+	if t == "" || t == "*" {
+		return r.URL.EscapedPath()
+	}
+	if t[0] != '/' { // absolute-form: the path starts after the authority
+		i := strings.Index(t, "://")
+		if i < 0 {
+			return r.URL.EscapedPath()
+		}
+		t = t[i+3:]
+		j := strings.IndexAny(t, "/?")
+		if j < 0 || t[j] == '?' {
+			return "/"
+		}
+		t = t[j:]
+	}
+	if i := strings.IndexByte(t, '?'); i >= 0 {
+		t = t[:i]
+	}
+	return t
+}
+
 // normalizePath normalises the request path (route.NormalizePath) and
 // returns the path to forward, decoded and escaped (the escaped form is ""
 // when it is the default encoding of the decoded one, as in url.URL). A
@@ -368,7 +396,7 @@ func normalizePath(w http.ResponseWriter, r *http.Request, opts route.PathOption
 	if opts.Off {
 		return r.URL.Path, r.URL.RawPath, true
 	}
-	esc := r.URL.EscapedPath()
+	esc := targetPath(r)
 	norm, err := route.NormalizePath(esc, opts)
 	if err != nil {
 		lbError(w, http.StatusBadRequest, sdInvalidPath, err.Error())

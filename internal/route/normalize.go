@@ -63,6 +63,10 @@ var (
 //     escapes upper-cased (§6.2.2.1, §6.2.2.2);
 //   - a raw backslash is treated as %5C, and %2F and %5C as o.EscapedSlashes
 //     says;
+//   - any other byte that may not appear raw in a path (RFC 3986 §3.3
+//     pchar: non-ASCII, controls, space, '"', '<', '>', '[', ']', '^',
+//     '`', '{', '|', '}') is percent-encoded, so the result is always a
+//     valid encoding (url.URL keeps it as RawPath);
 //   - dot segments are removed (§5.2.4), so the path cannot climb above
 //     "/";
 //   - runs of '/' are merged unless o.KeepSlashes.
@@ -116,7 +120,11 @@ func NormalizePath(p string, o PathOptions) (string, error) {
 				b = append(b, "%5C"...)
 			}
 		default:
-			b = append(b, c)
+			if pathByte(c) {
+				b = append(b, c)
+			} else {
+				b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+			}
 		}
 	}
 	return string(removeDotSegments(b, !o.KeepSlashes)), nil
@@ -165,10 +173,12 @@ func normalEscaped(p string, o PathOptions) bool {
 				return false
 			}
 			i += 2
-		case '\\':
-			return false
 		case '/':
 			if dotOrEmptySegment(p, i, o) {
+				return false
+			}
+		default:
+			if !pathByte(p[i]) {
 				return false
 			}
 		}
