@@ -59,9 +59,9 @@
 //     plus one 16 KiB buffer fill is read; net/http's Transport bounds
 //     each head), more than 5 1xx responses (HTTP/2 backends: 1xx
 //     header lists over 128 KiB in total), malformed status lines,
-//     headers or framing (HTTP/2: protocol errors), a status code below
-//     100, and a 101 not asked for or to another protocol than the one
-//     asked for.
+//     headers or framing (HTTP/2: protocol errors), header names that
+//     are not tokens, a status code below 100, and a 101 not asked for
+//     or to another protocol than the one asked for.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
 //     a body-less request is retried once after 502/503/504 or a connect

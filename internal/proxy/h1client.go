@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -247,14 +248,23 @@ func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, er
 				sc = c
 			}
 		},
-		Got1xxResponse: func(int, textproto.MIMEHeader) error {
+		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
 			if n1xx++; n1xx > max1xxResponses {
 				return badResponse(errTooMany1xx)
+			}
+			if err := checkFieldNames(h); err != nil {
+				return badResponse(err)
 			}
 			return nil
 		},
 	}
 	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err == nil {
+		if ferr := checkFieldNames(resp.Header); ferr != nil {
+			resp.Body.Close()
+			return nil, badResponse(ferr)
+		}
+	}
 	if err == nil && sc != nil && resp.ProtoMajor == 1 {
 		restoreConnection(resp, sc.connection())
 	}
@@ -436,6 +446,11 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 			if resp, err = http.ReadResponse(r, &c.req); err != nil {
 				return fail(badResponse(err))
 			}
+			// textproto accepts a space in a field name ("Content-Length
+			// : 5"); readResponseFast takes only tokens.
+			if err := checkFieldNames(resp.Header); err != nil {
+				return fail(badResponse(err))
+			}
 			restoreConnection(resp, conn)
 			pb = new(pooledBody)
 		}
@@ -531,6 +546,19 @@ func isBadResponse(err error) bool {
 		}
 	}
 	return false
+}
+
+// checkFieldNames returns an error wrapping errInvalidFieldName when a
+// name in h is not a token: textproto accepts names with spaces
+// ("Content-Length : 5"), which would then not be taken for the field
+// they look like.
+func checkFieldNames[H ~map[string][]string](h H) error {
+	for k := range h {
+		if !isToken(k) {
+			return fmt.Errorf("%w in response: %q", errInvalidFieldName, k)
+		}
+	}
+	return nil
 }
 
 // connectionValues returns the values of the Connection fields of a

@@ -424,8 +424,8 @@ func (s *framingScan) feed(p []byte) {
 	}
 }
 
-// errInvalidFieldName is the error of a request head with a field name
-// that is not a token.
+// errInvalidFieldName is the error of a message head (a request's, or a
+// backend response's) with a field name that is not a token.
 var errInvalidFieldName = errors.New("invalid header name")
 
 // errAmbiguousFraming is the error of a request head whose body framing

@@ -574,3 +574,33 @@ func TestFastTransportResponseHeadShapes(t *testing.T) {
 		})
 	}
 }
+
+// A response header name that is not a token ("Content-Length : 5",
+// "X A: b") is malformed (RFC 9112 §5): textproto accepts a space in
+// a name, so without a check the first would not be taken as a length
+// and the body would be read until the backend closes. 502, a backend
+// fault, on both transports.
+func TestBackendNonTokenHeaderNameIs502(t *testing.T) {
+	for _, head := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX A: b\r\n\r\nhello",
+		"HTTP/1.1 103 Early Hints\r\nLink : </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+	} {
+		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+			io.WriteString(c, head)
+			return false
+		})
+		for _, tr := range transports {
+			l := newLab(t, basic("", "", be.addr()), nil)
+			resp, body := l.send1(tr.method, tr.body, nil)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "backend_response_corrupted") {
+				t.Errorf("%q %s: %d %q, want 502 backend_response_corrupted", head, tr.name, resp.StatusCode, body)
+			}
+			for _, o := range l.observed() {
+				if o.Status != 0 || o.Err == nil || o.Timeout {
+					t.Errorf("%q %s: outcome status %d err %v timeout %v, want a backend failure", head, tr.name, o.Status, o.Err, o.Timeout)
+				}
+			}
+		}
+	}
+}
