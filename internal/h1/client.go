@@ -516,7 +516,8 @@ type badResponseError struct{ err error }
 func (e badResponseError) Error() string { return e.err.Error() }
 func (e badResponseError) Unwrap() error { return e.err }
 
-// badResponse wraps err as a badResponseError.
+// BadResponse wraps err as the error of a response refused because of
+// what the backend sent (a proxy answers 502); IsBadResponse reports it.
 func BadResponse(err error) error { return badResponseError{err} }
 
 // IsBadResponse reports an attempt that failed because of what the

@@ -379,9 +379,9 @@ func checkRequest(r *http.Request) (int, string) {
 // Host header (httpguts.ValidHostHeader, without the x/net dependency).
 func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=@[]_~") }
 
-// errorResponse answers with a load-balancer error in lbError's format
-// and closes the connection, lingering so the answer is not lost to a
-// reset.
+// errorResponse answers with a short text/plain error ("<code> <text>:
+// <reason>", the proxy's format) and closes the connection, lingering so
+// the answer is not lost to a reset.
 func (c *h1conn) errorResponse(code int, reason string) {
 	text := http.StatusText(code)
 	body := itoa3(code) + " " + text + ": " + reason + "\n"

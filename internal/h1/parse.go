@@ -175,7 +175,7 @@ func readResponseFast(br *bufio.Reader, b []byte, method string) *fastResponse {
 type fastResponse struct {
 	resp   http.Response
 	body   lengthBody
-	pooled pooledBody // for the caller (see fastTransport.exchange)
+	pooled pooledBody // for the caller (see Transport.exchange)
 	vals   [fastValues]string
 }
 

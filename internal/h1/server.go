@@ -64,7 +64,7 @@ type Server struct {
 	h2ln     *chanListener
 }
 
-// h1 server limits beyond those shared with NewServer.
+// Server limits beyond the exported ones.
 const (
 	// h1ReadSlop is read past the 60 KiB header limit before a request
 	// is refused (net/http allows the same 4 KiB).

@@ -180,7 +180,7 @@ func writeForwarded(bw *bufio.Writer, wr *Request) error {
 		case "X-Forwarded-For", "X-Forwarded-Proto", "Via":
 			continue // written below
 		case "Expect":
-			continue // answered by the proxy (handler.outHeader)
+			continue // answered by the proxy (see Forward)
 		}
 		if reqWriteExclude(k) || IsHopHeader(k) || (len(conn) > 0 && Listed(conn, k)) {
 			continue
