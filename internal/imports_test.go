@@ -60,3 +60,23 @@ func contains(l []string, s string) bool {
 	}
 	return false
 }
+
+// leaves lists shell packages (they do I/O) that must not depend on any
+// other Spillway package, so that they can be reasoned about, and driven
+// by a differential harness, on their own: h1 is the HTTP/1.1 wire code
+// under the proxy.
+var leaves = []string{"h1"}
+
+func TestLeafPackagesImportNoInternalPackage(t *testing.T) {
+	for _, name := range leaves {
+		pkg, err := build.ImportDir(filepath.Join(".", name), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, imp := range pkg.Imports {
+			if strings.HasPrefix(imp, "github.com/spillwaylb/spillway/") {
+				t.Errorf("leaf package %s imports %s", name, imp)
+			}
+		}
+	}
+}

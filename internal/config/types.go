@@ -55,7 +55,7 @@ type Tuning struct {
 	// Google's behaviour: full capacity at once.
 	UndrainRampSec *int `json:"undrainRampSec,omitempty"`
 	// HTTP1Server picks the HTTP/1.1 server of every frontend (HTTP and
-	// HTTPS): SPILLWAY (a purpose-built loop, proxy.H1Server) or NET_HTTP
+	// HTTPS): SPILLWAY (a purpose-built loop, h1.Server) or NET_HTTP
 	// (Go's net/http server). HTTP/2 (h2 by ALPN, h2c) always uses
 	// net/http. Empty means the default, SPILLWAY. Read when a frontend's
 	// listener starts.

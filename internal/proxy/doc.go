@@ -6,21 +6,21 @@
 //
 // # Hot path
 //
-// Frontends run on H1Server (cleartext and TLS; HTTP/2 is handed to
-// net/http's server), which parses common request heads itself
-// (readRequestFast, falling back to http.ReadRequest) and keeps one
-// goroutine per connection. A request loads the current Snapshot once (an
-// atomic pointer load in serve), matches the URL map through a pooled
+// Frontends run on h1.Server (NewH1Server; cleartext and TLS, HTTP/2
+// handed to net/http's server from NewServer), and HTTP backends are
+// reached through h1.Transport; internal/h1 documents that wire code and
+// how it differs from net/http. A request loads the current Snapshot once
+// (an atomic pointer load in serve), matches the URL map through a pooled
 // route.Request adapter, picks a backend service and endpoint with the
 // splits' Weyl draws (lock-free, allocation-free in engine), and goes to
-// an HTTP backend through fastTransport: the request's own goroutine
-// writes the head straight into a pooled keep-alive connection's buffer
-// and reads the response once its head is buffered whole
-// (readResponseFast, else http.ReadResponse). Body copies use pooled
-// 32 KiB buffers; connection deadlines are set only when they change.
-// There are no per-request locks on shared state beyond the idle pool's,
-// and no fmt on the success path. The pools live in the handler and
-// transport, not at package level.
+// an HTTP backend with h1.Transport.Do: an h1.Request whose Forward
+// fields let the outbound header be written without building it as a
+// map. Body copies use pooled 32 KiB buffers. There are no per-request
+// locks on shared state beyond the idle pool's, and no fmt on the
+// success path. The pools live in the handler and transport, not at
+// package level. The per-connection information the handler reads (the
+// local IP) comes from connContext, which both server loops call once
+// per connection.
 //
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
@@ -28,7 +28,7 @@
 //   - Ambiguous framing (Content-Length together with Transfer-Encoding,
 //     or Transfer-Encoding in HTTP/1.0) and header names that are not
 //     tokens → 400 and the connection closed. net/http's server (NewServer)
-//     checks framing only on GuardListener's (cleartext) connections.
+//     checks framing only on h1.GuardListener's (cleartext) connections.
 //   - The path is normalised before matching and forwarding
 //     (route.NormalizePath, route.MatchPath: dot segments removed,
 //     escaped unreserved characters decoded, slashes merged, %2F/%5C per
@@ -54,14 +54,14 @@
 //   - A response the proxy refuses → 502 (a failed attempt: a backend
 //     fault for outlier detection and passive health, retried like a
 //     reset, i.e. under the 5xx and gateway-error conditions): a
-//     response head over 128 KiB (on the fast transport all of a
+//     response head over 128 KiB (on h1.Transport all of a
 //     response's heads, 1xx included, share that budget and at most it
 //     plus one 16 KiB buffer fill is read; net/http's Transport bounds
 //     each head), more than 5 1xx responses (HTTP/2 backends: 1xx
 //     header lists over 128 KiB in total), malformed status lines,
-//     headers or framing (HTTP/2: protocol errors), a status code below
-//     100, and a 101 not asked for or to another protocol than the one
-//     asked for.
+//     headers or framing (HTTP/2: protocol errors), header names that
+//     are not tokens, a status code below 100, and a 101 not asked for
+//     or to another protocol than the one asked for.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
 //     a body-less request is retried once after 502/503/504 or a connect
@@ -79,11 +79,11 @@
 //     Continue once it starts sending the body to a backend), so uploads
 //     never wait for a backend's 100. Towards the client likewise, also
 //     when the backend's Connection header says "close" too (net/http
-//     deletes that header while parsing; the fast transport and
-//     NewTransport's HTTP/1.1 connections keep a copy). X-Forwarded-For
-//     gets "<client>,<lb-ip>" appended; X-Forwarded-Proto is set; Via
-//     gets "1.1 spillway" (responses too). Host is preserved unless
-//     hostRewrite.
+//     deletes that header while parsing; h1.Transport and
+//     NewTransport's HTTP/1.1 connections, h1.SniffConns, keep a copy).
+//     X-Forwarded-For gets "<client>,<lb-ip>" appended;
+//     X-Forwarded-Proto is set; Via gets "1.1 spillway" (responses too).
+//     Host is preserved unless hostRewrite.
 //   - Header actions: the backend service's custom headers first, then
 //     the weighted service's headerAction, then the route's actions in
 //     route.Action order, so URL-map actions win on a clash. Per action,

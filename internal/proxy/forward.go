@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
 )
 
@@ -127,25 +128,25 @@ func (b *trackedBody) Close() error {
 // and Via.
 func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
 	out := make(http.Header, len(r.Header)+4)
-	copyHeaders(out, r.Header)
+	h1.CopyHeaders(out, r.Header)
 	// The proxy answers "Expect: 100-continue" itself (the server sends
 	// 100 Continue when the body is first read, i.e. once the request is
 	// on its way to a backend), so it is not sent on.
 	delete(out, "Expect")
-	if te := r.Header["Te"]; len(te) > 0 && listed(te, "trailers") {
+	if te := r.Header["Te"]; len(te) > 0 && h1.Listed(te, "trailers") {
 		out["Te"] = h.teTrailers
 	}
 	if upgrade != "" {
 		out["Connection"] = []string{"Upgrade"}
 		out["Upgrade"] = r.Header["Upgrade"]
 	}
-	out["X-Forwarded-For"] = []string{forwardedFor(r.Header["X-Forwarded-For"], hostOnly(r.RemoteAddr), localIP(r))}
+	out["X-Forwarded-For"] = []string{h1.ForwardedFor(r.Header["X-Forwarded-For"], hostOnly(r.RemoteAddr), localIP(r))}
 	if h.scheme(r) == "https" {
 		out["X-Forwarded-Proto"] = h.protoHTTPS
 	} else {
 		out["X-Forwarded-Proto"] = h.protoHTTP
 	}
-	out["Via"] = appendVia(r.Header["Via"], h.via)
+	out["Via"] = h1.AppendVia(r.Header["Via"], h.via)
 	if _, ok := out["User-Agent"]; !ok {
 		out["User-Agent"] = h.emptyUA // keep Go from adding its own
 	}
@@ -290,23 +291,29 @@ func (x *exchange) checkStatus(at *attempt) {
 	resp.Body.Close()
 	at.resp = nil
 	at.out.Status = 0
-	at.out.Err = badResponse(err)
+	at.out.Err = h1.BadResponse(err)
 }
+
+// errUnsolicited101 is the error of a 101 response to a request that
+// asked for no upgrade.
+var errUnsolicited101 = errors.New("101 Switching Protocols to a request that asked for no upgrade")
 
 // tryFast is try on the fast transport: the deadlines are connection
 // deadlines and no context is built.
 func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration) {
-	wr := wireRequest{
-		method: x.r.Method, addr: ep.Addr, host: x.host,
-		path: x.path, rawPath: x.rawPath, rawQuery: x.r.URL.RawQuery,
-		header: x.hdr,
+	wr := h1.Request{
+		Method: x.r.Method, Addr: ep.Addr, Host: x.host,
+		Path: x.path, RawPath: x.rawPath, RawQuery: x.r.URL.RawQuery,
+		Header: x.hdr,
 	}
-	if wr.header == nil {
-		wr.src, wr.clientIP, wr.lbIP = x.r.Header, hostOnly(x.r.RemoteAddr), localIP(x.r)
-		wr.proto, wr.via = x.h.scheme(x.r), x.h.via[0]
+	if wr.Header == nil {
+		wr.Forward = h1.Forward{
+			Header: x.r.Header, ClientIP: hostOnly(x.r.RemoteAddr), LBIP: localIP(x.r),
+			Proto: x.h.scheme(x.r), Via: x.h.via[0],
+		}
 	}
-	if wr.host == "" {
-		wr.host = ep.Addr
+	if wr.Host == "" {
+		wr.Host = ep.Addr
 	}
 	start := time.Now()
 	headerDeadline := x.deadline
@@ -315,7 +322,7 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 			headerDeadline = d
 		}
 	}
-	resp, err := x.h.fast.do(x.r.Context(), &wr, headerDeadline, x.deadline)
+	resp, err := x.h.fast.Do(x.r.Context(), &wr, headerDeadline, x.deadline)
 	end := time.Now()
 	at.out.Latency = end.Sub(start)
 	if err != nil {
@@ -411,7 +418,7 @@ func (x *exchange) fail(at *attempt) {
 		code, details = http.StatusGatewayTimeout, sdBackendTimeout
 	case o.ConnectFailure:
 		details = sdFailedToConnect
-	case isBadResponse(o.Err):
+	case h1.IsBadResponse(o.Err):
 		code, details = http.StatusBadGateway, sdBackendCorrupted
 	default:
 		details = sdBackendClosed
@@ -425,8 +432,8 @@ func (x *exchange) respond(resp *http.Response) {
 	w := x.w
 	dst := w.Header()
 	keepSetCookie(dst, resp.Header) // the affinity cookie survives the copy
-	copyHeaders(dst, resp.Header)
-	dst["Via"] = appendVia(resp.Header["Via"], x.h.via)
+	h1.CopyHeaders(dst, resp.Header)
+	dst["Via"] = h1.AppendVia(resp.Header["Via"], x.h.via)
 	x.hp.response(dst)
 	if len(resp.Trailer) > 0 {
 		announceTrailers(dst, resp.Trailer)
@@ -442,7 +449,7 @@ func (x *exchange) respond(resp *http.Response) {
 
 	flush := resp.ContentLength < 0 || isEventStream(resp.Header)
 	if err := x.h.copyBody(w, resp.Body, flush); err != nil {
-		if errors.Is(err, errClientGone) {
+		if errors.Is(err, h1.ErrClientGone) {
 			return
 		}
 		// The backend failed or the timeout expired mid-body: the status
@@ -458,7 +465,7 @@ func (x *exchange) respond(resp *http.Response) {
 
 // writeDeadliner is a ResponseWriter whose writes can be bounded (as
 // http.ResponseController.SetWriteDeadline does, without its allocation):
-// H1Server's, and net/http's HTTP/1 and HTTP/2 ones.
+// h1.Server's, and net/http's HTTP/1 and HTTP/2 ones.
 type writeDeadliner interface {
 	SetWriteDeadline(time.Time) error
 }
@@ -501,7 +508,7 @@ func equalFoldASCII(a, b string) bool {
 }
 
 // copyBody streams src to w with a pooled buffer, flushing after each
-// write when flush is set. It returns errClientGone when writing to the
+// write when flush is set. It returns h1.ErrClientGone when writing to the
 // client fails, or the read error when the backend body fails.
 func (h *handler) copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 	bp := h.bufs.Get().(*[]byte)
@@ -519,11 +526,11 @@ func (h *handler) copyBody(w http.ResponseWriter, src io.Reader, flush bool) err
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				return errClientGone
+				return h1.ErrClientGone
 			}
 			if flusher != nil {
 				if err := flusher(); err != nil {
-					return errClientGone
+					return h1.ErrClientGone
 				}
 			}
 		}

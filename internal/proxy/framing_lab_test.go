@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// TestAmbiguousFramingIsRefused: on both HTTP/1 loops (H1Server, and
-// net/http's server on a GuardListener), a request with both
+// TestAmbiguousFramingIsRefused: on both HTTP/1 loops (h1.Server, and
+// net/http's server on an h1.GuardListener), a request with both
 // Content-Length and Transfer-Encoding, or an HTTP/1.0 request with
 // Transfer-Encoding, is answered 400 and its connection closed, and
 // nothing reaches the backend; plain chunked requests and "OPTIONS *"

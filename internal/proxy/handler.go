@@ -13,6 +13,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/route"
 )
@@ -86,7 +87,7 @@ type Config struct {
 	// (and again for each retry) and must be cheap (an atomic load).
 	Snapshot func() *Snapshot
 	// Transport carries requests to HTTP and HTTPS backend services
-	// (default NewFastTransport(NewTransport())).
+	// (default h1.NewTransport(NewTransport())).
 	Transport http.RoundTripper
 	// H2Transport carries requests to HTTP2 and H2C backend services
 	// (default NewH2Transport()).
@@ -112,7 +113,7 @@ type handler struct {
 	region    string // frontend region name, "" for none
 	https     bool   // frontend protocol HTTPS
 	transport http.RoundTripper
-	fast      *fastTransport // transport when it is the fast one, else nil
+	fast      *h1.Transport // transport when it is the fast one, else nil
 	h2        http.RoundTripper
 	rand      func() uint64
 	log       *slog.Logger
@@ -154,9 +155,9 @@ func NewHandler(cfg Config) http.Handler {
 		h.https = f.Protocol == "HTTPS"
 	}
 	if h.transport == nil {
-		h.transport = NewFastTransport(NewTransport())
+		h.transport = h1.NewTransport(NewTransport())
 	}
-	h.fast, _ = h.transport.(*fastTransport)
+	h.fast, _ = h.transport.(*h1.Transport)
 	if h.h2 == nil {
 		h.h2 = NewH2Transport()
 	}
@@ -254,7 +255,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lbError(w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
 		return
 	}
-	if headerBlockSize(r) > maxHeaderBlock {
+	if headerBlockSize(r) > h1.MaxHeaderBytes {
 		lbError(w, http.StatusRequestHeaderFieldsTooLarge, sdHeadersTooLong, "request line and headers exceed 60 KiB")
 		return
 	}
@@ -503,6 +504,3 @@ func itoa3(c int) string {
 	}
 	return string([]byte{byte('0' + c/100), byte('0' + c/10%10), byte('0' + c%10)})
 }
-
-// errClientGone marks a request whose client went away.
-var errClientGone = errors.New("client went away")

@@ -5,34 +5,8 @@ import (
 	"strings"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/h1"
 )
-
-// isHopHeader reports whether a canonical header name is hop-by-hop
-// (RFC 9110 §7.6.1 plus the legacy Keep-Alive and Proxy-* headers, and
-// HTTP2-Settings, which belongs to an h2c upgrade, RFC 7540 §3.2.1): such
-// headers describe one connection and are never forwarded.
-func isHopHeader(k string) bool {
-	switch k {
-	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Http2-Settings":
-		return true
-	}
-	return strings.HasPrefix(k, "Proxy-")
-}
-
-// listed reports whether name is one of the comma-separated tokens of the
-// Connection header values conn (case-insensitive). It does not allocate.
-func listed(conn []string, name string) bool {
-	for _, v := range conn {
-		for v != "" {
-			var tok string
-			tok, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(tok), name) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // upgradeType returns the protocol a request asks to switch to
 // ("websocket"), or "" when it is not an upgrade (Connection: upgrade and
@@ -42,24 +16,10 @@ func listed(conn []string, name string) bool {
 // HTTP2-Settings (hop-by-hop) instead of tunnelling it.
 func upgradeType(h http.Header) string {
 	up := h["Upgrade"]
-	if len(up) == 0 || !listed(h["Connection"], "upgrade") || listed(up, "h2c") {
+	if len(up) == 0 || !h1.Listed(h["Connection"], "upgrade") || h1.Listed(up, "h2c") {
 		return ""
 	}
 	return up[0]
-}
-
-// copyHeaders copies src into dst without hop-by-hop headers and without
-// the headers src's Connection header lists. Value slices are shared, not
-// copied: neither side is modified in place afterwards (adds go through
-// append on slices whose capacity equals their length, which reallocates).
-func copyHeaders(dst, src http.Header) {
-	conn := src["Connection"]
-	for k, vv := range src {
-		if isHopHeader(k) || (len(conn) > 0 && listed(conn, k)) {
-			continue
-		}
-		dst[k] = vv
-	}
 }
 
 // hostOnly returns the host part of a "host:port" or "[v6]:port" address
@@ -74,40 +34,6 @@ func hostOnly(addr string) string {
 		h = h[1 : len(h)-1]
 	}
 	return h
-}
-
-// forwardedFor returns the X-Forwarded-For value towards the backend:
-// the existing values, then the client, then the load balancer address,
-// separated by "," without spaces as Google's global load balancer does.
-func forwardedFor(prior []string, client, lb string) string {
-	n := len(client) + 1 + len(lb)
-	for _, p := range prior {
-		n += len(p) + 1
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, p := range prior {
-		b.WriteString(p)
-		b.WriteByte(',')
-	}
-	b.WriteString(client)
-	if lb != "" {
-		b.WriteByte(',')
-		b.WriteString(lb)
-	}
-	return b.String()
-}
-
-// appendVia returns the Via values with this proxy's hop added: fresh
-// (shared, never modified) when there was none, else appended to the last.
-func appendVia(prior []string, via []string) []string {
-	if len(prior) == 0 {
-		return via
-	}
-	out := make([]string, len(prior))
-	copy(out, prior)
-	out[len(out)-1] += ", " + via[0]
-	return out
 }
 
 // splitCustomHeader parses a backend service custom header "Name: value".

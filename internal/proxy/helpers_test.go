@@ -26,6 +26,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
@@ -151,13 +152,13 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	}
 	h := proxy.NewHandler(cfg)
 	l.srv = proxy.NewServer(h, tlsCfg)
-	// Labs run on H1Server (what `spillway serve` uses), with TLS for
+	// Labs run on h1.Server (what `spillway serve` uses), with TLS for
 	// HTTPS labs, unless SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
-	var h1 *proxy.H1Server
+	var hs *h1.Server
 	if os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") != "NET_HTTP" {
-		h1 = proxy.NewH1Server(h)
+		hs = proxy.NewH1Server(h)
 		if tlsCfg != nil {
-			h1.TLSConfig = l.srv.TLSConfig // NewServer's: offers h2 and http/1.1
+			hs.TLSConfig = l.srv.TLSConfig // NewServer's: offers h2 and http/1.1
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -170,12 +171,12 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	go func() {
 		defer close(done)
 		switch {
-		case h1 != nil:
-			_ = h1.Serve(ln)
+		case hs != nil:
+			_ = hs.Serve(ln)
 		case tlsCfg != nil:
 			_ = l.srv.ServeTLS(ln, "", "")
 		default:
-			_ = l.srv.Serve(proxy.GuardListener(ln))
+			_ = l.srv.Serve(h1.GuardListener(ln))
 		}
 	}()
 	if tlsCfg != nil {
@@ -187,8 +188,8 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		l.srv.Close()
-		if h1 != nil {
-			h1.Close()
+		if hs != nil {
+			hs.Close()
 		}
 		<-done
 	})

@@ -3,25 +3,27 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
-	"time"
+
+	"github.com/spillwaylb/spillway/internal/h1"
 )
 
-// Frontend server limits (gcp-model.md §2.13, §2.15).
+// Frontend server limits (gcp-model.md §2.13, §2.15): h1's, so that both
+// server loops apply the same ones. h1.MaxHeaderBytes is Google's limit
+// on request URL + headers; a larger block is answered 431. net/http
+// enforces MaxHeaderBytes only up to its 4 KiB of read-buffer slop, so
+// the handler checks the exact size (headerBlockSize) and the server's
+// limit catches anything larger.
 const (
-	// maxHeaderBlock is Google's limit on request URL + headers; a larger
-	// block is answered 431. net/http enforces MaxHeaderBytes only up to
-	// its 4 KiB of read-buffer slop, so the handler checks the exact size
-	// (headerBlockSize) and the server's limit catches anything larger.
-	maxHeaderBlock = 60 << 10
 	// clientIdleTimeout is Google's default HTTP keep-alive timeout
 	// towards clients.
-	clientIdleTimeout = 610 * time.Second
+	clientIdleTimeout = h1.DefaultIdleTimeout
 	// clientHeaderTimeout bounds slow clients sending their headers.
-	clientHeaderTimeout = 30 * time.Second
+	clientHeaderTimeout = h1.DefaultReadHeaderTimeout
 )
 
 // connKey is the context key of a connection's connInfo.
@@ -34,12 +36,14 @@ type connInfo struct {
 }
 
 // connContext records the local address of each accepted connection, and
-// the connection itself when it comes from GuardListener.
+// the connection itself when it comes from h1.GuardListener. Both server
+// loops call it once per connection (http.Server.ConnContext,
+// h1.Server.ConnContext).
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	return withGuard(context.WithValue(ctx, connKey{}, &connInfo{localIP: hostOnly(c.LocalAddr().String())}), c)
+	return h1.GuardContext(context.WithValue(ctx, connKey{}, &connInfo{localIP: hostOnly(c.LocalAddr().String())}), c)
 }
 
-// localIP returns the IP the request arrived on: from NewServer's
+// localIP returns the IP the request arrived on: from connContext's
 // per-connection info, else from net/http's LocalAddrContextKey.
 func localIP(r *http.Request) string {
 	ctx := r.Context()
@@ -59,8 +63,8 @@ func localIP(r *http.Request) string {
 // srv.TLSConfig). The request line plus headers may total 60 KiB (more is
 // answered 431), headers must arrive within 30 s, and idle client
 // connections are kept 610 s. Serve cleartext listeners wrapped by
-// GuardListener, so that requests with ambiguous framing are answered
-// 400 and their connection closed (as H1Server does). Server errors go to
+// h1.GuardListener, so that requests with ambiguous framing are answered
+// 400 and their connection closed (as h1.Server does). Server errors go to
 // the handler's logger when h comes from NewHandler, else to
 // slog.Default(); replace ErrorLog to change that.
 func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
@@ -72,13 +76,13 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 	p.SetHTTP1(true)
 	p.SetHTTP2(true)
 	srv := &http.Server{
-		// guardFraming refuses ambiguous framing on GuardListener's
+		// guardFraming refuses ambiguous framing on h1.GuardListener's
 		// connections, and answers "OPTIONS *" in net/http's place so
 		// that those requests are checked too.
 		Handler:                      guardFraming(h),
 		DisableGeneralOptionsHandler: true,
 		Protocols:                    &p,
-		MaxHeaderBytes:               maxHeaderBlock,
+		MaxHeaderBytes:               h1.MaxHeaderBytes,
 		ReadHeaderTimeout:            clientHeaderTimeout,
 		IdleTimeout:                  clientIdleTimeout,
 		ErrorLog:                     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -96,6 +100,45 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 	}
 	srv.TLSConfig = c
 	return srv
+}
+
+// NewH1Server returns the h1.Server for a frontend: h1's limits
+// (h1.NewServer), HTTP/2 connections (h2c prior knowledge, and h2 by
+// ALPN when TLSConfig is set) handed to NewServer(h, nil), and
+// connContext for the handler's per-connection information. Panics and
+// connection errors are logged to the handler's logger when h comes from
+// NewHandler, else to slog.Default().
+func NewH1Server(h http.Handler) *h1.Server {
+	s := h1.NewServer(h)
+	if ph, ok := h.(*handler); ok {
+		s.Logger = ph.log
+	}
+	s.H2C = NewServer(h, nil)
+	s.ConnContext = connContext
+	return s
+}
+
+// guardFraming wraps NewServer's handler: an HTTP/1 request on an
+// h1.GuardListener connection whose head had ambiguous framing is
+// answered 400 and the connection closed (h1.CheckGuard). It also
+// answers "OPTIONS *" as net/http's general OPTIONS handler does
+// (NewServer turns that off so that every request reaches this check).
+func guardFraming(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h1.CheckGuard(r); err != nil {
+			w.Header().Set("Connection", "close")
+			lbError(w, http.StatusBadRequest, sdBadFraming, err.Error())
+			return
+		}
+		if r.Method == http.MethodOptions && r.RequestURI == "*" {
+			w.Header().Set("Content-Length", "0")
+			if r.ContentLength != 0 {
+				io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // headerBlockSize returns the size of a request's request line and header

@@ -23,7 +23,7 @@ func TestSlowReadersDoNotOutliveTheTimeout(t *testing.T) {
 	forBothLoops(t, testSlowReaders)
 }
 
-// forBothLoops runs test with labs on H1Server and on net/http's server.
+// forBothLoops runs test with labs on h1.Server and on net/http's server.
 func forBothLoops(t *testing.T, test func(*testing.T)) {
 	for _, loop := range []string{"SPILLWAY", "NET_HTTP"} {
 		t.Run(loop, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/h1"
 )
 
 // tunnel completes a protocol upgrade (WebSocket): the backend answered
@@ -33,10 +35,10 @@ func (h *handler) tunnel(x *exchange, resp *http.Response) {
 	defer back.Close()
 
 	hd := x.w.Header()
-	copyHeaders(hd, resp.Header)
+	h1.CopyHeaders(hd, resp.Header)
 	hd["Connection"] = []string{"Upgrade"}
 	hd["Upgrade"] = resp.Header["Upgrade"]
-	hd["Via"] = appendVia(resp.Header["Via"], h.via)
+	hd["Via"] = h1.AppendVia(resp.Header["Via"], h.via)
 	x.hp.response(hd)
 	resp.Header = hd
 	resp.Body = nil

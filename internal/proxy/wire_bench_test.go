@@ -50,7 +50,7 @@ func rawBackend(tb testing.TB, resp []byte) string {
 }
 
 // BenchmarkWire is the HTTP/1.1 path as `spillway serve` runs it: a raw
-// keep-alive client writes a wrk-like request to the H1Server, the handler
+// keep-alive client writes a wrk-like request to the h1.Server, the handler
 // routes it and the fast transport forwards it to a raw backend. Only the
 // proxy allocates, so allocs/op and B/op are its per-request cost.
 func BenchmarkWire(b *testing.B) {

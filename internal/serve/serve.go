@@ -28,6 +28,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/gslb"
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
@@ -121,7 +122,7 @@ type frontend struct {
 	done    chan struct{}
 }
 
-// frontendServer is what serves a frontend's listener: *proxy.H1Server
+// frontendServer is what serves a frontend's listener: *h1.Server
 // (the default, HTTP and HTTPS) or *http.Server (spillway.http1Server
 // NET_HTTP).
 type frontendServer interface {
@@ -178,7 +179,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport: opts.Transport,
 	}
 	if s.transport == nil {
-		s.transport = proxy.NewFastTransport(proxy.NewTransport())
+		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
 	s.inForce.Store(&sum)
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
@@ -677,7 +678,7 @@ func sameListener(a, b *plan.Frontend) bool {
 	return a.Address == b.Address && a.Protocol == b.Protocol
 }
 
-// useH1Server reports whether cleartext frontends use proxy.H1Server
+// useH1Server reports whether cleartext frontends use h1.Server
 // (spillway.http1Server SPILLWAY, the default) rather than net/http.
 func useH1Server(p *plan.Plan) bool {
 	t := p.Config.Spillway
@@ -686,7 +687,7 @@ func useH1Server(p *plan.Plan) bool {
 
 // startFrontend serves pf on ln, or on a new listener when ln is nil; st
 // is its loaded TLS (HTTPS only).
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln net.Listener, st *tlsState) (*frontend, error) {
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsState) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
@@ -713,7 +714,7 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln ne
 	})
 	var serveFn func() error
 	switch {
-	case h1:
+	case useH1:
 		srv := proxy.NewH1Server(fh)
 		srv.Logger = s.log
 		srv.TLSConfig = tlsCfg
@@ -723,7 +724,7 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, h1 bool, ln ne
 		f.srv, serveFn = srv, func() error { return srv.ServeTLS(ln, "", "") }
 	default:
 		srv := proxy.NewServer(fh, nil)
-		f.srv, serveFn = srv, func() error { return srv.Serve(proxy.GuardListener(ln)) }
+		f.srv, serveFn = srv, func() error { return srv.Serve(h1.GuardListener(ln)) }
 	}
 	go func() {
 		defer close(f.done)

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// A sweep closes connections idle past backendIdleTimeout and forgets
+// A sweep closes connections idle past BackendIdleTimeout and forgets
 // pools unused that long (a backend removed by a reload), and the
 // transport keeps working after it.
 func TestSweepClosesIdleAndForgetsPools(t *testing.T) {
@@ -39,7 +39,7 @@ func TestSweepClosesIdleAndForgetsPools(t *testing.T) {
 			}()
 		}
 	}()
-	tr := NewFastTransport(nil).(*fastTransport)
+	tr := NewTransport(nil)
 	get := func() {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(context.Background(), "GET", "http://"+ln.Addr().String()+"/", nil)
@@ -59,7 +59,7 @@ func TestSweepClosesIdleAndForgetsPools(t *testing.T) {
 	if _, ok := tr.pools.Load(addr); !ok {
 		t.Fatal("a fresh pool was swept")
 	}
-	tr.sweep(time.Now().Add(backendIdleTimeout + time.Second))
+	tr.sweep(time.Now().Add(BackendIdleTimeout + time.Second))
 	select {
 	case <-closed:
 	case <-time.After(5 * time.Second):

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -14,49 +14,19 @@ import (
 	"time"
 )
 
-// H1Server is a purpose-built HTTP/1.1 server for Spillway's frontends,
-// cleartext or TLS (see TLSConfig). It calls the same http.Handler as the
-// *http.Server from NewServer, with the same limits (60 KiB request line +
-// headers, 30 s to send them, 30 s for a new connection's first request,
-// 610 s idle keep-alive between requests), but runs each connection as
-// one plain loop: read a request (readRequestFast, else
-// http.ReadRequest), call the handler, frame the response, repeat.
-// Compared with net/http's server it saves, per request, the
-// background-read goroutine and its read-deadline dance, the cancelable
-// per-request context and the response/chunkWriter double buffering.
+// Server is a purpose-built HTTP/1.1 server, cleartext or TLS (see
+// TLSConfig), with net/http's request-reading rules and the deliberate
+// differences listed in the package documentation. It calls an ordinary
+// http.Handler and runs each connection as one plain loop: read a
+// request (readRequestFast, else http.ReadRequest), call the handler,
+// frame the response, repeat. Compared with net/http's server it saves,
+// per request, the background-read goroutine and its read-deadline
+// dance, the cancelable per-request context and the response/chunkWriter
+// double buffering.
 //
-// Differences from net/http, all deliberate:
-//   - Request contexts are per connection: cancelled when the connection
-//     ends, when a response write fails, or when the client is seen to go
-//     away. The client is only watched (a one-byte background read, as
-//     net/http does for every request) once a request has been running
-//     for WatchAfter with its body fully read, so fast requests never pay
-//     for it and slow ones notice a vanished client within WatchAfter.
-//     A byte a watch reads is the start of the next request and is kept
-//     for it; while one is kept there is no watch (as in net/http).
-//   - There is no server-wide write timeout (net/http's WriteTimeout is
-//     unset too): a handler bounds its response with
-//     http.ResponseController's SetWriteDeadline, which lasts until the
-//     response is finished and may be applied up to 250 ms late (so that
-//     a busy connection does not move its deadline for every response).
-//     The proxy handler sets it to the exchange deadline.
-//   - Handlers may always read the request body while writing the
-//     response (EnableFullDuplex is a no-op); an unread body is drained
-//     (up to 256 KiB) after the response, else the connection is closed.
-//   - Connections that start with the HTTP/2 preface (h2c with prior
-//     knowledge) are handed, with the bytes already read, to H2C (the
-//     *http.Server from NewServer). "Upgrade: h2c" on an HTTP/1.1 request
-//     is not acted on: the request is answered as HTTP/1.1, like net/http.
-//   - Unlike net/http's server (which reads a request with both
-//     Content-Length and "Transfer-Encoding: chunked" as chunked, and
-//     ignores Transfer-Encoding in HTTP/1.0), ambiguous framing is
-//     refused: a request with both fields, or an HTTP/1.0 request with
-//     Transfer-Encoding, is answered 400 and the connection closed
-//     (RFC 9112 §6.1, §6.3), before the handler runs. NewServer does the
-//     same on GuardListener's connections.
-//
-// Create it with NewH1Server; the zero value is not usable.
-type H1Server struct {
+// Create it with NewServer, or set every field but H2C, TLSConfig and
+// ConnContext; the zero value is not usable.
+type Server struct {
 	// Handler answers every HTTP/1.x request.
 	Handler http.Handler
 	// H2C serves the connections that are HTTP/2: cleartext ones that
@@ -79,6 +49,12 @@ type H1Server struct {
 	WatchAfter time.Duration
 	// Logger receives handler panics and connection errors.
 	Logger *slog.Logger
+	// ConnContext, when set, derives the context of a new connection's
+	// requests from the base one (which holds http.LocalAddrContextKey),
+	// as net/http's Server.ConnContext does: it is called once per
+	// connection, with the accepted connection (below TLS) before its
+	// first byte is read.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
 
 	shutdown atomic.Bool
 	mu       sync.Mutex
@@ -88,7 +64,7 @@ type H1Server struct {
 	h2ln     *chanListener
 }
 
-// h1 server limits beyond those shared with NewServer.
+// Server limits beyond the exported ones.
 const (
 	// h1ReadSlop is read past the 60 KiB header limit before a request
 	// is refused (net/http allows the same 4 KiB).
@@ -106,35 +82,29 @@ const (
 	// h1LingerTime bounds the wait for a client to stop sending after an
 	// error response, so that closing does not reset the response away.
 	h1LingerTime = 500 * time.Millisecond
-	// defaultWatchAfter is H1Server.WatchAfter from NewH1Server.
-	defaultWatchAfter = 10 * time.Millisecond
 )
 
 // h2Preface opens every HTTP/2 connection.
 const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-// NewH1Server returns an H1Server for h with NewServer's limits, handing
-// h2c connections to NewServer(h, nil). Panics are logged to the
-// handler's logger when h comes from NewHandler, else to slog.Default().
-func NewH1Server(h http.Handler) *H1Server {
-	logger := slog.Default()
-	if ph, ok := h.(*handler); ok {
-		logger = ph.log
-	}
-	return &H1Server{
+// NewServer returns a Server for h with the default limits
+// (MaxHeaderBytes, DefaultReadHeaderTimeout, DefaultIdleTimeout,
+// DefaultWatchAfter), logging to slog.Default(), without H2C (HTTP/2
+// connections are closed) and without ConnContext.
+func NewServer(h http.Handler) *Server {
+	return &Server{
 		Handler:           h,
-		H2C:               NewServer(h, nil),
-		ReadHeaderTimeout: clientHeaderTimeout,
-		IdleTimeout:       clientIdleTimeout,
-		WatchAfter:        defaultWatchAfter,
-		Logger:            logger,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		WatchAfter:        DefaultWatchAfter,
+		Logger:            slog.Default(),
 	}
 }
 
 // Serve accepts connections on ln until Shutdown or Close, serving each
 // in its own goroutine. It always returns a non-nil error:
 // http.ErrServerClosed after Shutdown or Close.
-func (s *H1Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.shutdown.Load() {
 		s.mu.Unlock()
@@ -187,7 +157,7 @@ func (s *H1Server) Serve(ln net.Listener) error {
 // requests in flight to finish (each connection closes after its current
 // response) or for ctx to end, whichever is first; it returns ctx's error
 // in the latter case. Hijacked connections are not waited for.
-func (s *H1Server) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeListeners()
 	h2err := make(chan error, 1)
 	go func() { h2err <- s.shutdownH2C(ctx) }()
@@ -206,7 +176,7 @@ func (s *H1Server) Shutdown(ctx context.Context) error {
 }
 
 // Close closes the listeners and every connection at once.
-func (s *H1Server) Close() error {
+func (s *Server) Close() error {
 	s.closeListeners()
 	s.mu.Lock()
 	for c := range s.conns {
@@ -220,7 +190,7 @@ func (s *H1Server) Close() error {
 }
 
 // closeListeners marks the server shut down and closes its listeners.
-func (s *H1Server) closeListeners() {
+func (s *Server) closeListeners() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shutdown.Store(true)
@@ -231,7 +201,7 @@ func (s *H1Server) closeListeners() {
 
 // shutdownH2C shuts the h2c server down (also when it never started, so
 // that a late hand-off finds it closed).
-func (s *H1Server) shutdownH2C(ctx context.Context) error {
+func (s *Server) shutdownH2C(ctx context.Context) error {
 	if s.H2C == nil {
 		return nil
 	}
@@ -243,7 +213,7 @@ func (s *H1Server) shutdownH2C(ctx context.Context) error {
 
 // closeIdle closes the connections waiting for a request and returns how
 // many connections remain.
-func (s *H1Server) closeIdle() int {
+func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
@@ -255,7 +225,7 @@ func (s *H1Server) closeIdle() int {
 }
 
 // forget stops tracking c (closed, hijacked or handed off).
-func (s *H1Server) forget(c *h1conn) {
+func (s *Server) forget(c *h1conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -263,7 +233,7 @@ func (s *H1Server) forget(c *h1conn) {
 
 // handOff passes a connection that opened with the HTTP/2 preface to the
 // h2c server, starting it on first use.
-func (s *H1Server) handOff(c net.Conn) {
+func (s *Server) handOff(c net.Conn) {
 	if s.H2C == nil {
 		c.Close()
 		return
@@ -280,13 +250,16 @@ func (s *H1Server) handOff(c net.Conn) {
 }
 
 // newConn sets up the per-connection state.
-func (s *H1Server) newConn(rwc net.Conn) *h1conn {
+func (s *Server) newConn(rwc net.Conn) *h1conn {
+	accepted := rwc
 	if s.TLSConfig != nil {
 		rwc = tls.Server(rwc, s.TLSConfig)
 	}
 	c := &h1conn{s: s, rwc: rwc, remote: rwc.RemoteAddr().String()}
-	ctx := context.WithValue(context.Background(), connKey{}, &connInfo{localIP: hostOnly(rwc.LocalAddr().String())})
-	ctx = context.WithValue(ctx, http.LocalAddrContextKey, rwc.LocalAddr())
+	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, rwc.LocalAddr())
+	if s.ConnContext != nil {
+		ctx = s.ConnContext(ctx, accepted)
+	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.src.c = c
 	c.br = bufio.NewReaderSize(&c.src, h1ReadBuf)

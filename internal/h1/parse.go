@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -175,7 +175,7 @@ func readResponseFast(br *bufio.Reader, b []byte, method string) *fastResponse {
 type fastResponse struct {
 	resp   http.Response
 	body   lengthBody
-	pooled pooledBody // for the caller (see fastTransport.exchange)
+	pooled pooledBody // for the caller (see Transport.exchange)
 	vals   [fastValues]string
 }
 
@@ -424,24 +424,24 @@ func (s *framingScan) feed(p []byte) {
 	}
 }
 
-// errInvalidFieldName is the error of a request head with a field name
-// that is not a token.
+// errInvalidFieldName is the error of a message head (a request's, or a
+// backend response's) with a field name that is not a token.
 var errInvalidFieldName = errors.New("invalid header name")
 
-// errAmbiguousFraming is the error of a request head whose body framing
-// is ambiguous.
-var errAmbiguousFraming = errors.New("ambiguous message framing")
+// ErrAmbiguousFraming is wrapped by the error of a request head whose
+// body framing is ambiguous (Server's, and CheckGuard's).
+var ErrAmbiguousFraming = errors.New("ambiguous message framing")
 
-// check returns an error wrapping errAmbiguousFraming when the scanned
+// check returns an error wrapping ErrAmbiguousFraming when the scanned
 // head of r had both Transfer-Encoding and Content-Length, or had
 // Transfer-Encoding in an HTTP/1.0 request (which http.ReadRequest
 // ignores, reading the body by Content-Length, or as empty).
 func (s *framingScan) check(r *http.Request) error {
 	switch {
 	case s.te && !r.ProtoAtLeast(1, 1):
-		return fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 request", errAmbiguousFraming)
+		return fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 request", ErrAmbiguousFraming)
 	case s.te && s.cl:
-		return fmt.Errorf("%w: both Transfer-Encoding and Content-Length", errAmbiguousFraming)
+		return fmt.Errorf("%w: both Transfer-Encoding and Content-Length", ErrAmbiguousFraming)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -264,7 +264,7 @@ func (w *h1response) Write(p []byte) (int, error) {
 	}
 	c := w.c
 	if c.failed.Load() {
-		return 0, errClientGone
+		return 0, ErrClientGone
 	}
 	var err error
 	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
@@ -288,7 +288,7 @@ func (w *h1response) Write(p []byte) (int, error) {
 	}
 	w.writeBody(p)
 	if c.failed.Load() {
-		return 0, errClientGone
+		return 0, ErrClientGone
 	}
 	return len(p), err
 }

@@ -1,10 +1,11 @@
-package proxy
+package h1
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,7 +18,7 @@ import (
 	"time"
 )
 
-// fastTransport is a synchronous HTTP/1.1 client for the common case: a
+// Transport is a synchronous HTTP/1.1 client for the common case: a
 // body-less, non-upgrade request to a cleartext backend. net/http's
 // Transport runs a read goroutine and a write goroutine per connection and
 // hands every request and response between them over channels; on a small
@@ -26,10 +27,10 @@ import (
 // pooled connection, with no handoff. Everything else (request bodies,
 // upgrades, TLS, HTTP/2) goes to the fallback net/http Transport.
 //
-// The request head is written by writeRequestHead (net/http's rules,
+// The request head is written by Request.Write (net/http's rules,
 // without building an *http.Request). A response head is first read
 // whole into the connection's buffer (awaitHead: all heads of a response
-// share backendMaxHeaderBytes, and at most max1xxResponses 1xx ones are
+// share MaxResponseHeaderBytes, and at most max1xxResponses 1xx ones are
 // skipped), then parsed by readResponseFast or http.ReadResponse, so
 // framing (Content-Length, chunked, close-delimited, HEAD, 1xx) is the
 // standard library's.
@@ -39,7 +40,7 @@ import (
 // watched only once an attempt has waited probeInterval for its response
 // (or when the response body has to be read from the network), so short
 // requests never register a cancellation callback.
-type fastTransport struct {
+type Transport struct {
 	fallback http.RoundTripper
 	dialer   net.Dialer
 	pools    sync.Map // backend address → *connPool
@@ -48,21 +49,24 @@ type fastTransport struct {
 }
 
 // sweepEvery is how often the pools are swept for connections idle past
-// backendIdleTimeout and for pools nobody has used for as long (backends
+// BackendIdleTimeout and for pools nobody has used for as long (backends
 // removed by a reload, say). A request that finds the sweep due does it;
 // there is no background goroutine.
 const sweepEvery = time.Minute
 
-// NewFastTransport returns the backend transport Spillway uses for
-// backend services with protocol HTTP: a synchronous keep-alive HTTP/1.1
-// client for body-less requests, and fallback for everything else.
-func NewFastTransport(fallback http.RoundTripper) http.RoundTripper {
+// NewTransport returns a Transport: a synchronous keep-alive HTTP/1.1
+// client for body-less requests to cleartext backends (Do, and RoundTrip
+// for such requests), with fallback for every other request RoundTrip
+// gets; nil means http.DefaultTransport. A fallback *http.Transport whose
+// HTTP/1.1 connections are SniffConns lets RoundTrip restore the
+// Connection header net/http deletes.
+func NewTransport(fallback http.RoundTripper) *Transport {
 	if fallback == nil {
-		fallback = NewTransport()
+		fallback = http.DefaultTransport
 	}
-	t := &fastTransport{
+	t := &Transport{
 		fallback: fallback,
-		dialer:   net.Dialer{Timeout: backendDialTimeout, KeepAlive: 30 * time.Second},
+		dialer:   net.Dialer{Timeout: BackendDialTimeout, KeepAlive: 30 * time.Second},
 	}
 	t.nextSweep.Store(time.Now().Add(sweepEvery).UnixNano())
 	return t
@@ -105,7 +109,7 @@ type pconn struct {
 	req http.Request
 }
 
-func (t *fastTransport) pool(addr string) *connPool {
+func (t *Transport) pool(addr string) *connPool {
 	if p, ok := t.pools.Load(addr); ok {
 		return p.(*connPool)
 	}
@@ -126,7 +130,7 @@ func (p *connPool) get(now time.Time) *pconn {
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		// Checked outside the lock: one non-blocking receive.
-		if now.Sub(c.lastUsed) < backendIdleTimeout && c.br.Buffered() == 0 && c.idle.usableNow() {
+		if now.Sub(c.lastUsed) < BackendIdleTimeout && c.br.Buffered() == 0 && c.idle.usableNow() {
 			return c
 		}
 		c.c.Close()
@@ -146,12 +150,12 @@ func (p *connPool) put(c *pconn) {
 	}
 	// The bottom of the stack is the longest idle: age it out here, one
 	// per put, so surplus connections of a busy pool do not linger.
-	if len(p.idle) > 0 && now.Sub(p.idle[0].lastUsed) >= backendIdleTimeout {
+	if len(p.idle) > 0 && now.Sub(p.idle[0].lastUsed) >= BackendIdleTimeout {
 		expired = p.idle[0]
 		p.idle[0] = nil
 		p.idle = p.idle[1:]
 	}
-	if len(p.idle) < backendMaxIdlePerHst {
+	if len(p.idle) < MaxIdleConnsPerHost {
 		p.idle = append(p.idle, c)
 		c = nil
 	}
@@ -165,7 +169,7 @@ func (p *connPool) put(c *pconn) {
 }
 
 // maybeSweep sweeps the pools when a sweep is due.
-func (t *fastTransport) maybeSweep(now time.Time) {
+func (t *Transport) maybeSweep(now time.Time) {
 	next := t.nextSweep.Load()
 	if now.UnixNano() < next || !t.nextSweep.CompareAndSwap(next, now.Add(sweepEvery).UnixNano()) {
 		return
@@ -173,15 +177,15 @@ func (t *fastTransport) maybeSweep(now time.Time) {
 	t.sweep(now)
 }
 
-// sweep closes connections idle for backendIdleTimeout or more and drops
+// sweep closes connections idle for BackendIdleTimeout or more and drops
 // the pools left empty that long.
-func (t *fastTransport) sweep(now time.Time) {
+func (t *Transport) sweep(now time.Time) {
 	var expired []*pconn
 	t.pools.Range(func(addr, v any) bool {
 		p := v.(*connPool)
 		p.mu.Lock()
 		n := 0
-		for n < len(p.idle) && now.Sub(p.idle[n].lastUsed) >= backendIdleTimeout {
+		for n < len(p.idle) && now.Sub(p.idle[n].lastUsed) >= BackendIdleTimeout {
 			n++
 		}
 		if n > 0 {
@@ -189,7 +193,7 @@ func (t *fastTransport) sweep(now time.Time) {
 			p.idle = append(p.idle[:0], p.idle[n:]...)
 			clear(p.idle[len(p.idle):cap(p.idle)])
 		}
-		if len(p.idle) == 0 && now.Sub(p.lastPut) >= backendIdleTimeout {
+		if len(p.idle) == 0 && now.Sub(p.lastPut) >= BackendIdleTimeout {
 			p.dead = true
 			t.pools.CompareAndDelete(addr, p)
 		}
@@ -209,21 +213,21 @@ func fast(req *http.Request) bool {
 
 // RoundTrip implements http.RoundTripper. The request's context bounds
 // the whole exchange, response body included.
-func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fast(req) {
 		return t.roundTripFallback(req)
 	}
 	ctx := req.Context()
 	d, _ := ctx.Deadline()
-	wr := wireRequest{
-		method: req.Method, host: req.Host, addr: req.URL.Host,
-		path: req.URL.Path, rawPath: req.URL.RawPath, rawQuery: req.URL.RawQuery,
-		header: req.Header,
+	wr := Request{
+		Method: req.Method, Host: req.Host, Addr: req.URL.Host,
+		Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery,
+		Header: req.Header,
 	}
-	if wr.host == "" {
-		wr.host = req.URL.Host
+	if wr.Host == "" {
+		wr.Host = req.URL.Host
 	}
-	resp, err := t.do(ctx, &wr, d, d)
+	resp, err := t.Do(ctx, &wr, d, d)
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
@@ -237,7 +241,7 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the fallback is a Transport from NewTransport, whose connections keep
 // the Connection header of the response they carry (sniffConn), that
 // header is put back where net/http deleted it (see restoreConnection).
-func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, error) {
+func (t *Transport) roundTripFallback(req *http.Request) (*http.Response, error) {
 	var sc *sniffConn
 	n1xx := 0
 	trace := &httptrace.ClientTrace{
@@ -247,27 +251,40 @@ func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, er
 				sc = c
 			}
 		},
-		Got1xxResponse: func(int, textproto.MIMEHeader) error {
+		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
 			if n1xx++; n1xx > max1xxResponses {
-				return badResponse(errTooMany1xx)
+				return BadResponse(errTooMany1xx)
+			}
+			if err := checkFieldNames(h); err != nil {
+				return BadResponse(err)
 			}
 			return nil
 		},
 	}
 	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err == nil {
+		if ferr := checkFieldNames(resp.Header); ferr != nil {
+			resp.Body.Close()
+			return nil, BadResponse(ferr)
+		}
+	}
 	if err == nil && sc != nil && resp.ProtoMajor == 1 {
 		restoreConnection(resp, sc.connection())
 	}
 	return resp, err
 }
 
-// do sends a body-less request to wr.addr and reads the response head.
+// Do sends wr, a body-less request, to wr.Addr on a pooled connection
+// (dialling one when none is idle) and reads the response head.
 // headerDeadline bounds the attempt until the response head has arrived,
 // deadline (not before headerDeadline) the response body; zero means none.
 // ctx is watched for cancellation (the client going away); its own
-// deadline is not looked at. A canceled ctx makes do fail with ctx.Err().
-func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline, deadline time.Time) (*http.Response, error) {
-	p := t.pool(wr.addr)
+// deadline is not looked at. A canceled ctx makes Do fail with ctx.Err().
+// A response the transport refuses fails with an error IsBadResponse
+// reports. The response body must be read to the end or closed; the
+// connection goes back to the pool when it was read to the end.
+func (t *Transport) Do(ctx context.Context, wr *Request, headerDeadline, deadline time.Time) (*http.Response, error) {
+	p := t.pool(wr.Addr)
 	now := time.Now()
 	t.maybeSweep(now)
 	// A pooled connection may have been closed by the backend while idle;
@@ -278,7 +295,7 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 		if err == nil {
 			return resp, nil
 		}
-		if !isNoResponse(err) || !staleConn(err) || !replayable(wr.method) {
+		if !isNoResponse(err) || !staleConn(err) || !replayable(wr.Method) {
 			return resp, unwrapNoResponse(err)
 		}
 	}
@@ -288,7 +305,7 @@ func (t *fastTransport) do(ctx context.Context, wr *wireRequest, headerDeadline,
 		dctx, cancel = context.WithDeadline(ctx, headerDeadline)
 		defer cancel()
 	}
-	nc, err := t.dialer.DialContext(dctx, "tcp", wr.addr)
+	nc, err := t.dialer.DialContext(dctx, "tcp", wr.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +360,7 @@ func staleConn(err error) bool {
 var aLongTimeAgo = time.Unix(1, 0)
 
 // exchange runs one request on c. See do.
-func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest, headerDeadline, deadline time.Time) (*http.Response, error) {
+func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerDeadline, deadline time.Time) (*http.Response, error) {
 	// cur is the deadline set on the connection: headerDeadline, or the
 	// probe deadline while the context is not watched yet.
 	cur := headerDeadline
@@ -373,7 +390,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		}
 		return nil, err
 	}
-	if err := writeRequestHead(c.bw, wr); err != nil {
+	if err := wr.Write(c.bw); err != nil {
 		c.bw.Reset(c.c)
 		return fail(err)
 	}
@@ -397,9 +414,9 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		c.setDeadline(cur)
 		stop = context.AfterFunc(ctx, c.poison)
 	}
-	c.req.Method = wr.method
+	c.req.Method = wr.Method
 	// All heads of the response (1xx and final) share one size budget.
-	budget := backendMaxHeaderBytes
+	budget := MaxResponseHeaderBytes
 	for n1xx := 0; ; {
 		r := c.br
 		n := headLen(buffered(r), 0)
@@ -416,7 +433,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 			}
 		}
 		if n > budget {
-			return fail(badResponse(errHeadTooLarge))
+			return fail(BadResponse(errHeadTooLarge))
 		}
 		budget -= n
 		head := buffered(r)[:n]
@@ -424,7 +441,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		var pb *pooledBody
 		var fr *fastResponse
 		if r == c.br && bytes.HasSuffix(head, []byte(crlf2)) {
-			fr = readResponseFast(c.br, head, wr.method)
+			fr = readResponseFast(c.br, head, wr.Method)
 		}
 		if fr != nil {
 			resp, pb = &fr.resp, &fr.pooled
@@ -434,7 +451,12 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 			// The whole head is buffered: an error here is the
 			// response's, not the connection's.
 			if resp, err = http.ReadResponse(r, &c.req); err != nil {
-				return fail(badResponse(err))
+				return fail(BadResponse(err))
+			}
+			// textproto accepts a space in a field name ("Content-Length
+			// : 5"); readResponseFast takes only tokens.
+			if err := checkFieldNames(resp.Header); err != nil {
+				return fail(BadResponse(err))
 			}
 			restoreConnection(resp, conn)
 			pb = new(pooledBody)
@@ -442,7 +464,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			// 1xx informational: the final response follows.
 			if n1xx++; n1xx > max1xxResponses {
-				return fail(badResponse(errTooMany1xx))
+				return fail(BadResponse(errTooMany1xx))
 			}
 			continue
 		}
@@ -475,34 +497,34 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 }
 
 // Response head limits. On the fast path all heads of one response (any
-// 1xx and the final one) share backendMaxHeaderBytes; on the fallback
+// 1xx and the final one) share MaxResponseHeaderBytes; on the fallback
 // net/http bounds each head by it. Both skip at most max1xxResponses
 // informational responses. Past a limit the attempt fails with a
 // badResponse error (502 to the client).
 const max1xxResponses = 5
 
 var (
-	errHeadTooLarge   = errors.New("response headers exceed 128 KiB")
-	errTooMany1xx     = errors.New("more than 5 informational (1xx) responses")
-	errUnsolicited101 = errors.New("101 Switching Protocols to a request that asked for no upgrade")
+	errHeadTooLarge = errors.New("response headers exceed 128 KiB")
+	errTooMany1xx   = errors.New("more than 5 informational (1xx) responses")
 )
 
 // badResponseError marks a backend response the proxy refuses (malformed,
 // over a limit, switching protocols unasked), as opposed to the
-// connection failing. The client gets 502.
+// connection failing. A proxy answers 502.
 type badResponseError struct{ err error }
 
 func (e badResponseError) Error() string { return e.err.Error() }
 func (e badResponseError) Unwrap() error { return e.err }
 
-// badResponse wraps err as a badResponseError.
-func badResponse(err error) error { return badResponseError{err} }
+// BadResponse wraps err as the error of a response refused because of
+// what the backend sent (a proxy answers 502); IsBadResponse reports it.
+func BadResponse(err error) error { return badResponseError{err} }
 
-// isBadResponse reports an attempt that failed because of what the
-// backend sent: badResponse errors, and net/http Transport's header limit
+// IsBadResponse reports an attempt that failed because of what the
+// backend sent: BadResponse errors (Transport's included), and net/http Transport's header limit
 // and malformed-response errors, HTTP/1.1 and HTTP/2 (which it does not
 // export).
-func isBadResponse(err error) bool {
+func IsBadResponse(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -531,6 +553,19 @@ func isBadResponse(err error) bool {
 		}
 	}
 	return false
+}
+
+// checkFieldNames returns an error wrapping errInvalidFieldName when a
+// name in h is not a token: textproto accepts names with spaces
+// ("Content-Length : 5"), which would then not be taken for the field
+// they look like.
+func checkFieldNames[H ~map[string][]string](h H) error {
+	for k := range h {
+		if !isToken(k) {
+			return fmt.Errorf("%w in response: %q", errInvalidFieldName, k)
+		}
+	}
+	return nil
 }
 
 // connectionValues returns the values of the Connection fields of a
@@ -607,7 +642,7 @@ func awaitHead(br *bufio.Reader, limit int) (*bufio.Reader, int, error) {
 			return r, n, nil
 		}
 		if len(b) >= limit {
-			return nil, 0, badResponse(errHeadTooLarge)
+			return nil, 0, BadResponse(errHeadTooLarge)
 		}
 		from = max(len(b)-len(crlfEnd), 0)
 		if len(b) == r.Size() {

@@ -1,4 +1,4 @@
-package proxy_test
+package h1_test
 
 import (
 	"bufio"
@@ -15,21 +15,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/h1"
 )
 
-// h1test is an H1Server on 127.0.0.1 with a test handler.
+// h1test is an h1.Server on 127.0.0.1 with a test handler.
 type h1test struct {
-	srv  *proxy.H1Server
+	srv  *h1.Server
 	addr string
 	done chan error
 }
 
-// startH1 serves h with an H1Server (adjusted by opts) on 127.0.0.1.
-func startH1(t *testing.T, h http.Handler, opts ...func(*proxy.H1Server)) *h1test {
+// startH1 serves h with an h1.Server (HTTP/2 going to h2cServer) (adjusted by opts) on 127.0.0.1.
+func startH1(t *testing.T, h http.Handler, opts ...func(*h1.Server)) *h1test {
 	t.Helper()
-	s := proxy.NewH1Server(h)
+	s := h1.NewServer(h)
 	s.Logger = slog.New(slog.DiscardHandler)
+	s.H2C = h2cServer(h)
 	for _, o := range opts {
 		o(s)
 	}
@@ -392,7 +393,7 @@ func TestH1PanicClosesConnection(t *testing.T) {
 }
 
 func TestH1TimeoutsCloseConnections(t *testing.T) {
-	ht := startH1(t, echoHandler, func(s *proxy.H1Server) {
+	ht := startH1(t, echoHandler, func(s *h1.Server) {
 		s.IdleTimeout = 100 * time.Millisecond
 		s.ReadHeaderTimeout = 100 * time.Millisecond
 	})
@@ -513,7 +514,7 @@ func TestH1HeaderTimeoutCoversOnlyTheHead(t *testing.T) {
 			return
 		}
 		io.WriteString(w, "done "+string(b))
-	}), func(s *proxy.H1Server) { s.ReadHeaderTimeout = 200 * time.Millisecond })
+	}), func(s *h1.Server) { s.ReadHeaderTimeout = 200 * time.Millisecond })
 	c, br := ht.dial(t)
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab")
 	time.Sleep(400 * time.Millisecond) // the body trickles in past the header timeout
@@ -541,7 +542,7 @@ func TestH1IdleTimeoutDoesNotCutRequests(t *testing.T) {
 			}
 		}
 		io.WriteString(w, "done")
-	}), func(s *proxy.H1Server) { s.IdleTimeout = 200 * time.Millisecond })
+	}), func(s *h1.Server) { s.IdleTimeout = 200 * time.Millisecond })
 	c, br := ht.dial(t)
 	for _, path := range []string{"/", "/slow", "/"} {
 		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -559,7 +560,7 @@ func TestH1IdleTimeoutDoesNotCutRequests(t *testing.T) {
 	}
 }
 
-// Over TLS, H1Server serves HTTP/1.1 itself (requests carry the TLS
+// Over TLS, h1.Server serves HTTP/1.1 itself (requests carry the TLS
 // state) and closes a connection whose handshake does not arrive within
 // ReadHeaderTimeout.
 func TestH1ServerTLS(t *testing.T) {
@@ -571,7 +572,7 @@ func TestH1ServerTLS(t *testing.T) {
 			return
 		}
 		io.WriteString(w, r.Proto)
-	}), func(s *proxy.H1Server) {
+	}), func(s *h1.Server) {
 		s.TLSConfig = cfg
 		s.ReadHeaderTimeout = 200 * time.Millisecond
 	})
@@ -606,7 +607,7 @@ func TestH1SilentConnectionGetsTheHeaderTimeout(t *testing.T) {
 	cfg := selfSigned(t)
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
-			ht := startH1(t, echoHandler, func(s *proxy.H1Server) {
+			ht := startH1(t, echoHandler, func(s *h1.Server) {
 				s.ReadHeaderTimeout = 200 * time.Millisecond
 				s.IdleTimeout = time.Hour
 				if useTLS {
@@ -656,7 +657,7 @@ func TestH1BodyReaderLeftBehindIsBounded(t *testing.T) {
 		}()
 		<-reading
 		io.WriteString(w, "early")
-	}), func(s *proxy.H1Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
+	}), func(s *h1.Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
 	c, br := ht.dial(t)
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabcd")
 	if _, body := readResp(t, br, "POST"); body != "early" {

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -35,7 +35,7 @@ func TestAwaitHead(t *testing.T) {
 		t.Fatalf("awaitHead = %v, %d, %v; want a larger reader, %d, nil", r == br, n, err, len(head))
 	}
 	br = bufio.NewReaderSize(strings.NewReader(head+"body"), 4096)
-	if _, _, err := awaitHead(br, 16<<10); !errors.Is(err, errHeadTooLarge) || !isBadResponse(err) {
+	if _, _, err := awaitHead(br, 16<<10); !errors.Is(err, errHeadTooLarge) || !IsBadResponse(err) {
 		t.Errorf("over the limit: %v, want errHeadTooLarge", err)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -8,48 +8,60 @@ import (
 	"strings"
 )
 
-// wireRequest is a body-less HTTP/1.1 request as the fast transport writes
-// it: no *http.Request and no url.URL are built.
-type wireRequest struct {
-	method   string // "" means GET
-	addr     string // backend host:port, dialled; the Host when host is ""
-	host     string // Host header
-	path     string // decoded path
-	rawPath  string // encoded path hint, as url.URL.RawPath
-	rawQuery string
-	// header is the complete outbound header. When it is nil, the
-	// outbound header is the one handler.outHeader would build from src
-	// and the forwarding fields below, and is written without building it.
-	header http.Header
-
-	src      http.Header // the client's request header
-	clientIP string      // for X-Forwarded-For
-	lbIP     string      // for X-Forwarded-For, "" when unknown
-	proto    string      // X-Forwarded-Proto
-	via      string      // this proxy's Via entry
+// Request is a body-less HTTP/1.1 request as Transport.Do writes it: no
+// *http.Request and no url.URL are built.
+type Request struct {
+	Method   string // "" means GET
+	Addr     string // backend host:port, dialled; the Host when Host is ""
+	Host     string // Host header
+	Path     string // decoded path
+	RawPath  string // encoded path hint, as url.URL.RawPath
+	RawQuery string
+	// Header is the complete outbound header. When it is nil, the
+	// outbound header is the one OutHeader builds from Forward, and it is
+	// written without building it.
+	Header http.Header
+	// Forward is used when Header is nil.
+	Forward Forward
 }
 
-// outHeader returns the outbound header as a map.
-func (wr *wireRequest) outHeader() http.Header {
-	if wr.header != nil {
-		return wr.header
+// Forward describes the outbound header of a proxied request: the
+// client's fields except hop-by-hop ones (IsHopHeader), Expect and those
+// its Connection header lists; "Te: trailers" when the client's Te lists
+// trailers; X-Forwarded-For extended with the client and load balancer
+// addresses (ForwardedFor); X-Forwarded-Proto; Via extended with this
+// proxy's entry (AppendVia); and an empty User-Agent when the client sent
+// none (so that none is sent).
+type Forward struct {
+	Header   http.Header // the client's request header
+	ClientIP string      // for X-Forwarded-For
+	LBIP     string      // for X-Forwarded-For, "" when unknown
+	Proto    string      // X-Forwarded-Proto
+	Via      string      // this proxy's Via entry
+}
+
+// OutHeader returns the outbound header as a map: Header, or the one
+// Forward describes.
+func (wr *Request) OutHeader() http.Header {
+	if wr.Header != nil {
+		return wr.Header
 	}
-	h := make(http.Header, len(wr.src)+4)
-	copyHeaders(h, wr.src)
+	h := make(http.Header, len(wr.Forward.Header)+4)
+	CopyHeaders(h, wr.Forward.Header)
 	delete(h, "Expect")
-	if te := wr.src["Te"]; len(te) > 0 && listed(te, "trailers") {
+	if te := wr.Forward.Header["Te"]; len(te) > 0 && Listed(te, "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	h["X-Forwarded-For"] = []string{forwardedFor(wr.src["X-Forwarded-For"], wr.clientIP, wr.lbIP)}
-	h["X-Forwarded-Proto"] = []string{wr.proto}
-	h["Via"] = appendVia(wr.src["Via"], []string{wr.via})
+	h["X-Forwarded-For"] = []string{ForwardedFor(wr.Forward.Header["X-Forwarded-For"], wr.Forward.ClientIP, wr.Forward.LBIP)}
+	h["X-Forwarded-Proto"] = []string{wr.Forward.Proto}
+	h["Via"] = AppendVia(wr.Forward.Header["Via"], []string{wr.Forward.Via})
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""}
 	}
 	return h
 }
 
-// Errors of writeRequestHead, as net/http's Transport words them.
+// Errors of Request.Write, as net/http's Transport words them.
 var (
 	errCTLInURI      = errors.New("net/http: can't write control character in Request.URL")
 	errInvalidHeader = errors.New("net/http: invalid header field")
@@ -65,23 +77,23 @@ func reqWriteExclude(k string) bool {
 	return false
 }
 
-// writeRequestHead writes the request line and header block of a
-// body-less request, byte for byte what http.Request.Write writes except
+// Write writes the request line and header block of wr, a body-less
+// request, to bw (without flushing): byte for byte what http.Request.Write writes except
 // that header fields are not sorted by name (their order carries no
 // meaning, RFC 9110 §5.3). Like net/http's Transport it refuses invalid
 // header names and values (CR, LF and other control characters) and a
 // URL with control characters. Hosts that need net/http's IDNA or zone
 // handling are written by http.Request.Write itself.
-func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
-	if !plainHost(wr.host) {
+func (wr *Request) Write(bw *bufio.Writer) error {
+	if !plainHost(wr.Host) {
 		return writeRequestSlow(bw, wr)
 	}
 	ua := "Go-http-client/1.1" // net/http's default when there is none
-	if wr.header != nil {
-		if err := checkHeader(wr.header); err != nil {
+	if wr.Header != nil {
+		if err := checkHeader(wr.Header); err != nil {
 			return err
 		}
-		if vv, ok := wr.header["User-Agent"]; ok {
+		if vv, ok := wr.Header["User-Agent"]; ok {
 			ua = ""
 			if len(vv) > 0 {
 				ua = trimOWS(vv[0])
@@ -90,34 +102,34 @@ func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
 	} else {
 		// outHeader keeps the client's User-Agent or sends none.
 		ua = ""
-		if vv := wr.src["User-Agent"]; len(vv) > 0 && !listed(wr.src["Connection"], "User-Agent") {
+		if vv := wr.Forward.Header["User-Agent"]; len(vv) > 0 && !Listed(wr.Forward.Header["Connection"], "User-Agent") {
 			if !validFieldValue(vv[0]) {
 				return errInvalidHeader
 			}
 			ua = trimOWS(vv[0])
 		}
 	}
-	u := url.URL{Path: wr.path, RawPath: wr.rawPath}
+	u := url.URL{Path: wr.Path, RawPath: wr.RawPath}
 	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	if hasCTL(path) || hasCTL(wr.rawQuery) {
+	if hasCTL(path) || hasCTL(wr.RawQuery) {
 		return errCTLInURI
 	}
-	method := wr.method
+	method := wr.Method
 	if method == "" {
 		method = http.MethodGet
 	}
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(path)
-	if wr.rawQuery != "" {
+	if wr.RawQuery != "" {
 		bw.WriteByte('?')
-		bw.WriteString(wr.rawQuery)
+		bw.WriteString(wr.RawQuery)
 	}
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(wr.host)
+	bw.WriteString(wr.Host)
 	bw.WriteString("\r\n")
 	if ua != "" {
 		bw.WriteString("User-Agent: ")
@@ -129,12 +141,12 @@ func writeRequestHead(bw *bufio.Writer, wr *wireRequest) error {
 		// Many servers expect a Content-Length for these (net/http).
 		bw.WriteString("Content-Length: 0\r\n")
 	}
-	if wr.header == nil {
+	if wr.Header == nil {
 		if err := writeForwarded(bw, wr); err != nil {
 			return err
 		}
 	} else {
-		for k, vv := range wr.header {
+		for k, vv := range wr.Header {
 			if reqWriteExclude(k) {
 				continue
 			}
@@ -155,22 +167,22 @@ func writeField(bw *bufio.Writer, k, v string) {
 	bw.WriteString("\r\n")
 }
 
-// writeForwarded writes the header fields of wr.outHeader() without
+// writeForwarded writes the header fields of wr.OutHeader() without
 // building it: the client's fields except hop-by-hop ones, Expect and
 // those its Connection header lists, Te: trailers when asked for, then
 // X-Forwarded-For, X-Forwarded-Proto and Via. A field that is not valid
 // is refused before any of its bytes are written.
-func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
-	src := wr.src
+func writeForwarded(bw *bufio.Writer, wr *Request) error {
+	src := wr.Forward.Header
 	conn := src["Connection"]
 	for k, vv := range src {
 		switch k {
 		case "X-Forwarded-For", "X-Forwarded-Proto", "Via":
 			continue // written below
 		case "Expect":
-			continue // answered by the proxy (handler.outHeader)
+			continue // answered by the proxy (see Forward)
 		}
-		if reqWriteExclude(k) || isHopHeader(k) || (len(conn) > 0 && listed(conn, k)) {
+		if reqWriteExclude(k) || IsHopHeader(k) || (len(conn) > 0 && Listed(conn, k)) {
 			continue
 		}
 		if !isToken(k) {
@@ -183,7 +195,7 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 			writeField(bw, k, trimOWS(v))
 		}
 	}
-	if te := src["Te"]; len(te) > 0 && listed(te, "trailers") {
+	if te := src["Te"]; len(te) > 0 && Listed(te, "trailers") {
 		bw.WriteString("Te: trailers\r\n")
 	}
 	// X-Forwarded-For: the prior values, the client, the LB, joined by
@@ -194,7 +206,7 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 			return errInvalidHeader
 		}
 	}
-	if !validFieldValue(wr.clientIP) || !validFieldValue(wr.lbIP) {
+	if !validFieldValue(wr.Forward.ClientIP) || !validFieldValue(wr.Forward.LBIP) {
 		return errInvalidHeader
 	}
 	bw.WriteString("X-Forwarded-For: ")
@@ -205,13 +217,13 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 		bw.WriteString(p)
 		bw.WriteByte(',')
 	}
-	bw.WriteString(wr.clientIP)
-	if wr.lbIP != "" {
+	bw.WriteString(wr.Forward.ClientIP)
+	if wr.Forward.LBIP != "" {
 		bw.WriteByte(',')
-		bw.WriteString(wr.lbIP)
+		bw.WriteString(wr.Forward.LBIP)
 	}
 	bw.WriteString("\r\n")
-	writeField(bw, "X-Forwarded-Proto", wr.proto)
+	writeField(bw, "X-Forwarded-Proto", wr.Forward.Proto)
 	// Via: the prior fields, this proxy appended to the last (appendVia).
 	via := src["Via"]
 	for _, v := range via {
@@ -220,7 +232,7 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 		}
 	}
 	if len(via) == 0 {
-		writeField(bw, "Via", wr.via)
+		writeField(bw, "Via", wr.Forward.Via)
 		return nil
 	}
 	for i, v := range via {
@@ -231,26 +243,26 @@ func writeForwarded(bw *bufio.Writer, wr *wireRequest) error {
 		bw.WriteString("Via: ")
 		bw.WriteString(trimLeftOWS(v))
 		bw.WriteString(", ")
-		bw.WriteString(wr.via)
+		bw.WriteString(wr.Forward.Via)
 		bw.WriteString("\r\n")
 	}
 	return nil
 }
 
 // writeRequestSlow writes wr with http.Request.Write.
-func writeRequestSlow(bw *bufio.Writer, wr *wireRequest) error {
-	h := wr.outHeader()
+func writeRequestSlow(bw *bufio.Writer, wr *Request) error {
+	h := wr.OutHeader()
 	if err := checkHeader(h); err != nil {
 		return err
 	}
 	req := &http.Request{
-		Method:     wr.method,
-		URL:        &url.URL{Scheme: "http", Host: wr.addr, Path: wr.path, RawPath: wr.rawPath, RawQuery: wr.rawQuery},
+		Method:     wr.Method,
+		URL:        &url.URL{Scheme: "http", Host: wr.Addr, Path: wr.Path, RawPath: wr.RawPath, RawQuery: wr.RawQuery},
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Header:     h,
-		Host:       wr.host,
+		Host:       wr.Host,
 	}
 	return req.Write(bw)
 }

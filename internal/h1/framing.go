@@ -1,32 +1,35 @@
-package proxy
+package h1
 
 import (
 	"context"
-	"io"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
 )
 
-// Ambiguous framing on net/http's HTTP/1 server (NewServer).
+// Ambiguous framing on net/http's HTTP/1 server.
 //
 // http.ReadRequest removes Content-Length from a request that also has
 // "Transfer-Encoding: chunked", and Transfer-Encoding from an HTTP/1.0
 // request, so a handler cannot tell that the request was ambiguous (RFC
-// 9112 §6.1, §6.3), and net/http keeps the connection. H1Server scans the
+// 9112 §6.1, §6.3), and net/http keeps the connection. Server scans the
 // heads itself (framingScan). For net/http, GuardListener's connections
 // follow the request stream as net/http reads it (heads, then bodies by
 // the same framing rules) and queue, per request head, whether it had
-// Content-Length and Transfer-Encoding; NewServer's handler takes one
-// entry per HTTP/1 request, in order (net/http serves a connection's
-// requests one after the other), and answers an ambiguous one 400 with
-// Connection: close. Only cleartext listeners can be guarded: under TLS
-// the listener sees ciphertext, and net/http needs the *tls.Conn itself.
+// Content-Length and Transfer-Encoding; the server's ConnContext records
+// the connection (GuardContext) and its handler calls CheckGuard once
+// per HTTP/1 request, in order (net/http serves a connection's requests
+// one after the other), answering an ambiguous one 400 with Connection:
+// close. Only cleartext listeners can be guarded: under TLS the listener
+// sees ciphertext, and net/http needs the *tls.Conn itself.
 
-// GuardListener wraps a cleartext listener served by NewServer's
-// *http.Server so that requests with ambiguous framing are refused (see
-// above). Connections that are not from a guarded listener are served as
-// net/http does.
+// GuardListener wraps a cleartext listener served by a net/http
+// *http.Server whose ConnContext calls GuardContext and whose handler
+// calls CheckGuard, so that requests with ambiguous framing can be
+// refused. Connections that are not from a guarded listener are served
+// as net/http does.
 func GuardListener(ln net.Listener) net.Listener { return guardListener{ln} }
 
 type guardListener struct{ net.Listener }
@@ -76,49 +79,45 @@ func (c *guardConn) next() (headFraming, bool) {
 // guardKey is the context key of a request's guardConn.
 type guardKey struct{}
 
-// withGuard records a guarded connection in its context.
-func withGuard(ctx context.Context, c net.Conn) context.Context {
+// errUnfollowed is CheckGuard's error when a guarded connection's
+// request stream could not be followed.
+var errUnfollowed = errors.New("request framing could not be followed")
+
+// GuardContext returns ctx recording c when c is a GuardListener
+// connection, else ctx itself: call it from the *http.Server's
+// ConnContext.
+func GuardContext(ctx context.Context, c net.Conn) context.Context {
 	if gc, ok := c.(*guardConn); ok {
 		return context.WithValue(ctx, guardKey{}, gc)
 	}
 	return ctx
 }
 
-// guardFraming wraps NewServer's handler: an HTTP/1 request on a guarded
-// connection whose head had ambiguous framing is answered 400 and the
-// connection closed. It also answers "OPTIONS *" as net/http's general
-// OPTIONS handler does (NewServer turns that off so that every request
-// reaches this check).
-func guardFraming(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 {
-			if gc, ok := r.Context().Value(guardKey{}).(*guardConn); ok {
-				f, ok := gc.next()
-				var why string
-				switch {
-				case !ok:
-					why = "request framing could not be followed"
-				case f.te && !r.ProtoAtLeast(1, 1):
-					why = "ambiguous message framing: Transfer-Encoding in an HTTP/1.0 request"
-				case f.te && f.cl:
-					why = "ambiguous message framing: both Transfer-Encoding and Content-Length"
-				}
-				if why != "" {
-					w.Header().Set("Connection", "close")
-					lbError(w, http.StatusBadRequest, sdBadFraming, why)
-					return
-				}
-			}
-		}
-		if r.Method == http.MethodOptions && r.RequestURI == "*" {
-			w.Header().Set("Content-Length", "0")
-			if r.ContentLength != 0 {
-				io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
-			}
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+// CheckGuard returns an error when r is an HTTP/1 request on a
+// connection GuardContext recorded and its head had ambiguous framing
+// (the error wraps ErrAmbiguousFraming), or the connection's request
+// stream could not be followed; then the request should be answered 400
+// and the connection closed. Requests on other connections (HTTP/2, TLS, not
+// guarded) pass. Call it exactly once per request, before reading the
+// body: each call takes the next request head of the connection.
+func CheckGuard(r *http.Request) error {
+	if r.ProtoMajor != 1 {
+		return nil
+	}
+	gc, ok := r.Context().Value(guardKey{}).(*guardConn)
+	if !ok {
+		return nil
+	}
+	f, ok := gc.next()
+	switch {
+	case !ok:
+		return errUnfollowed
+	case f.te && !r.ProtoAtLeast(1, 1):
+		return fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 request", ErrAmbiguousFraming)
+	case f.te && f.cl:
+		return fmt.Errorf("%w: both Transfer-Encoding and Content-Length", ErrAmbiguousFraming)
+	}
+	return nil
 }
 
 // headFraming is what a request head said about its body.

@@ -1,4 +1,4 @@
-package proxy_test
+package h1_test
 
 import (
 	"bufio"
@@ -7,11 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/h1"
 )
 
 // countingServer starts a test backend that counts the connections it
@@ -48,7 +49,7 @@ func TestFastTransport(t *testing.T) {
 			w.Write([]byte("ok " + r.Method))
 		}
 	})
-	rt := proxy.NewFastTransport(nil)
+	rt := h1.NewTransport(nil)
 	get := func(method, path string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(context.Background(), method, srv.URL+path, nil)
@@ -145,7 +146,7 @@ func TestFastTransportSafety(t *testing.T) {
 			}(c)
 		}
 	}()
-	rt := proxy.NewFastTransport(nil)
+	rt := h1.NewTransport(nil)
 	base := "http://" + ln.Addr().String()
 	do := func(method, path string) (string, error) {
 		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, nil)
@@ -194,7 +195,7 @@ func TestFastTransportReusesAfterIdleDeadline(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok"))
 	})
-	rt := proxy.NewFastTransport(nil)
+	rt := h1.NewTransport(nil)
 	ctx, cancel := context.WithCancel(context.Background()) // watched: probe deadlines
 	defer cancel()
 	for i := range 3 {
@@ -209,5 +210,92 @@ func TestFastTransportReusesAfterIdleDeadline(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d backend connections for 3 requests with idle pauses, want 1", n)
+	}
+}
+
+// rawAnswerer is a backend on 127.0.0.1 that reads each request (and its
+// body) with net/http and answers it by writing raw bytes; answer
+// reports whether to read another request on the connection.
+func rawAnswerer(t *testing.T, answer func(c net.Conn, r *http.Request) bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				br := bufio.NewReader(c)
+				for range 100 {
+					r, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if _, err := io.Copy(io.Discard, r.Body); err != nil {
+						return
+					}
+					if !answer(c, r) {
+						return
+					}
+				}
+			}(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Response heads of every shape the fast transport now waits for whole:
+// split over writes, bare LF line ends, around its 16 KiB buffer, and
+// the body arriving with or after the head.
+func TestFastTransportResponseHeadShapes(t *testing.T) {
+	fill := func(n int) string { // header fields of about n bytes
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString("X-F: " + strings.Repeat("f", 90) + "\r\n")
+		}
+		return b.String()
+	}
+	cases := map[string][]string{
+		"split":        {"HTTP/1.1 200 OK\r\nContent-Le", "ngth: 2\r\n", "\r", "\nok"},
+		"bare-lf":      {"HTTP/1.1 200 OK\nContent-Length: 2\nX-A: b\n\nok"},
+		"lf-then-crlf": {"HTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nok"},
+		"16k-minus":    {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + fill(16<<10-200) + "\r\nok"},
+		"16k-plus":     {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + fill(16<<10+10) + "\r\nok"},
+		"body-later":   {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + fill(20<<10) + "\r\n", "o", "k"},
+		"chunked-big":  {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n" + fill(40<<10) + "\r\n1\r\no\r\n1\r\nk\r\n0\r\n\r\n"},
+	}
+	for name, parts := range cases {
+		t.Run(name, func(t *testing.T) {
+			addr := rawAnswerer(t, func(c net.Conn, r *http.Request) bool {
+				for _, p := range parts {
+					io.WriteString(c, p)
+					time.Sleep(5 * time.Millisecond)
+				}
+				return true
+			})
+			rt := h1.NewTransport(nil)
+			for i := range 3 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/", nil)
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					cancel()
+					t.Fatalf("request %d: %v", i, err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				cancel()
+				if err != nil || string(b) != "ok" || resp.StatusCode != 200 {
+					t.Errorf("request %d: %d %q %v, want 200 \"ok\"", i, resp.StatusCode, b, err)
+				}
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 
 // h1conn is one client connection.
 type h1conn struct {
-	s      *H1Server
+	s      *Server
 	rwc    net.Conn
 	remote string
 	ctx    context.Context // the requests' context
@@ -47,7 +47,7 @@ type h1conn struct {
 	// scan looks for ambiguous framing in heads http.ReadRequest reads.
 	scan framingScan
 
-	// Client watch (see H1Server): guarded by mu.
+	// Client watch (see Server): guarded by mu.
 	mu                sync.Mutex
 	timer             *time.Timer
 	reqActive         bool // a handler runs
@@ -154,7 +154,7 @@ func (c *h1conn) serve() {
 	first := true
 	for {
 		c.wdl.Store(0) // a handler's write deadline ends with its response
-		c.src.remain = maxHeaderBlock + h1ReadSlop
+		c.src.remain = MaxHeaderBytes + h1ReadSlop
 		if c.br.Buffered() == 0 {
 			c.idle.Store(true)
 			if c.s.shutdown.Load() {
@@ -344,7 +344,7 @@ func (c *h1conn) readFailed(err error, hitLimit bool) {
 	switch {
 	case hitLimit:
 		c.errorResponse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers exceed 60 KiB")
-	case errors.Is(err, errAmbiguousFraming), errors.Is(err, errInvalidFieldName):
+	case errors.Is(err, ErrAmbiguousFraming), errors.Is(err, errInvalidFieldName):
 		c.errorResponse(http.StatusBadRequest, err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	case isTimeout(err):
@@ -379,9 +379,9 @@ func checkRequest(r *http.Request) (int, string) {
 // Host header (httpguts.ValidHostHeader, without the x/net dependency).
 func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=@[]_~") }
 
-// errorResponse answers with a load-balancer error in lbError's format
-// and closes the connection, lingering so the answer is not lost to a
-// reset.
+// errorResponse answers with a short text/plain error ("<code> <text>:
+// <reason>", the proxy's format) and closes the connection, lingering so
+// the answer is not lost to a reset.
 func (c *h1conn) errorResponse(code int, reason string) {
 	text := http.StatusText(code)
 	body := itoa3(code) + " " + text + ": " + reason + "\n"
