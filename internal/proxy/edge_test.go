@@ -144,6 +144,11 @@ func TestRedirectLocationKeepsEscapes(t *testing.T) {
 		{"/tls/a%3fb%00?x", "https://example.com/tls/a%3Fb%00?x"},
 		{"/tls/sp%20ace", "https://example.com/tls/sp%20ace"},
 		{"/moved/a%0d%0ab", "http://example.com/here"},
+		// Matched as /old/x (the escaped slash is a separator for the URL
+		// map): the prefix is replaced on the path that matched, not cut
+		// out of the forwarded one (which gave /new/..%2Fold/x).
+		{"/old/..%2Fold/x", "http://example.com/new/x"},
+		{"/old/a%5C..%5Cb", "http://example.com/new/b"},
 	} {
 		req := "GET " + tc.target + " HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"
 		conn, err := net.Dial("tcp", l.addr)

@@ -286,8 +286,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	a := table.Match(&ad.req)
 	if a.Redirect != nil {
-		u := url.URL{Path: fwdPath, RawPath: fwdRaw}
-		ad.req.EscapedPath = u.EscapedPath()
+		// Redirect from the path that matched: when it differs from the
+		// forwarded one (an escaped slash or backslash made new
+		// segments), cutting the matched prefix out of the forwarded
+		// path would splice two different paths. RedirectURL escapes
+		// Path itself when EscapedPath is "".
+		ad.req.EscapedPath = ""
+		if ad.req.Path == fwdPath {
+			u := url.URL{Path: fwdPath, RawPath: fwdRaw}
+			ad.req.EscapedPath = u.EscapedPath()
+		}
 		w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
 		w.WriteHeader(a.Redirect.Code)
 		return
