@@ -424,7 +424,7 @@ func (x *exchange) fail(at *attempt) {
 		details = sdBackendClosed
 	}
 	lbError(x.w, code, details, "")
-	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.Endpoint.Addr, "status", code, "details", details, "cause", cause(o.Err), "err", o.Err)
+	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.Endpoint.Addr, "status", code, "details", details, "err", o.Err)
 }
 
 // respond copies the backend response to the client, streaming the body.

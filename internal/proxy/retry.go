@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -149,22 +148,4 @@ func isTimeout(err error) bool {
 // isRefusedStream reports an HTTP/2 REFUSED_STREAM reset.
 func isRefusedStream(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "REFUSED_STREAM")
-}
-
-// cause returns the innermost useful text of a transport error:
-// "connection refused" rather than "dial tcp 127.0.0.1:1: connect:
-// connection refused".
-func cause(err error) string {
-	if err == nil {
-		return "no response"
-	}
-	var se *os.SyscallError
-	if errors.As(err, &se) {
-		return se.Err.Error()
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		return op.Err.Error()
-	}
-	return err.Error()
 }
