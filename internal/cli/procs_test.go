@@ -33,3 +33,27 @@ func TestSetProcs(t *testing.T) {
 		t.Error("--procs auto given explicitly did not win over GOMAXPROCS")
 	}
 }
+
+func TestMaxConnectionsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		err  bool
+	}{
+		{"0", 0, false},
+		{"5000", 5000, false},
+		{"-1", 0, true},
+		{"lots", 0, true},
+	} {
+		got, err := maxConnections(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("maxConnections(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--max-connections") {
+			t.Errorf("maxConnections(%q): error %q does not name the flag", tc.in, err)
+		}
+	}
+	if n, err := maxConnections("auto"); err != nil || n < 0 {
+		t.Errorf("maxConnections(auto) = %d, %v", n, err)
+	}
+}

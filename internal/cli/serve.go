@@ -61,6 +61,15 @@ non-loopback --admin without a token is refused at start. Browsers cannot
 drive the API: cross-origin POSTs, and requests to a loopback listener by a
 host name other than localhost, are answered 403.
 
+Connections: --max-connections bounds the client connections of all frontends
+together (default auto: half the file-descriptor limit, as a proxied connection
+usually holds a backend connection too). Past it, new connections wait in the
+kernel's accept queue until one closes. Request heads must arrive within 30 s
+of a connection opening (then of their first byte), idle keep-alive
+connections close after 610 s, and the whole exchange, writing the response
+to a client that reads slowly included, is bounded by the route's timeout or
+the backend service's timeoutSec. docs/security.md lists every limit.
+
 CPUs: --procs auto (the default) runs Go code on as many CPUs as the load
 needs: one while a CPU keeps up, doubling whenever the ones in use are over
 80% busy, and giving one back after 2 s under 60% of one fewer. A proxy's
@@ -84,6 +93,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
 	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
+	maxConns := fs.String("max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -115,7 +125,11 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if wi == 0 {
 		wi = -1
 	}
-	srv, err := serve.New(cfg, serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: *cfgPath, WatchInterval: wi})
+	conns, err := maxConnections(*maxConns)
+	if err != nil {
+		return err
+	}
+	srv, err := serve.New(cfg, serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: *cfgPath, WatchInterval: wi, MaxConnections: conns})
 	if err != nil {
 		return err
 	}
@@ -173,6 +187,18 @@ func setProcs(v string, explicit bool, log *slog.Logger) (bool, error) {
 	}
 	runtime.GOMAXPROCS(n)
 	return false, nil
+}
+
+// maxConnections parses --max-connections.
+func maxConnections(v string) (int, error) {
+	if v == "auto" {
+		return serve.DefaultMaxConnections(), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--max-connections %q: want a number of connections, 0 for no limit, or auto", v)
+	}
+	return n, nil
 }
 
 // adminTokenEnv is the environment variable that holds the admin token

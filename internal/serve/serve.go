@@ -59,6 +59,11 @@ type Options struct {
 	WatchInterval time.Duration
 	// Transport overrides the backend transport (tests).
 	Transport http.RoundTripper
+	// MaxConnections bounds the client connections of all frontends
+	// together (0 = no limit; spillway serve defaults to half the
+	// process's file-descriptor limit). Past it, new connections wait in
+	// the kernel's accept queue until one closes.
+	MaxConnections int
 }
 
 // Server is a running Spillway instance.
@@ -77,6 +82,7 @@ type Server struct {
 
 	mu        sync.Mutex // guards frontends and addrs (listener management)
 	frontends map[string]*frontend
+	conns     *connLimiter // Options.MaxConnections; nil for no limit
 	admin     string
 
 	outcomes chan proxy.Outcome
@@ -176,6 +182,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		stopped:   make(chan struct{}),
 		outcomes:  make(chan proxy.Outcome, 4096),
 		frontends: map[string]*frontend{},
+		conns:     newConnLimiter(opts.MaxConnections),
 		transport: opts.Transport,
 	}
 	if s.transport == nil {
@@ -718,13 +725,13 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln
 		srv := proxy.NewH1Server(fh)
 		srv.Logger = s.log
 		srv.TLSConfig = tlsCfg
-		f.srv, serveFn = srv, func() error { return srv.Serve(ln) }
+		f.srv, serveFn = srv, func() error { return srv.Serve(s.conns.wrap(ln)) }
 	case tlsCfg != nil:
 		srv := proxy.NewServer(fh, tlsCfg)
-		f.srv, serveFn = srv, func() error { return srv.ServeTLS(ln, "", "") }
+		f.srv, serveFn = srv, func() error { return srv.ServeTLS(s.conns.wrap(ln), "", "") }
 	default:
 		srv := proxy.NewServer(fh, nil)
-		f.srv, serveFn = srv, func() error { return srv.Serve(h1.GuardListener(ln)) }
+		f.srv, serveFn = srv, func() error { return srv.Serve(h1.GuardListener(s.conns.wrap(ln))) }
 	}
 	go func() {
 		defer close(f.done)

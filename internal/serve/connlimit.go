@@ -1,0 +1,106 @@
+package serve
+
+import (
+	"net"
+	"sync"
+)
+
+// connLimiter bounds the client connections of all frontends together
+// (Options.MaxConnections). Past the limit, Accept waits: new connections
+// queue in the kernel's accept backlog until one closes, as HAProxy's
+// maxconn does, rather than being accepted and reset. It costs a channel
+// send per accepted connection and a receive when it closes, nothing per
+// request.
+type connLimiter struct {
+	sem chan struct{}
+}
+
+// newConnLimiter returns a limiter for n connections, nil (no limit) for
+// n <= 0.
+func newConnLimiter(n int) *connLimiter {
+	if n <= 0 {
+		return nil
+	}
+	return &connLimiter{sem: make(chan struct{}, n)}
+}
+
+// wrap returns ln with its accepted connections counted against l.
+func (l *connLimiter) wrap(ln net.Listener) net.Listener {
+	if l == nil {
+		return ln
+	}
+	return &limitListener{Listener: ln, l: l, done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	l    *connLimiter
+	done chan struct{}
+	once sync.Once
+}
+
+// Accept waits for a free slot, then for a connection.
+func (ln *limitListener) Accept() (net.Conn, error) {
+	select {
+	case ln.l.sem <- struct{}{}:
+	case <-ln.done:
+		return nil, net.ErrClosed
+	}
+	c, err := ln.Listener.Accept()
+	if err != nil {
+		<-ln.l.sem
+		return nil, err
+	}
+	release := func() { <-ln.l.sem }
+	if tc, ok := c.(*net.TCPConn); ok {
+		return &limitConn{TCPConn: tc, release: release}, nil
+	}
+	return &limitOther{Conn: c, release: release}, nil
+}
+
+// Close closes the listener and ends an Accept waiting for a slot.
+func (ln *limitListener) Close() error {
+	ln.once.Do(func() { close(ln.done) })
+	return ln.Listener.Close()
+}
+
+// limitConn gives its slot back on the first Close. It embeds the
+// *net.TCPConn so that CloseWrite, ReadFrom (splice for upgraded
+// connections) and the like keep working.
+type limitConn struct {
+	*net.TCPConn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// limitOther is limitConn for connections that are not TCP.
+type limitOther struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitOther) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// DefaultMaxConnections is spillway serve's default for
+// Options.MaxConnections: half the process's file-descriptor limit, since
+// a proxied connection usually holds a backend connection too (and the
+// rest leaves room for probes, the admin API and DNS), with a floor of 64;
+// 0 (no limit) where the limit cannot be read or is unlimited.
+func DefaultMaxConnections() int {
+	n := fileLimit()
+	if n == 0 {
+		return 0
+	}
+	return max(n/2, 64)
+}
