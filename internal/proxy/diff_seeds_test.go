@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Seeds of the differential fuzz targets: issue 9's known defects and the
@@ -454,4 +456,64 @@ func TestDiffClientCorpus(t *testing.T) {
 		fmt.Fprintf(&tbl, "%-30s %-12s %-12s %-12s %-12s %s\n", sd.name, short(r.fast), short(r.std), short(r.spill), short(r.ref), verdict)
 	}
 	t.Log(tbl.String())
+}
+
+// slowExec is how long one exec may take before the fuzz targets call it
+// a finding: the harness promises bounded execs even on hostile input
+// (the frontends' and backends' own deadlines are longer than this).
+const slowExec = 2 * time.Second
+
+// While the issue 9 fixes are in flight, SPILLWAY_DIFF_KNOWN=skip makes
+// the fuzz targets skip (not fail) executions whose violation is one of
+// the known defects, so that a fuzzing run on today's code looks for new
+// ones instead of stopping at the first known one. The classifiers are
+// deliberately broad. DELETE THEM with knownFailing once the fixes merge.
+var skipKnown = os.Getenv("SPILLWAY_DIFF_KNOWN") == "skip"
+
+// knownServerDefect returns the issue 9 item a server violation belongs
+// to, or "" (always "" unless SPILLWAY_DIFF_KNOWN=skip).
+func knownServerDefect(stream []byte, cs []cut, why string) string {
+	if !skipKnown {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(why, "S1") || strings.HasPrefix(why, "S4") || strings.HasPrefix(why, "S5"):
+		return "5"
+	case spacedFieldName(stream):
+		return "2"
+	case bytes.Contains(stream, []byte("/slow")) && slices.ContainsFunc(cs, func(c cut) bool { return c.delay > 0 }):
+		return "1"
+	}
+	return ""
+}
+
+// spacedFieldName reports a line that looks like a field whose name has
+// whitespace in it or before its colon.
+func spacedFieldName(stream []byte) bool {
+	for line := range strings.SplitSeq(string(stream), "\n") {
+		k, _, ok := strings.Cut(line, ":")
+		if ok && k != "" && k[0] != ' ' && k[0] != '\t' && strings.ContainsAny(k, " \t") && !strings.Contains(k, "HTTP/") {
+			return true
+		}
+	}
+	return false
+}
+
+// knownClientDefect returns the issue 9 item a client violation belongs
+// to, or "" (always "" unless SPILLWAY_DIFF_KNOWN=skip).
+func knownClientDefect(in diffInput, r clientRun, whys []string) string {
+	if !skipKnown {
+		return ""
+	}
+	for _, why := range whys {
+		switch {
+		case strings.HasPrefix(why, "P2"):
+			return "9"
+		case strings.HasPrefix(why, "P1") && len(r.connTokens) > 0:
+			return "11"
+		case r.std.err != "" && r.fast.err == "" && strings.Contains(r.std.err, "exceeded"):
+			return "3"
+		}
+	}
+	return ""
 }
