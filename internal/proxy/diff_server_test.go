@@ -155,6 +155,11 @@ func (b *recBackend) one(c net.Conn, br *bufio.Reader) bool {
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxStream))
 	r := recReq{Method: req.Method, URI: req.RequestURI, Host: req.Host, Header: req.Header, Body: string(body), Complete: err == nil}
+	if r.Host == b.ln.Addr().String() {
+		// A request without Host (HTTP/1.0) goes out with the
+		// endpoint's address, which differs between the two backends.
+		r.Host = "<backend address>"
+	}
 	for _, k := range ignoredReqHeaders {
 		delete(r.Header, k)
 	}
