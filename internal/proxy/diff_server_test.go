@@ -423,7 +423,9 @@ func sameReqs(a, b []recReq) bool {
 //	   before the abort is timing (RFC 9112 §8: an incomplete message is
 //	   never acted on). "OPTIONS *" records are dropped: net/http's
 //	   server answers it itself, Spillway forwards it; RFC 9110 §9.3.7
-//	   leaves a server-wide OPTIONS to the server.
+//	   leaves a server-wide OPTIONS to the server. A Host equal to the
+//	   backend's own address (what a Host-less HTTP/1.0 request is sent
+//	   with) is recorded as "<backend address>".
 //	S1 (spec, Spillway only: net/http is lenient here). RFC 9112 §6.1:
 //	   message k has Content-Length and Transfer-Encoding, or is HTTP/1.0
 //	   with Transfer-Encoding: faulty framing. S answers it 400 (a loop
