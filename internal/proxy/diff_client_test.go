@@ -51,7 +51,11 @@ type hostileScript struct {
 type hostileBackend struct {
 	ln     net.Listener
 	script atomic.Pointer[hostileScript]
-	wg     sync.WaitGroup
+	// active counts the connections being served: an exec waits for
+	// it to reach 0, so that no late byte of its script (a delayed
+	// write after a complete response) reaches the next exec through a
+	// pooled connection.
+	active atomic.Int32
 	served atomic.Int32
 }
 
@@ -71,9 +75,9 @@ func newHostileBackend(tb testing.TB) *hostileBackend {
 				return
 			}
 			conns.Store(c, struct{}{})
-			b.wg.Add(1)
+			b.active.Add(1)
 			go func() {
-				defer b.wg.Done()
+				defer b.active.Add(-1)
 				defer conns.Delete(c)
 				b.serve(c)
 			}()
@@ -205,6 +209,9 @@ func (d *diffClients) run(tb testing.TB, in diffInput) clientRun {
 	go proxied(d.spill, &r.spill)
 	go proxied(d.ref, &r.ref)
 	wg.Wait()
+	for t := time.Now(); d.be.active.Load() > 0 && time.Since(t) < clientDeadline; {
+		time.Sleep(time.Millisecond)
+	}
 	d.stdIdle.CloseIdleConnections()
 	d.proxyStdTr.CloseIdleConnections()
 	return r

@@ -410,6 +410,7 @@ func TestDiffServerCorpus(t *testing.T) {
 		switch {
 		case why != "" && known:
 			verdict = "KNOWN (issue 9 item " + item + ")"
+			t.Logf("%s (known, item %s): %s\nstream %s\ncuts %v\nspillway: %s\nnet/http: %s", sd.name, item, why, quoteShort(stream, 600), cs, s, n)
 		case why != "":
 			verdict = "FAIL"
 			t.Errorf("%s: %s\nstream %s\ncuts %v\nspillway: %s\nnet/http: %s", sd.name, why, quoteShort(stream, 600), cs, s, n)
@@ -447,6 +448,7 @@ func TestDiffClientCorpus(t *testing.T) {
 		switch {
 		case len(whys) > 0 && known:
 			verdict = "KNOWN (issue 9 item " + item + ")"
+			t.Logf("%s (known, item %s): %s\nstream %s\n%s", sd.name, item, strings.Join(whys, "; "), quoteShort(sd.in.stream(), 400), r)
 		case len(whys) > 0:
 			verdict = "FAIL: " + strings.Join(whys, "; ")
 			t.Errorf("%s: %s\nstream %s\n%s", sd.name, strings.Join(whys, "; "), quoteShort(sd.in.stream(), 400), r)
