@@ -327,10 +327,10 @@ func compareDirect(r clientRun) string {
 	case f.err != "" && s.err != "":
 		return "" // C1
 	case f.err != "" || s.err != "":
-		return "direct: one transport answered and the other failed"
+		return "C2: direct: one transport answered and the other failed"
 	}
 	if f.status != s.status || !reflect.DeepEqual(f.header, s.header) || f.body != s.body || (f.bodyErr == "") != (s.bodyErr == "") {
-		return "direct: the transports' responses differ (C2)"
+		return "C2: direct: the transports' responses differ"
 	}
 	return ""
 }
@@ -357,7 +357,7 @@ func compareProxied(r clientRun) string {
 	}
 	if a.err != "" || b.err != "" {
 		if (a.err == "") != (b.err == "") {
-			return "proxied: one stack answered and the other did not"
+			return "C4: proxied: one stack answered and the other did not"
 		}
 		return ""
 	}
@@ -365,7 +365,7 @@ func compareProxied(r clientRun) string {
 		return "" // C3
 	}
 	if a.status != b.status || !reflect.DeepEqual(a.header, b.header) || a.body != b.body || (a.bodyErr == "") != (b.bodyErr == "") {
-		return "proxied: the stacks' responses differ (C4)"
+		return "C4: proxied: the stacks' responses differ"
 	}
 	return ""
 }
