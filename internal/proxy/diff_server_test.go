@@ -147,7 +147,9 @@ func (b *recBackend) one(c net.Conn, br *bufio.Reader) bool {
 	c.SetReadDeadline(time.Now().Add(2 * execDeadline))
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		b.record(recReq{Method: "<backend could not parse>", URI: err.Error()})
+		// Complete, so that S0 keeps it: the proxy sent something a
+		// strict parser refuses.
+		b.record(recReq{Method: "<backend could not parse>", URI: err.Error(), Complete: true})
 		return false
 	}
 	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
