@@ -42,6 +42,7 @@ var knownFailing = map[string]string{
 	"http10-te-cl":                "5 (HTTP/1.0 with Transfer-Encoding must be 400 + close)",
 	"http10-te":                   "5 (HTTP/1.0 with Transfer-Encoding must be 400 + close)",
 	"chunk-size-zz":               "5 (bad chunked body answered 503, want 400 + close)",
+	"chunk-size-zz-request":       "5 (bad chunked body answered 503, want 400 + close)",
 	"chunk-size-overflow":         "5 (bad chunked body answered 503, want 400 + close)",
 	"chunk-size-0x":               "5 (bad chunked body answered 503, want 400 + close)",
 	"chunk-size-lead-space":       "5 (bad chunked body answered 503, want 400 + close)",
@@ -62,6 +63,40 @@ var knownFailing = map[string]string{
 	"101-bare":                  "9 (backend 101 without an upgrade requested passed on)",
 	"conn-lists-internal-close": "11 (Connection: X-Internal, close leaks X-Internal)",
 	"sniff-split-body":          "new (H1Server sniffs Content-Type from the first write only)",
+}
+
+// knownFailingNetHTTP lists the server seeds on which the alternative
+// frontend loop (NewServer's *http.Server with Spillway's handler) breaks
+// rule N1 on today's code: it keeps reading the connection after a
+// message RFC 9112 says must close it. Found by this harness; not an
+// issue 9 item yet. Empty it as that is fixed (for example by answering
+// such requests with "Connection: close" from the handler).
+var knownFailingNetHTTP = map[string]string{
+	"cl-te":                 "net/http does not close after Content-Length + Transfer-Encoding",
+	"cl-te-smuggle":         "net/http does not close after Content-Length + Transfer-Encoding",
+	"te-cl-smuggle":         "net/http does not close after Content-Length + Transfer-Encoding",
+	"http10-te-cl":          "net/http does not close after HTTP/1.0 with Transfer-Encoding",
+	"http10-te":             "net/http does not close after HTTP/1.0 with Transfer-Encoding",
+	"chunk-size-zz":         "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-size-zz-request": "net/http reads on after a malformed chunk and forwards the smuggled request",
+	"chunk-size-overflow":   "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-size-0x":         "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-size-lead-space": "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-size-lf":         "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-data-no-crlf":    "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-ext-lf":          "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+	"chunk-negative":        "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
+}
+
+// knownNetHTTPSeed returns the name and reason of the seed in
+// knownFailingNetHTTP equal to in, if any.
+func knownNetHTTPSeed(in diffInput) (string, string) {
+	for _, sd := range serverSeeds {
+		if reason, ok := knownFailingNetHTTP[sd.name]; ok && sameInput(sd.in, in) {
+			return sd.name, reason
+		}
+	}
+	return "", ""
 }
 
 // diffSeed is one named seed.
@@ -177,6 +212,7 @@ var serverSeeds = []diffSeed{
 	raw("cl-empty", "POST / HTTP/1.1|Host: x|Content-Length:||"),
 
 	// Chunked body syntax (RFC 9112 §7.1).
+	raw("chunk-size-zz-request", "POST / HTTP/1.1|Host: x|Transfer-Encoding: chunked||zz|GET /smuggled HTTP/1.1|Host: x||"),
 	raw("chunk-size-overflow", "POST / HTTP/1.1|Host: x|Transfer-Encoding: chunked||10000000000000001|a|0||"),
 	raw("chunk-size-ffff", "POST / HTTP/1.1|Host: x|Transfer-Encoding: chunked||ffffffffffffffff|a|0||"),
 	raw("chunk-size-0x", "POST / HTTP/1.1|Host: x|Transfer-Encoding: chunked||0x3|abc|0||"),
@@ -384,6 +420,11 @@ func TestDiffSeedFiles(t *testing.T) {
 			}
 		}
 	}
+	for name := range knownFailingNetHTTP {
+		if !slices.ContainsFunc(serverSeeds, func(sd diffSeed) bool { return sd.name == name }) {
+			t.Errorf("knownFailingNetHTTP names %q, which is no server seed", name)
+		}
+	}
 	for name := range knownFailing {
 		found := false
 		for _, sd := range append(append([]diffSeed(nil), serverSeeds...), clientSeeds...) {
@@ -424,6 +465,18 @@ func TestDiffServerCorpus(t *testing.T) {
 			t.Errorf("%s: %s\nstream %s\ncuts %v\nspillway: %s\nnet/http: %s", sd.name, why, quoteShort(stream, 600), cs, s, n)
 		case known:
 			verdict = "ok — now passes: remove it from knownFailing"
+		}
+		nwhy := compareNetHTTPLoop(stream, n)
+		nreason, nknown := knownFailingNetHTTP[sd.name]
+		switch {
+		case nwhy != "" && nknown:
+			verdict += "; net/http loop: KNOWN N1"
+			t.Logf("%s (net/http loop, known: %s): %s", sd.name, nreason, nwhy)
+		case nwhy != "":
+			verdict += "; net/http loop: FAIL"
+			t.Errorf("%s: %s\nstream %s\ncuts %v\nnet/http: %s", sd.name, nwhy, quoteShort(stream, 600), cs, n)
+		case nknown:
+			verdict += "; net/http loop: ok — now passes: remove it from knownFailingNetHTTP"
 		}
 		fmt.Fprintf(&tbl, "%-28s %-22s %-22s %-9s %s\n", sd.name, fmt.Sprint(s.statuses), fmt.Sprint(n.statuses), fmt.Sprintf("%d/%d", len(s.reqs), len(n.reqs)), verdict)
 	}

@@ -513,6 +513,32 @@ func compareServer(stream []byte, s, n serverRun) string {
 	return ""
 }
 
+// compareNetHTTPLoop checks the alternative frontend loop, NewServer's
+// *http.Server with Spillway's handler, against the one spec rule it can
+// be held to on its own:
+//
+//	N1 (RFC 9112 §6.1, §7.1). After a message with faulty framing (S1's
+//	   cases) or a malformed chunked body (S5's), the server answers at
+//	   most that message and closes: nothing after it is read, answered
+//	   or forwarded. (net/http may read such a message by its
+//	   Transfer-Encoding alone, RFC 9112 §6.1 allows it; it must still
+//	   close.)
+func compareNetHTTPLoop(stream []byte, n serverRun) string {
+	n = normalise(n)
+	msgs, tail := oracle(stream)
+	k := slices.IndexFunc(msgs, message.faultyFraming)
+	if k < 0 && tail == tailBadBody {
+		k = len(msgs)
+	}
+	if k < 0 {
+		return ""
+	}
+	if len(n.statuses) > k+1 || !n.closed {
+		return fmt.Sprintf("N1: message %d has faulty framing or a malformed chunked body (RFC 9112 §6.1, §7.1): the net/http loop must close after answering it, but it went on (%d answers)", k+1, len(n.statuses))
+	}
+	return ""
+}
+
 // normalise applies S0.
 func normalise(r serverRun) serverRun {
 	r.reqs = slices.DeleteFunc(slices.Clone(r.reqs), func(q recReq) bool {
@@ -549,6 +575,15 @@ func checkServer(t *testing.T, d *diffServers, in diffInput) (s, n serverRun) {
 			t.Skipf("%s: known defect, issue 9 item %s (SPILLWAY_DIFF_KNOWN=skip)", why, item)
 		}
 		t.Errorf("%s\nstream %s\ncuts %v\nspillway: %s\nnet/http: %s", why, quoteShort(stream, 600), cs, s, n)
+	}
+	if why := compareNetHTTPLoop(stream, n); why != "" {
+		if name, reason := knownNetHTTPSeed(in); name != "" {
+			t.Skipf("seed %q: %s: known, %s", name, why, reason)
+		}
+		if skipKnown {
+			t.Skipf("%s: known finding in the net/http loop (SPILLWAY_DIFF_KNOWN=skip)", why)
+		}
+		t.Errorf("%s\nstream %s\ncuts %v\nnet/http: %s", why, quoteShort(stream, 600), cs, n)
 	}
 	return s, n
 }
