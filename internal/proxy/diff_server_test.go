@@ -523,9 +523,14 @@ func compareServer(stream []byte, s, n serverRun) string {
 //	   or forwarded. (net/http may read such a message by its
 //	   Transfer-Encoding alone, RFC 9112 §6.1 allows it; it must still
 //	   close.)
+//	N2 (RFC 9112 §8). A request the client did not complete before it
+//	   half-closed is not answered with a success.
 func compareNetHTTPLoop(stream []byte, n serverRun) string {
 	n = normalise(n)
 	msgs, tail := oracle(stream)
+	if k := len(msgs); tail == tailIncomplete && n.halfOpen && len(n.statuses) > k && n.statuses[k] < 300 {
+		return fmt.Sprintf("N2: message %d is incomplete (the client half-closed inside it), and the net/http loop answered it %d", k+1, n.statuses[k])
+	}
 	k := slices.IndexFunc(msgs, message.faultyFraming)
 	if k < 0 && tail == tailBadBody {
 		k = len(msgs)
