@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/proxy"
 )
 
@@ -22,7 +23,7 @@ import (
 // input's byte stream (split and delayed as the input says) and closes.
 // Each exec asks it the same body-less request four ways at once:
 //
-//   - direct: through fastTransport (NewFastTransport) and through
+//   - direct: through h1.Transport (h1.NewTransport) and through
 //     net/http's Transport (NewTransport), compared with compareDirect;
 //   - proxied: through Spillway's production stack (H1Server + handler on
 //     the fast transport) and through the reference stack (net/http's
@@ -46,9 +47,9 @@ type hostileScript struct {
 	cuts   []cut
 }
 
-// hostileBackend writes the current script to every connection after
+// scriptBackend writes the current script to every connection after
 // reading a request head, then closes.
-type hostileBackend struct {
+type scriptBackend struct {
 	ln     net.Listener
 	script atomic.Pointer[hostileScript]
 	// active counts the connections being served: an exec waits for
@@ -59,13 +60,13 @@ type hostileBackend struct {
 	served atomic.Int32
 }
 
-func newHostileBackend(tb testing.TB) *hostileBackend {
+func newScriptBackend(tb testing.TB) *scriptBackend {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &hostileBackend{ln: ln}
+	b := &scriptBackend{ln: ln}
 	b.script.Store(&hostileScript{})
 	var conns sync.Map
 	go func() {
@@ -90,7 +91,7 @@ func newHostileBackend(tb testing.TB) *hostileBackend {
 	return b
 }
 
-func (b *hostileBackend) serve(c net.Conn) {
+func (b *scriptBackend) serve(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(clientDeadline))
 	br := bufio.NewReader(c)
@@ -143,7 +144,7 @@ func readOut(resp *http.Response) clientOut {
 
 // diffClients is the client harness's fixture.
 type diffClients struct {
-	be         *hostileBackend
+	be         *scriptBackend
 	fast, std  http.RoundTripper
 	stdIdle    interface{ CloseIdleConnections() }
 	proxyStdTr *http.Transport
@@ -152,13 +153,13 @@ type diffClients struct {
 
 func newDiffClients(tb testing.TB) *diffClients {
 	tb.Helper()
-	be := newHostileBackend(tb)
+	be := newScriptBackend(tb)
 	addr := be.ln.Addr().String()
 	std := proxy.NewTransport()
 	proxyStd := proxy.NewTransport()
 	d := &diffClients{
 		be:         be,
-		fast:       proxy.NewFastTransport(proxy.NewTransport()),
+		fast:       h1.NewTransport(proxy.NewTransport()),
 		std:        std,
 		stdIdle:    std,
 		proxyStdTr: proxyStd,
@@ -201,7 +202,7 @@ func (d *diffClients) run(tb testing.TB, in diffInput) clientRun {
 	}
 	proxied := func(addr string, out *clientOut) {
 		defer wg.Done()
-		*out = rawRequest(addr, method)
+		*out = stackRequest(addr, method)
 	}
 	wg.Add(4)
 	go direct(d.fast, &r.fast)
@@ -218,7 +219,7 @@ func (d *diffClients) run(tb testing.TB, in diffInput) clientRun {
 }
 
 // rawRequest sends one request to a proxy frontend and reads the answer.
-func rawRequest(addr, method string) clientOut {
+func stackRequest(addr, method string) clientOut {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return clientOut{err: err.Error()}

@@ -29,6 +29,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
 )
@@ -155,21 +156,22 @@ func diffHandler(tb testing.TB, backendAddr string, tr http.RoundTripper) http.H
 
 // serveDiff serves h on 127.0.0.1 with Spillway's H1Server (h1 true) or
 // NewServer's *http.Server, until the test ends, and returns the address.
-func serveDiff(tb testing.TB, h http.Handler, h1 bool) string {
+func serveDiff(tb testing.TB, h http.Handler, useH1 bool) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if h1 {
+	if useH1 {
 		s := proxy.NewH1Server(h)
 		s.Logger = slog.New(slog.DiscardHandler)
 		go s.Serve(ln)
 		tb.Cleanup(func() { s.Close() })
 	} else {
+		// As serve runs the NET_HTTP loop: on the framing guard.
 		s := proxy.NewServer(h, nil)
 		s.ErrorLog = log.New(io.Discard, "", 0)
-		go s.Serve(ln)
+		go s.Serve(h1.GuardListener(ln))
 		tb.Cleanup(func() { s.Close() })
 	}
 	return ln.Addr().String()
