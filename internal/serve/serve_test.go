@@ -95,26 +95,7 @@ networkEndpointGroups:
 
 func startServer(t *testing.T, c *config.Config) (*serve.Server, string) {
 	t.Helper()
-	s, err := serve.New(c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
-	}
+	s := runServer(t, c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	return s, "http://" + s.FrontendAddr("fe")
 }
 
