@@ -400,8 +400,11 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 	c.req.Method = wr.method
 	// All heads of the response (1xx and final) share one size budget.
 	budget := backendMaxHeaderBytes
+	// r is c.br until a head too big for it is read through a larger
+	// reader stacked on it (awaitHead), which may have buffered what
+	// follows: from then on every head and the body are read through it.
+	r := c.br
 	for n1xx := 0; ; {
-		r := c.br
 		n := headLen(buffered(r), 0)
 		if n == 0 {
 			// The response has started: the rest of its head gets the
@@ -411,7 +414,7 @@ func (t *fastTransport) exchange(ctx context.Context, c *pconn, wr *wireRequest,
 				c.setDeadline(cur)
 			}
 			var err error
-			if r, n, err = awaitHead(c.br, budget); err != nil {
+			if r, n, err = awaitHead(r, budget); err != nil {
 				return fail(err)
 			}
 		}

@@ -199,6 +199,28 @@ func TestResponseHeadsWithinCaps(t *testing.T) {
 	}
 }
 
+// TestLarge1xxHeadThenFinalResponse: a 1xx head larger than the
+// connection's read buffer is read through a larger reader, which has
+// buffered the final response too: that response is the one served (it
+// used to be lost, and the client got 504 at the timeout), and the
+// connection is not reused.
+func TestLarge1xxHeadThenFinalResponse(t *testing.T) {
+	link := strings.Repeat("Link: </static/asset-0123456789.css>; rel=preload; as=style\r\n", 400) // ~24 KiB
+	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\n"+link+"\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	})
+	l := newLab(t, basic("  timeoutSec: 4\n", "", be.addr()), nil)
+	for _, tr := range transports {
+		for range 2 {
+			resp, body := l.send1(tr.method, tr.body, nil)
+			if resp.StatusCode != 200 || body != "ok" {
+				t.Errorf("%s: %d %q, want 200 \"ok\"", tr.name, resp.StatusCode, body)
+			}
+		}
+	}
+}
+
 // rawExchange sends a raw request to the proxy and reads one response.
 func rawExchange(t *testing.T, l *lab, request string) (*http.Response, string) {
 	t.Helper()
