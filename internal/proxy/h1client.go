@@ -238,27 +238,35 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the Connection header of the response they carry (sniffConn), that
 // header is put back where net/http deleted it (see restoreConnection).
 func (t *fastTransport) roundTripFallback(req *http.Request) (*http.Response, error) {
-	var sc *sniffConn
-	n1xx := 0
-	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			if c, ok := info.Conn.(*sniffConn); ok {
-				c.arm()
-				sc = c
-			}
-		},
-		Got1xxResponse: func(int, textproto.MIMEHeader) error {
-			if n1xx++; n1xx > max1xxResponses {
-				return badResponse(errTooMany1xx)
-			}
-			return nil
-		},
-	}
-	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
-	if err == nil && sc != nil && resp.ProtoMajor == 1 {
-		restoreConnection(resp, sc.connection())
+	ft := new(fallbackTrace)
+	ft.trace.GotConn, ft.trace.Got1xxResponse = ft.gotConn, ft.got1xx
+	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), &ft.trace)))
+	if err == nil && ft.sc != nil && resp.ProtoMajor == 1 {
+		restoreConnection(resp, ft.sc.connection())
 	}
 	return resp, err
+}
+
+// fallbackTrace is a fallback request's trace and what it saw, in one
+// allocation (with its two hooks').
+type fallbackTrace struct {
+	trace httptrace.ClientTrace
+	sc    *sniffConn
+	n1xx  int
+}
+
+func (ft *fallbackTrace) gotConn(info httptrace.GotConnInfo) {
+	if c, ok := info.Conn.(*sniffConn); ok {
+		c.arm()
+		ft.sc = c
+	}
+}
+
+func (ft *fallbackTrace) got1xx(int, textproto.MIMEHeader) error {
+	if ft.n1xx++; ft.n1xx > max1xxResponses {
+		return badResponse(errTooMany1xx)
+	}
+	return nil
 }
 
 // do sends a body-less request to wr.addr and reads the response head.
