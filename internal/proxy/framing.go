@@ -20,8 +20,10 @@ import (
 // Content-Length and Transfer-Encoding; NewServer's handler takes one
 // entry per HTTP/1 request, in order (net/http serves a connection's
 // requests one after the other), and answers an ambiguous one 400 with
-// Connection: close. Only cleartext listeners can be guarded: under TLS
-// the listener sees ciphertext, and net/http needs the *tls.Conn itself.
+// Connection: close, as it does every request after the stream could not
+// be followed (framingStream fails closed). Only cleartext listeners can
+// be guarded: under TLS the listener sees ciphertext, and net/http needs
+// the *tls.Conn itself.
 
 // GuardListener wraps a cleartext listener served by NewServer's
 // *http.Server so that requests with ambiguous framing are refused (see
