@@ -155,9 +155,10 @@ type framingStream struct {
 	queue   [512]headFraming // more than net/http's 4 KiB read-ahead can hold
 	qHead   int
 	qLen    int
-	// broken: the stream could not be followed (the queue overflowed, a
-	// length or size net/http would parse differently, a line padded past
-	// line, a request that is not HTTP/1), so every request after it is
+	// broken: the stream could not be followed from some point on (the
+	// queue overflowed, a length or size net/http would parse differently,
+	// a line padded past line, a request that is not HTTP/1): the heads
+	// queued before that point are still popped, every later request is
 	// refused.
 	broken bool
 }
@@ -179,12 +180,14 @@ func (s *framingStream) feed(p []byte) {
 	defer func() {
 		if recover() != nil {
 			s.stop()
+			s.qLen = 0 // a bug: nothing queued is trusted either
 		}
 	}()
 	s.follow(p)
 }
 
-// stop gives up following the stream: every later request is refused.
+// stop gives up following the stream: every request whose head is not
+// queued yet is refused.
 func (s *framingStream) stop() { s.broken, s.state = true, fsDone }
 
 func (s *framingStream) follow(p []byte) {
@@ -298,18 +301,18 @@ func (s *framingStream) headLine(line []byte, empty bool) {
 		if line[0] != ' ' && line[0] != '\t' {
 			s.field(line)
 		} else if s.clField {
-			s.broken = true // a folded Content-Length: not followed
+			s.stop() // a folded Content-Length: not followed
 		}
 		return
 	}
 	// The end of the head.
 	s.lines = 0
 	if s.qLen == len(s.queue) {
-		s.broken = true
-	} else {
-		s.queue[(s.qHead+s.qLen)%len(s.queue)] = s.cur
-		s.qLen++
+		s.stop()
+		return
 	}
+	s.queue[(s.qHead+s.qLen)%len(s.queue)] = s.cur
+	s.qLen++
 	switch {
 	case s.cur.te:
 		s.state = fsChunkSize
@@ -331,12 +334,13 @@ func (s *framingStream) field(line []byte) {
 	case asciiEqualFold(name, "content-length"):
 		s.cur.cl, s.clField = true, true
 		if s.lineLen > len(s.line) {
-			s.broken = true // padded past the prefix kept: not followed
+			s.stop() // padded past the prefix kept: not followed
+			return
 		}
 		if s.curLen < 0 {
 			s.curLen = parseContentLength(value)
 			if s.curLen < 0 {
-				s.broken = true // net/http refuses it, or it is not followed
+				s.stop() // net/http refuses it, or it is not followed
 			}
 		}
 	}
@@ -416,10 +420,10 @@ func parseContentLength(v []byte) int64 {
 
 func isASCIISpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
-// pop returns the oldest queued head, and false when there is none or
-// the queue overflowed.
+// pop returns the oldest queued head, and false when there is none (the
+// head was not read yet, or the stream was not followed up to it).
 func (s *framingStream) pop() (headFraming, bool) {
-	if s.broken || s.qLen == 0 {
+	if s.qLen == 0 {
 		return headFraming{}, false
 	}
 	f := s.queue[s.qHead]

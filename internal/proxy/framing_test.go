@@ -94,7 +94,14 @@ func FuzzFramingStream(f *testing.F) {
 			_, cl := h["Content-Length"]
 			_, te := h["Transfer-Encoding"]
 			if each.broken {
-				return // not followed: refused (fail closed)
+				// Not followed from some point on: later requests are
+				// refused (fail closed); a head queued before is right.
+				if each.qLen == queued+1 {
+					if got, _ := each.pop(); got.cl != cl || got.te != te {
+						t.Fatalf("request %d (%q): queued cl=%v te=%v, head has cl=%v te=%v", i, head, got.cl, got.te, cl, te)
+					}
+				}
+				return
 			}
 			if each.qLen != queued+1 {
 				t.Fatalf("request %d (%q): %d entries queued for it", i, stream[start:end], each.qLen-queued)
