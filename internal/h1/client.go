@@ -29,9 +29,9 @@ import (
 //
 // The request head is written by Request.Write (net/http's rules,
 // without building an *http.Request). A response head is first read
-// whole into the connection's buffer (awaitHead: all heads of a response
-// share MaxResponseHeaderBytes, and at most max1xxResponses 1xx ones are
-// skipped), then parsed by readResponseFast or http.ReadResponse, so
+// whole into the connection's buffer (awaitHead: all heads of a response,
+// 1xx included, share MaxResponseHeaderBytes, as in net/http's
+// Transport), then parsed by readResponseFast or http.ReadResponse, so
 // framing (Content-Length, chunked, close-delimited, HEAD, 1xx) is the
 // standard library's.
 //
@@ -235,43 +235,43 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// roundTripFallback sends req with the fallback transport, skipping at
-// most max1xxResponses 1xx responses like the fast path (net/http then
-// bounds each head, not their total, by its MaxResponseHeaderBytes). When
-// the fallback is a Transport from NewTransport, whose connections keep
-// the Connection header of the response they carry (sniffConn), that
-// header is put back where net/http deleted it (see restoreConnection).
+// roundTripFallback sends req with the fallback transport. net/http bounds
+// all heads of a response, 1xx included, by its MaxResponseHeaderBytes
+// together, as the fast path does (no Got1xxResponse hook is installed:
+// one would reset that budget for every 1xx). When the fallback is a
+// Transport from NewTransport, whose connections keep the Connection
+// header of the response they carry (sniffConn), that header is put back
+// where net/http deleted it (see restoreConnection). A final response
+// with a field name that is not a token is refused like on the fast path.
 func (t *Transport) roundTripFallback(req *http.Request) (*http.Response, error) {
-	var sc *sniffConn
-	n1xx := 0
-	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			if c, ok := info.Conn.(*sniffConn); ok {
-				c.arm()
-				sc = c
-			}
-		},
-		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
-			if n1xx++; n1xx > max1xxResponses {
-				return BadResponse(errTooMany1xx)
-			}
-			if err := checkFieldNames(h); err != nil {
-				return BadResponse(err)
-			}
-			return nil
-		},
+	ft := new(fallbackTrace)
+	ft.trace.GotConn = ft.gotConn
+	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), &ft.trace)))
+	if err != nil {
+		return nil, err
 	}
-	resp, err := t.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
-	if err == nil {
-		if ferr := checkFieldNames(resp.Header); ferr != nil {
-			resp.Body.Close()
-			return nil, BadResponse(ferr)
-		}
+	if ferr := checkFieldNames(resp.Header); ferr != nil {
+		resp.Body.Close()
+		return nil, BadResponse(ferr)
 	}
-	if err == nil && sc != nil && resp.ProtoMajor == 1 {
-		restoreConnection(resp, sc.connection())
+	if ft.sc != nil && resp.ProtoMajor == 1 {
+		restoreConnection(resp, ft.sc.connection())
 	}
-	return resp, err
+	return resp, nil
+}
+
+// fallbackTrace is a fallback request's trace and the connection it got,
+// in one allocation (with its hook's).
+type fallbackTrace struct {
+	trace httptrace.ClientTrace
+	sc    *sniffConn
+}
+
+func (ft *fallbackTrace) gotConn(info httptrace.GotConnInfo) {
+	if c, ok := info.Conn.(*sniffConn); ok {
+		c.arm()
+		ft.sc = c
+	}
 }
 
 // Do sends wr, a body-less request, to wr.Addr on a pooled connection
@@ -417,8 +417,11 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 	c.req.Method = wr.Method
 	// All heads of the response (1xx and final) share one size budget.
 	budget := MaxResponseHeaderBytes
-	for n1xx := 0; ; {
-		r := c.br
+	// r is c.br until a head too big for it is read through a larger
+	// reader stacked on it (awaitHead), which may have buffered what
+	// follows: from then on every head and the body are read through it.
+	r := c.br
+	for {
 		n := headLen(buffered(r), 0)
 		if n == 0 {
 			// The response has started: the rest of its head gets the
@@ -428,7 +431,7 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 				c.setDeadline(cur)
 			}
 			var err error
-			if r, n, err = awaitHead(c.br, budget); err != nil {
+			if r, n, err = awaitHead(r, budget); err != nil {
 				return fail(err)
 			}
 		}
@@ -453,20 +456,21 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 			if resp, err = http.ReadResponse(r, &c.req); err != nil {
 				return fail(BadResponse(err))
 			}
-			// textproto accepts a space in a field name ("Content-Length
-			// : 5"); readResponseFast takes only tokens.
-			if err := checkFieldNames(resp.Header); err != nil {
-				return fail(BadResponse(err))
-			}
 			restoreConnection(resp, conn)
 			pb = new(pooledBody)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			// 1xx informational: the final response follows.
-			if n1xx++; n1xx > max1xxResponses {
-				return fail(BadResponse(errTooMany1xx))
-			}
+			// 1xx informational: discarded (as net/http's Transport
+			// does); the final response follows, within what is left
+			// of the budget.
 			continue
+		}
+		// textproto accepts a space in a field name ("Content-Length :
+		// 5"); readResponseFast takes only tokens.
+		if fr == nil {
+			if err := checkFieldNames(resp.Header); err != nil {
+				return fail(BadResponse(err))
+			}
 		}
 		resp.Request = nil
 		// A body already in the buffer needs neither a deadline nor
@@ -496,17 +500,10 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 	}
 }
 
-// Response head limits. On the fast path all heads of one response (any
-// 1xx and the final one) share MaxResponseHeaderBytes; on the fallback
-// net/http bounds each head by it. Both skip at most max1xxResponses
-// informational responses. Past a limit the attempt fails with a
-// badResponse error (502 to the client).
-const max1xxResponses = 5
-
-var (
-	errHeadTooLarge = errors.New("response headers exceed 128 KiB")
-	errTooMany1xx   = errors.New("more than 5 informational (1xx) responses")
-)
+// errHeadTooLarge fails an attempt whose response heads (any 1xx and the
+// final one together, as net/http's Transport counts them) exceed
+// MaxResponseHeaderBytes: a badResponse error (502 to the client).
+var errHeadTooLarge = errors.New("response headers exceed 128 KiB")
 
 // badResponseError marks a backend response the proxy refuses (malformed,
 // over a limit, switching protocols unasked), as opposed to the

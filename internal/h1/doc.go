@@ -79,9 +79,10 @@
 //     before any response byte is replayed once on a fresh connection
 //     when its method is idempotent, as net/http does.
 //   - All heads of one response (1xx included) share
-//     MaxResponseHeaderBytes (128 KiB), and at most one 16 KiB buffer
-//     fill is read past it; net/http's Transport bounds each head. At
-//     most 5 1xx responses are skipped (on the fallback too).
+//     MaxResponseHeaderBytes (128 KiB), as in net/http's Transport (the
+//     fallback installs no Got1xxResponse hook, which would reset that
+//     budget per 1xx), and at most one 16 KiB buffer fill is read past
+//     it. 1xx heads are discarded whatever their fields.
 //   - A response refused for what the backend sent (over a limit,
 //     malformed status line, headers or framing, header names that are
 //     not tokens) fails with an error IsBadResponse reports, also on the

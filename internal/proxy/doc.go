@@ -54,13 +54,11 @@
 //   - A response the proxy refuses → 502 (a failed attempt: a backend
 //     fault for outlier detection and passive health, retried like a
 //     reset, i.e. under the 5xx and gateway-error conditions): a
-//     response head over 128 KiB (on h1.Transport all of a
-//     response's heads, 1xx included, share that budget and at most it
-//     plus one 16 KiB buffer fill is read; net/http's Transport bounds
-//     each head), more than 5 1xx responses (HTTP/2 backends: 1xx
-//     header lists over 128 KiB in total), malformed status lines,
-//     headers or framing (HTTP/2: protocol errors), header names that
-//     are not tokens, a status code below 100, and a 101 not asked for
+//     response's heads over 128 KiB together, 1xx included (HTTP/2
+//     backends: 128 KiB per header list, and for the 1xx ones
+//     together), malformed status lines, headers or framing (HTTP/2:
+//     protocol errors), field names that are not tokens in the final
+//     head, a status code below 100, and a 101 not asked for
 //     or to another protocol than the one asked for.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy

@@ -463,9 +463,16 @@ func (x *exchange) respond(resp *http.Response) {
 	}
 }
 
-// writeDeadliner is a ResponseWriter whose writes can be bounded (as
-// http.ResponseController.SetWriteDeadline does, without its allocation):
-// h1.Server's, and net/http's HTTP/1 and HTTP/2 ones.
+// writeDeadliner is a ResponseWriter whose writes can be bounded:
+// h1.Server's, and net/http's HTTP/1 and HTTP/2 ones (asserting it avoids
+// http.ResponseController's allocation, not the call's cost). respond
+// calls it once per exchange. h1.Server's records the deadline; net/http's
+// HTTP/1 one sets the connection's write deadline; net/http's HTTP/2 one
+// sends a closure to the connection's serve loop and starts a timer for
+// the stream (h2_bundle.go, http2responseWriter.SetWriteDeadline). That is
+// the price of cutting off an HTTP/2 client that stops reading: flow
+// control would otherwise block the handler, and hold the backend
+// connection, until the client goes away.
 type writeDeadliner interface {
 	SetWriteDeadline(time.Time) error
 }
