@@ -30,8 +30,6 @@ var writeSeeds = flag.Bool("diff.writeseeds", false, "rewrite testdata/fuzz/Fuzz
 // seed no longer fails.
 var knownFailing = map[string]string{
 	// FuzzDiffServer.
-	"absolute-form-no-host": "new (HTTP/1.1 absolute-form request without Host forwarded; RFC 9112 §3.2 wants 400)",
-	"host-userinfo":         "new (Host with userinfo forwarded with an empty Host; net/http answers 400)",
 	// FuzzDiffClient.
 	"101-no-upgrade":            "9 (backend 101 without an upgrade requested passed on)",
 	"conn-lists-internal-close": "11 (Connection: X-Internal, close leaks X-Internal)",
