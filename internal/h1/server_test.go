@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -678,5 +679,25 @@ func TestH1BodyReaderLeftBehindIsBounded(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("connection closed after %v", d)
+	}
+}
+
+// TestH1NilContentTypeSuppressesSniffing: as with net/http, a handler
+// that sets Content-Type to nil gets no sniffed Content-Type and no
+// Content-Type line; without the entry the first write is sniffed.
+func TestH1NilContentTypeSuppressesSniffing(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/nil" {
+			w.Header()["Content-Type"] = nil
+		}
+		io.WriteString(w, "<html></html>")
+	}))
+	for path, want := range map[string][]string{"/nil": nil, "/sniff": {"text/html; charset=utf-8"}} {
+		c, br := ht.dial(t)
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := readResp(t, br, "GET")
+		if got := resp.Header["Content-Type"]; body != "<html></html>" || !slices.Equal(got, want) {
+			t.Errorf("%s: Content-Type %q body %q, want %q", path, got, body, want)
+		}
 	}
 }

@@ -33,7 +33,6 @@ var knownFailing = map[string]string{
 	// FuzzDiffClient.
 	"101-no-upgrade":            "9 (backend 101 without an upgrade requested passed on)",
 	"conn-lists-internal-close": "11 (Connection: X-Internal, close leaks X-Internal)",
-	"sniff-split-body":          "new (H1Server sniffs Content-Type from the first write only)",
 	"name-space":                "rule (Spillway refuses a backend field name that is not a token; net/http's Transport accepts it)",
 	"name-space-before-colon":   "rule (Spillway refuses a backend field name that is not a token; net/http's Transport accepts it)",
 	"1xx-few":                   "new (the 5-1xx cap is stricter than net/http's shared 128 KiB head budget)",

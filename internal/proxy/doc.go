@@ -83,7 +83,10 @@
 //     NewTransport's HTTP/1.1 connections, h1.SniffConns, keep a copy).
 //     X-Forwarded-For gets "<client>,<lb-ip>" appended;
 //     X-Forwarded-Proto is set; Via gets "1.1 spillway" (responses too).
-//     Host is preserved unless hostRewrite.
+//     Host is preserved unless hostRewrite. A response without
+//     Content-Type gets none: the frontends' sniffing is suppressed (a
+//     nil Content-Type entry, net/http's convention, which h1.Server
+//     follows), so the proxy never invents one.
 //   - Header actions: the backend service's custom headers first, then
 //     the weighted service's headerAction, then the route's actions in
 //     route.Action order, so URL-map actions win on a clash. Per action,

@@ -435,6 +435,14 @@ func (x *exchange) respond(resp *http.Response) {
 	h1.CopyHeaders(dst, resp.Header)
 	dst["Via"] = h1.AppendVia(resp.Header["Via"], x.h.via)
 	x.hp.response(dst)
+	if _, ok := dst["Content-Type"]; !ok {
+		// A proxy does not invent a Content-Type (RFC 9110 §8.3: a
+		// recipient may sniff, an intermediary passes on what the
+		// origin said): a nil entry stops the server from sniffing one
+		// from the body and writes nothing (net/http's convention,
+		// which h1.Server follows).
+		dst["Content-Type"] = nil
+	}
 	if len(resp.Trailer) > 0 {
 		announceTrailers(dst, resp.Trailer)
 	}
