@@ -46,18 +46,6 @@ var knownFailing = map[string]string{
 // issue 9 item yet. Empty it as that is fixed (for example by answering
 // such requests with "Connection: close" from the handler).
 var knownFailingNetHTTP = map[string]string{
-	"chunk-size-zz":               "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-zz-request":       "net/http reads on after a malformed chunk and forwards the smuggled request",
-	"chunk-size-overflow":         "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-0x":               "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-lead-space":       "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-lf":               "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-data-no-crlf":          "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-ext-lf":                "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-negative":              "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"truncated-cl-halfclose":      "implicit 200: the handler writes nothing once the request context is cancelled",
-	"truncated-chunked-halfclose": "implicit 200: the handler writes nothing once the request context is cancelled",
-	"chunk-size-ffff":             "implicit 200: the handler writes nothing once the request context is cancelled",
 }
 
 // knownNetHTTPSeed returns the name and reason of the seed in
