@@ -29,13 +29,13 @@ var writeSeeds = flag.Bool("diff.writeseeds", false, "rewrite testdata/fuzz/Fuzz
 // landed must run. TestDiff*Corpus log "now passes" for an entry whose
 // seed no longer fails.
 var knownFailing = map[string]string{
-	// FuzzDiffServer.
-	// FuzzDiffClient.
-	"101-no-upgrade":            "9 (backend 101 without an upgrade requested passed on)",
-	"conn-lists-internal-close": "11 (Connection: X-Internal, close leaks X-Internal)",
-	"name-space":                "rule (Spillway refuses a backend field name that is not a token; net/http's Transport accepts it)",
-	"name-space-before-colon":   "rule (Spillway refuses a backend field name that is not a token; net/http's Transport accepts it)",
-	"1xx-few":                   "new (the 5-1xx cap is stricter than net/http's shared 128 KiB head budget)",
+	// FuzzDiffClient. h1.Transport gives up after 5 interim responses;
+	// net/http's Transport bounds all heads of a response, 1xx included,
+	// by MaxResponseHeaderBytes (128 KiB) only. internal/h1/client.go is
+	// being changed by another engineer; the lead aligns the 1xx rule
+	// with net/http's (no count cap, the shared 128 KiB budget kept)
+	// once that has landed, and removes this entry.
+	"1xx-few": "new (the 5-1xx cap is stricter than net/http's shared 128 KiB head budget; to be aligned after the h1/client.go change lands)",
 }
 
 // knownFailingNetHTTP lists the server seeds on which the alternative
@@ -45,8 +45,7 @@ var knownFailing = map[string]string{
 // client cut short. Found by this harness; not an
 // issue 9 item yet. Empty it as that is fixed (for example by answering
 // such requests with "Connection: close" from the handler).
-var knownFailingNetHTTP = map[string]string{
-}
+var knownFailingNetHTTP = map[string]string{}
 
 // knownNetHTTPSeed returns the name and reason of the seed in
 // knownFailingNetHTTP equal to in, if any.
