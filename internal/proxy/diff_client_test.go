@@ -490,8 +490,8 @@ func (r clientRun) String() string {
 func checkClient(t *testing.T, d *diffClients, in diffInput) clientRun {
 	r := d.run(t, in)
 	if whys := compareClient(r); len(whys) > 0 {
-		if item := knownClientDefect(in, r, whys); item != "" {
-			t.Skipf("%s: known defect, issue 9 item %s (SPILLWAY_DIFF_KNOWN=skip)", strings.Join(whys, "; "), item)
+		if pending1xxCap(r, whys) {
+			t.Skipf("%s: the 5-1xx cap, pending (knownFailing[\"1xx-few\"])", strings.Join(whys, "; "))
 		}
 		t.Errorf("%s\nstream %s\ncuts %v\n%s", strings.Join(whys, "; "), quoteShort(in.stream(), 600), cuts(in.sched, len(in.stream())), r)
 	}
