@@ -200,7 +200,7 @@ func (c *h1conn) serve() {
 			}
 			head, whole = bufferedHead(c.br) // the preface check may have read more
 		}
-		req, err := c.readRequest(head, whole)
+		req, host, err := c.readRequest(head, whole)
 		hitLimit := c.src.remain <= 0
 		c.src.remain = noLimit
 		if err != nil {
@@ -208,7 +208,7 @@ func (c *h1conn) serve() {
 			return
 		}
 		req.TLS = c.tls
-		if code, why := checkRequest(req); code != 0 {
+		if code, why := checkRequest(req, host); code != 0 {
 			c.errorResponse(code, why)
 			return
 		}
@@ -220,11 +220,13 @@ func (c *h1conn) serve() {
 
 // readRequest reads the next request, with the fast parser when its head
 // (head, whole: from bufferedHead) is all buffered, else with
-// http.ReadRequest. The request carries the connection's context.
-func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
+// http.ReadRequest. The request carries the connection's context; host
+// says what its Host fields were, for checkRequest.
+func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, hostFields, error) {
 	if whole {
 		if r := readRequestFast(c.ctx, c.br, head); r != nil {
-			return r, nil
+			// One Host field (or the parser declines), in r.Host.
+			return r, hostInRequest, nil
 		}
 	}
 	// The head is scanned for its framing fields as it goes by: what is
@@ -237,21 +239,39 @@ func (c *h1conn) readRequest(head []byte, whole bool) (*http.Request, error) {
 	r, err := http.ReadRequest(c.br)
 	c.src.scan = nil
 	if err != nil {
-		return nil, err
+		return nil, hostInRequest, err
 	}
 	if err := c.scan.check(r); err != nil {
-		return nil, err
+		return nil, hostInRequest, err
 	}
 	// textproto accepts spaces in field names ("X A", "Content-Length :"),
 	// which net/http's server then refuses; so do we (readRequestFast
 	// takes only token names).
 	for k := range r.Header {
 		if !isToken(k) {
-			return nil, errInvalidFieldName
+			return nil, hostInRequest, errInvalidFieldName
 		}
 	}
-	return r.WithContext(c.ctx), nil
+	host := hostInRequest
+	switch {
+	case !c.scan.host:
+		host = hostMissing
+	case c.scan.hostBad:
+		host = hostMalformed
+	}
+	return r.WithContext(c.ctx), host, nil
 }
+
+// hostFields is what readRequest saw of a request's Host fields, which
+// http.ReadRequest takes out of the header map (and replaces by an
+// absolute-form target's authority in r.Host).
+type hostFields uint8
+
+const (
+	hostInRequest hostFields = iota // at most one field, its value in r.Host unless the target is absolute-form
+	hostMissing                     // no Host field
+	hostMalformed                   // a Host field validHost refuses
+)
 
 // startTLS completes the TLS handshake within ReadHeaderTimeout, as
 // net/http does, and hands a connection that negotiated h2 to the HTTP/2
@@ -359,25 +379,34 @@ func (c *h1conn) readFailed(err error, hitLimit bool) {
 	}
 }
 
-// checkRequest applies net/http's server-side request checks.
-func checkRequest(r *http.Request) (int, string) {
+// checkRequest applies net/http's server-side request checks. As in
+// net/http's server, the Host checks look at the Host field (host, from
+// readRequest), not only at r.Host, which http.ReadRequest takes from an
+// absolute-form target: an HTTP/1.1 request without a Host field is
+// refused even when its target names a host (RFC 9112 §3.2: a server
+// MUST answer 400 to an HTTP/1.1 request that lacks one).
+func checkRequest(r *http.Request, host hostFields) (int, string) {
 	if r.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
 	// http.ReadRequest moved the Host header to r.Host (refusing
 	// several) and checked header values; readRequest checked the names.
-	if r.Host == "" && r.ProtoAtLeast(1, 1) && r.Method != http.MethodConnect {
+	// An empty Host with no authority in the target is refused too
+	// (net/http accepts it): there is nothing to route by.
+	if (host == hostMissing || r.Host == "") && r.ProtoAtLeast(1, 1) && r.Method != http.MethodConnect {
 		return http.StatusBadRequest, "missing required Host header"
 	}
-	if !validHost(r.Host) {
+	if host == hostMalformed || !validHost(r.Host) {
 		return http.StatusBadRequest, "malformed Host header"
 	}
 	return 0, ""
 }
 
 // validHost reports whether h is made of the bytes net/http allows in a
-// Host header (httpguts.ValidHostHeader, without the x/net dependency).
-func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=@[]_~") }
+// Host header (httpguts.ValidHostHeader, without the x/net dependency):
+// RFC 3986's unreserved and sub-delims, '%', ':', '[' and ']'. Not '@':
+// a Host with userinfo ("u@x") is refused, as net/http refuses it.
+func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=[]_~") }
 
 // errorResponse answers with a short text/plain error ("<code> <text>:
 // <reason>", the proxy's format) and closes the connection, lingering so

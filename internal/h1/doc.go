@@ -68,6 +68,11 @@
 //     accepts "X A" and "Content-Length :") get the same answer. net/http's
 //     server does the framing check on GuardListener's connections when
 //     its ConnContext calls GuardContext and its handler CheckGuard.
+//   - Host is checked as net/http's server checks it (the Host field,
+//     not an absolute-form target's authority: none → 400; bytes
+//     outside httpguts.ValidHostHeader's set, '@' included → 400), and
+//     an HTTP/1.1 request whose Host is empty with no authority in its
+//     target is refused too (net/http accepts it).
 //   - Request line plus headers over MaxHeaderBytes (60 KiB, with
 //     net/http's 4 KiB of read slop) → 431. Error responses the server
 //     makes itself are short text/plain bodies, and close the connection.

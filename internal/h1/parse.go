@@ -378,6 +378,14 @@ type framingScan struct {
 	done    bool                           // the head has ended
 	cl, te  bool                           // the fields seen
 	ignored bool                           // the name outgrew the array
+	// Host fields, which http.ReadRequest takes out of the header map
+	// (net/http's server checks them before that): whether one was
+	// seen, and whether a value had a byte validHost refuses or
+	// whitespace inside it.
+	host, hostBad bool
+	inHost        bool // in a Host field's value (or its continuation)
+	hostByte      bool // the value has had a non-whitespace byte
+	hostSpace     bool // whitespace after it
 }
 
 // reset starts a new head.
@@ -396,10 +404,22 @@ func (s *framingScan) feed(p []byte) {
 			}
 			s.line++
 			s.n, s.cr, s.inName, s.ignored = 0, false, false, false
+			// A continuation line joins the value with a space.
+			s.hostSpace = s.hostByte
 			continue
 		}
 		if s.n == 0 && s.line > 0 && b != ' ' && b != '\t' {
-			s.inName = true
+			s.inName, s.inHost = true, false
+		}
+		if s.inHost {
+			switch {
+			case b == ' ' || b == '\t':
+				s.hostSpace = s.hostSpace || s.hostByte
+			case b == '\r':
+			default:
+				s.hostBad = s.hostBad || s.hostSpace || !validHost(string(b))
+				s.hostByte = true
+			}
 		}
 		if s.inName {
 			switch {
@@ -409,6 +429,10 @@ func (s *framingScan) feed(p []byte) {
 				if !s.ignored {
 					s.cl = s.cl || name == "content-length"
 					s.te = s.te || name == "transfer-encoding"
+					if name == "host" && s.n == len("host") {
+						s.host, s.inHost = true, true
+						s.hostByte, s.hostSpace = false, false
+					}
 				}
 			case s.n < len(s.name):
 				if 'A' <= b && b <= 'Z' {

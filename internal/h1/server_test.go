@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,13 @@ func TestH1BadRequests(t *testing.T) {
 		{"malformed request line", "GET /\r\nHost: x\r\n\r\n", 400, "400 Bad Request: malformed request\n"},
 		{"garbage", "\x00\x01\x02 nonsense\r\n\r\n", 400, ""},
 		{"missing Host", "GET / HTTP/1.1\r\n\r\n", 400, "400 Bad Request: missing required Host header\n"},
+		// RFC 9112 §3.2: an absolute-form target does not stand in for
+		// the Host field (net/http's server checks the field too).
+		{"absolute-form without Host", "GET http://example.com/p HTTP/1.1\r\n\r\n", 400, "400 Bad Request: missing required Host header\n"},
+		// httpguts.ValidHostHeader has no '@': userinfo is not a host.
+		{"Host with userinfo", "GET / HTTP/1.1\r\nHost: u@x\r\n\r\n", 400, "400 Bad Request: malformed Host header\n"},
+		{"Host with userinfo, slow path", "GET / HTTP/1.1\r\nHost: u@x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "400 Bad Request: malformed Host header\n"},
+		{"absolute-form with a Host with userinfo", "GET http://example.com/p HTTP/1.1\r\nHost: u@x\r\n\r\n", 400, "400 Bad Request: malformed Host header\n"},
 		{"two Content-Lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400, ""},
 		{"unsupported Transfer-Encoding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, ""},
 		{"HTTP/2 request line", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, ""},
@@ -671,5 +679,25 @@ func TestH1BodyReaderLeftBehindIsBounded(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("connection closed after %v", d)
+	}
+}
+
+// TestH1NilContentTypeSuppressesSniffing: as with net/http, a handler
+// that sets Content-Type to nil gets no sniffed Content-Type and no
+// Content-Type line; without the entry the first write is sniffed.
+func TestH1NilContentTypeSuppressesSniffing(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/nil" {
+			w.Header()["Content-Type"] = nil
+		}
+		io.WriteString(w, "<html></html>")
+	}))
+	for path, want := range map[string][]string{"/nil": nil, "/sniff": {"text/html; charset=utf-8"}} {
+		c, br := ht.dial(t)
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := readResp(t, br, "GET")
+		if got := resp.Header["Content-Type"]; body != "<html></html>" || !slices.Equal(got, want) {
+			t.Errorf("%s: Content-Type %q body %q, want %q", path, got, body, want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,45 +21,24 @@ import (
 
 var writeSeeds = flag.Bool("diff.writeseeds", false, "rewrite testdata/fuzz/FuzzDiff*/ from the seed tables")
 
-// knownFailing lists the seeds that fail on the code this harness was
-// written against, by the issue 9 item whose fix makes them pass. They are
-// skipped (with that reason) by the fuzz targets and reported as KNOWN by
-// the table tests. EMPTY THIS MAP as the fixes merge: a seed whose fix has
-// landed must run. TestDiff*Corpus log "now passes" for an entry whose
-// seed no longer fails.
-var knownFailing = map[string]string{
-	// FuzzDiffServer.
-	"absolute-form-no-host": "new (HTTP/1.1 absolute-form request without Host forwarded; RFC 9112 §3.2 wants 400)",
-	"host-userinfo":         "new (Host with userinfo forwarded with an empty Host; net/http answers 400)",
-	// FuzzDiffClient.
-	"101-no-upgrade":            "9 (backend 101 without an upgrade requested passed on)",
-	"conn-lists-internal-close": "11 (Connection: X-Internal, close leaks X-Internal)",
-	"sniff-split-body":          "new (H1Server sniffs Content-Type from the first write only)",
-	"name-space":                "rule (Spillway refuses a backend field name that is not a token; net/http's Transport accepts it)",
-	"name-space-before-colon":   "rule (Spillway refuses a backend field name that is not a token; net/http's Transport accepts it)",
-}
+// knownFailing lists the seeds that fail on today's code, with the reason
+// and the change whose landing makes them pass. They are skipped (with
+// that reason) by the fuzz targets and reported as KNOWN by the table
+// tests. EMPTY THIS MAP as the fixes merge: a seed whose fix has landed
+// must run. TestDiff*Corpus log "now passes" for an entry whose seed no
+// longer fails. Empty: every issue 9 defect and harness finding is fixed
+// or written as a rule.
+var knownFailing = map[string]string{}
 
 // knownFailingNetHTTP lists the server seeds on which the alternative
 // frontend loop (NewServer's *http.Server with Spillway's handler) breaks
-// rule N1 or N2 on today's code: it keeps reading the connection after a
-// message RFC 9112 says must close it, or answers 200 to an upload the
-// client cut short. Found by this harness; not an
-// issue 9 item yet. Empty it as that is fixed (for example by answering
-// such requests with "Connection: close" from the handler).
-var knownFailingNetHTTP = map[string]string{
-	"chunk-size-zz":               "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-zz-request":       "net/http reads on after a malformed chunk and forwards the smuggled request",
-	"chunk-size-overflow":         "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-0x":               "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-lead-space":       "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-size-lf":               "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-data-no-crlf":          "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-ext-lf":                "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"chunk-negative":              "net/http reads on after a malformed chunk (EnableFullDuplex skips its body check)",
-	"truncated-cl-halfclose":      "implicit 200: the handler writes nothing once the request context is cancelled",
-	"truncated-chunked-halfclose": "implicit 200: the handler writes nothing once the request context is cancelled",
-	"chunk-size-ffff":             "implicit 200: the handler writes nothing once the request context is cancelled",
-}
+// rule N1 or N2 on today's code, by name and reason. Empty: the handler
+// answers a client body error 400 with "Connection: close" and aborts
+// (http.ErrAbortHandler) when its client is gone, so the loop neither
+// reads on after a malformed chunk nor answers an implicit 200 to a cut
+// upload (TestClientBodyErrorClosesConnection,
+// TestCutUploadGetsNoSuccess).
+var knownFailingNetHTTP = map[string]string{}
 
 // knownNetHTTPSeed returns the name and reason of the seed in
 // knownFailingNetHTTP equal to in, if any.
@@ -500,72 +478,3 @@ func TestDiffClientCorpus(t *testing.T) {
 // (the harness's deadlines end an exec within about 2.5 s; the frontends'
 // own timeouts are far longer, 30 s for a head).
 const slowExec = 4 * time.Second
-
-// While the issue 9 fixes are in flight, SPILLWAY_DIFF_KNOWN=skip makes
-// the fuzz targets skip (not fail) executions whose violation is one of
-// the known defects, so that a fuzzing run on today's code looks for new
-// ones instead of stopping at the first known one. The classifiers are
-// deliberately broad. DELETE THEM with knownFailing once the fixes merge.
-var skipKnown = os.Getenv("SPILLWAY_DIFF_KNOWN") == "skip"
-
-// knownServerDefect returns the issue 9 item a server violation belongs
-// to, or "" (always "" unless SPILLWAY_DIFF_KNOWN=skip).
-func knownServerDefect(stream []byte, cs []cut, why string) string {
-	if !skipKnown {
-		return ""
-	}
-	switch {
-	case strings.HasPrefix(why, "S1") || strings.HasPrefix(why, "S4") || strings.HasPrefix(why, "S5"):
-		return "5"
-	case spacedFieldName(stream):
-		return "2"
-	case bytes.Contains(stream, []byte("/slow")) && slices.ContainsFunc(cs, func(c cut) bool { return c.delay > 0 }):
-		return "1"
-	}
-	return ""
-}
-
-// spacedFieldName reports a line that looks like a field whose name has
-// whitespace in it or before its colon.
-func spacedFieldName(stream []byte) bool {
-	for line := range strings.SplitSeq(string(stream), "\n") {
-		k, _, ok := strings.Cut(line, ":")
-		if ok && k != "" && k[0] != ' ' && k[0] != '\t' && strings.ContainsAny(k, " \t") && !strings.Contains(k, "HTTP/") {
-			return true
-		}
-	}
-	return false
-}
-
-// knownClientDefect returns the issue 9 item a client violation belongs
-// to, or "" (always "" unless SPILLWAY_DIFF_KNOWN=skip).
-func knownClientDefect(in diffInput, r clientRun, whys []string) string {
-	if !skipKnown {
-		return ""
-	}
-	for _, why := range whys {
-		switch {
-		case strings.HasPrefix(why, "P2"):
-			return "9"
-		case strings.HasPrefix(why, "P1") && len(r.connTokens) > 0:
-			return "11"
-		case r.std.err != "" && r.fast.err == "" && strings.Contains(r.std.err, "exceeded"):
-			return "3"
-		case strings.HasPrefix(why, "C4") && sniffOnly(r):
-			return "new: Content-Type sniffing (sniff-split-body)"
-		}
-	}
-	return ""
-}
-
-// sniffOnly reports proxied outcomes that differ only in a Content-Type
-// the backend did not send (the frontends sniffed it).
-func sniffOnly(r clientRun) bool {
-	if r.fast.err != "" || r.fast.header.Get("Content-Type") != "" || r.spill.err != "" || r.ref.err != "" {
-		return false
-	}
-	a, b := r.spill.header.Clone(), r.ref.header.Clone()
-	a.Del("Content-Type")
-	b.Del("Content-Type")
-	return r.spill.status == r.ref.status && reflect.DeepEqual(a, b) && r.spill.body == r.ref.body
-}

@@ -593,17 +593,11 @@ func checkServer(t *testing.T, d *diffServers, in diffInput) (s, n serverRun) {
 	cs := cuts(in.sched, len(stream))
 	s, n = d.run(t, stream, cs, in.mode&diffNoSentinel == 0)
 	if why := compareServer(stream, s, n); why != "" {
-		if item := knownServerDefect(stream, cs, why); item != "" {
-			t.Skipf("%s: known defect, issue 9 item %s (SPILLWAY_DIFF_KNOWN=skip)", why, item)
-		}
 		t.Errorf("%s\nstream %s\ncuts %v\nspillway: %s\nnet/http: %s", why, quoteShort(stream, 600), cs, s, n)
 	}
 	if why := compareNetHTTPLoop(stream, n); why != "" {
 		if name, reason := knownNetHTTPSeed(in); name != "" {
 			t.Skipf("seed %q: %s: known, %s", name, why, reason)
-		}
-		if skipKnown {
-			t.Skipf("%s: known finding in the net/http loop (SPILLWAY_DIFF_KNOWN=skip)", why)
 		}
 		t.Errorf("%s\nstream %s\ncuts %v\nnet/http: %s", why, quoteShort(stream, 600), cs, n)
 	}

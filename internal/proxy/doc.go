@@ -48,9 +48,18 @@
 //     response).
 //   - Connect failures and resets after the last try → 503.
 //   - A request body the client fails to deliver (malformed chunking, an
-//     upload cut short by a half-close or reset) → 400. The attempt's
+//     upload cut short by a half-close or reset) → 400 with "Connection:
+//     close", also when the request context has already ended (a client
+//     that half-closed can still read it): nothing after a broken body
+//     is read as a request, on either server loop (net/http's, with
+//     EnableFullDuplex, would read on otherwise). The attempt's
 //     Outcome has ClientFault set; it is not retried, and outlier
 //     detection and passive health ignore it (Outcome.BackendSignal).
+//   - A client that is gone for any other reason before the handler has
+//     answered (its context ended during the exchange or a fault delay)
+//     gets no answer: the handler panics with http.ErrAbortHandler, and
+//     both server loops close the connection, so that net/http's server
+//     cannot send an implicit 200.
 //   - A response the proxy refuses → 502 (a failed attempt: a backend
 //     fault for outlier detection and passive health, retried like a
 //     reset, i.e. under the 5xx and gateway-error conditions): a
@@ -81,7 +90,10 @@
 //     NewTransport's HTTP/1.1 connections, h1.SniffConns, keep a copy).
 //     X-Forwarded-For gets "<client>,<lb-ip>" appended;
 //     X-Forwarded-Proto is set; Via gets "1.1 spillway" (responses too).
-//     Host is preserved unless hostRewrite.
+//     Host is preserved unless hostRewrite. A response without
+//     Content-Type gets none: the frontends' sniffing is suppressed (a
+//     nil Content-Type entry, net/http's convention, which h1.Server
+//     follows), so the proxy never invents one.
 //   - Header actions: the backend service's custom headers first, then
 //     the weighted service's headerAction, then the route's actions in
 //     route.Action order, so URL-map actions win on a clash. Per action,

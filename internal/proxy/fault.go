@@ -9,8 +9,8 @@ import (
 )
 
 // fault applies a route's faultInjectionPolicy: first the delay, then the
-// abort. It reports whether the request has been answered (aborted, or its
-// client left during the delay). Aborted requests are not retried. An
+// abort. It reports whether the request has been answered (aborted); a
+// client that leaves during the delay aborts the handler. Aborted requests are not retried. An
 // unset percentage means 100 (the fault is configured, so it applies;
 // Google's documentation is silent).
 func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultInjectionPolicy) bool {
@@ -19,8 +19,10 @@ func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultI
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
+			// The client left: abort rather than let the server
+			// answer an implicit 200 (see exchange.fail).
 			t.Stop()
-			return true
+			panic(http.ErrAbortHandler)
 		}
 	}
 	if a := f.Abort; a != nil && hit(h.rand, a.Percentage) {

@@ -398,15 +398,25 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 	return d.Endpoint
 }
 
-// fail answers a request whose last attempt got no response: 504 after a
-// timeout, 502 when the backend's response was unacceptable (malformed,
-// over a size limit), else 503 (Google's code for connect failures and
-// resets).
+// fail answers a request whose last attempt got no response: 400 with
+// "Connection: close" when the client failed to deliver its body, 504
+// after a timeout, 502 when the backend's response was unacceptable
+// (malformed, over a size limit), else 503 (Google's code for connect
+// failures and resets).
+//
+// A client body error is answered even when the request context has
+// ended (a client that half-closed inside its upload can still read the
+// answer), and the answer closes the connection: the bytes after a body
+// that went wrong cannot be trusted as the next request (RFC 9112 §7.1,
+// §8), and net/http's server, with EnableFullDuplex, would otherwise read
+// on. Any other failure with the client gone aborts the handler
+// (http.ErrAbortHandler: both server loops close the connection without
+// a response), so the server cannot answer an implicit 200 for it.
 func (x *exchange) fail(at *attempt) {
-	if x.r.Context().Err() != nil {
-		return // the client is gone; nobody to answer
-	}
 	o := &at.out
+	if !o.ClientFault && x.r.Context().Err() != nil {
+		panic(http.ErrAbortHandler) // the client is gone; nobody to answer
+	}
 	// The client gets a neutral body and a statusDetails token; the
 	// endpoint and the error are for the log only.
 	var details string
@@ -414,6 +424,7 @@ func (x *exchange) fail(at *attempt) {
 	switch {
 	case o.ClientFault:
 		code, details = http.StatusBadRequest, sdBadRequestBody
+		x.w.Header().Set("Connection", "close")
 	case o.Timeout && !o.ConnectFailure:
 		code, details = http.StatusGatewayTimeout, sdBackendTimeout
 	case o.ConnectFailure:
@@ -435,6 +446,14 @@ func (x *exchange) respond(resp *http.Response) {
 	h1.CopyHeaders(dst, resp.Header)
 	dst["Via"] = h1.AppendVia(resp.Header["Via"], x.h.via)
 	x.hp.response(dst)
+	if _, ok := dst["Content-Type"]; !ok {
+		// A proxy does not invent a Content-Type (RFC 9110 §8.3: a
+		// recipient may sniff, an intermediary passes on what the
+		// origin said): a nil entry stops the server from sniffing one
+		// from the body and writes nothing (net/http's convention,
+		// which h1.Server follows).
+		dst["Content-Type"] = nil
+	}
 	if len(resp.Trailer) > 0 {
 		announceTrailers(dst, resp.Trailer)
 	}
