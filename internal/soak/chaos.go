@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,8 +28,13 @@ type ReloadRecord struct {
 	Config string   `json:"config"`
 	Valid  bool     `json:"valid"`
 	Status int      `json:"status"`
-	Body   string   `json:"body,omitempty"`
-	Err    string   `json:"error,omitempty"`
+	// Applied tells whether the health view's loadBalancingAlgorithm
+	// was the valid config's afterwards (SPRAY_TO_REGION for
+	// with-policy, WATERFALL_BY_REGION for no-policy), or still the
+	// previous one after an invalid config.
+	Applied bool   `json:"applied"`
+	Body    string `json:"body,omitempty"`
+	Err     string `json:"error,omitempty"`
 }
 
 // Rotation is one certificate rotation.
@@ -71,6 +77,7 @@ type chaos struct {
 	flapAddr  string
 	flapUntil time.Time
 	nextCfg   int
+	algorithm string    // the health view's, after the last reload
 	pending   *Rotation // rotation not yet observed
 	pendingSN *big.Int
 }
@@ -236,21 +243,33 @@ func (c *chaos) reload(ctx context.Context) {
 	if k < 2 {
 		data, rec.Config = c.f.valid[k], c.f.validNames[k]
 	}
+	want := c.algorithm // an invalid config must change nothing
+	if k < 2 {
+		want = c.f.algorithms[k]
+	}
 	if err := writeAtomic(c.f.configPath, data); err != nil {
 		rec.Err = err.Error()
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		status, body, err := c.proxy.reload(rctx)
-		cancel()
 		rec.Status, rec.Body = status, truncate(body, 300)
 		if err != nil {
 			rec.Err = err.Error()
+		}
+		got, err := c.proxy.algorithm(rctx)
+		cancel()
+		if err != nil {
+			rec.Err += " health view: " + err.Error()
+		}
+		rec.Applied = got == want
+		if got != "" {
+			c.algorithm = got
 		}
 	}
 	c.mu.Lock()
 	c.reloads = append(c.reloads, rec)
 	c.mu.Unlock()
-	c.logf("reload %s: %d %s", rec.Config, rec.Status, firstLine(rec.Body+rec.Err))
+	c.logf("reload %s: %d %s (health view: %s, as expected: %v)", rec.Config, rec.Status, firstLine(rec.Body+rec.Err), c.algorithm, rec.Applied)
 }
 
 // rotate replaces the frontend's certificate files, alternating rename
@@ -292,13 +311,16 @@ func (c *chaos) checkRotation() {
 	}
 }
 
-// classify sets o.Window for every outcome that overlaps a window.
+// classify sets o.Window for every outcome that overlaps a window: the
+// latest window that began before the request ended (so a 5xx right after
+// a zone kill is not blamed on an earlier flap whose window is still
+// open).
 func (c *chaos) classify(list []outcome) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range list {
 		o := &list[i]
-		for _, w := range c.windows {
+		for _, w := range slices.Backward(c.windows) {
 			if o.Start.Before(w.To) && o.End.After(w.From) {
 				o.Window = w.Label
 				break

@@ -42,6 +42,8 @@ type loadGen struct {
 	byProto   map[string]int // sent, by the protocol the answer came in
 	bad       []outcome
 	latencies []time.Duration
+	// began and ended frame the run: the first dispatch, the last answer.
+	began, ended time.Time
 }
 
 func newLoadGen(url string, rate float64, workers int) *loadGen {
@@ -80,6 +82,9 @@ func (g *loadGen) run(ctx context.Context) {
 	}
 	interval := time.Duration(float64(time.Second) / g.rate)
 	start := time.Now()
+	g.mu.Lock()
+	g.began = start
+	g.mu.Unlock()
 	for i := 0; ; i++ {
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			t := time.NewTimer(d)
@@ -113,6 +118,9 @@ func (g *loadGen) run(ctx context.Context) {
 	}
 	close(jobs)
 	wg.Wait()
+	g.mu.Lock()
+	g.ended = time.Now()
+	g.mu.Unlock()
 }
 
 // one sends request n. It does not use the run's context: stopping the

@@ -310,3 +310,24 @@ func (p *proxyProc) fdKinds(ports map[int]string, backendPort int) map[string]in
 	}
 	return out
 }
+
+// algorithm returns the first backend service's loadBalancingAlgorithm
+// in the health view (it tells the soak's two valid configs apart).
+func (p *proxyProc) algorithm(ctx context.Context) (string, error) {
+	var body []byte
+	if err := p.get(ctx, "/health", &body); err != nil {
+		return "", err
+	}
+	var h struct {
+		Services []struct {
+			Algorithm string `json:"loadBalancingAlgorithm"`
+		} `json:"backendServices"`
+	}
+	if err := jsonUnmarshal(body, &h); err != nil {
+		return "", err
+	}
+	if len(h.Services) == 0 {
+		return "", fmt.Errorf("soak: the health view has no backend services")
+	}
+	return h.Services[0].Algorithm, nil
+}

@@ -60,6 +60,7 @@ type Report struct {
 	Statuses       map[int]int    `json:"statuses"`
 	ByProto        map[string]int `json:"byProtocol"`
 	Late           int            `json:"lateDispatches"`
+	LoadTime       Duration       `json:"loadTime"` // from the first request to the last answer
 	P50            Duration       `json:"latencyP50"`
 	P99            Duration       `json:"latencyP99"`
 	Max            Duration       `json:"latencyMax"`
@@ -69,6 +70,7 @@ type Report struct {
 	Other          int            `json:"otherFailures"` // non-5xx non-2xx, or a 2xx without a lab body
 	FailedRequests []outcome      `json:"failedRequests,omitempty"`
 	ByWindow       map[string]int `json:"5xxByWindow,omitempty"`
+	InsideSamples  []outcome      `json:"5xxInsideSamples,omitempty"`
 
 	// Chaos.
 	ZoneKills            int            `json:"zoneKills"`
@@ -125,6 +127,7 @@ func (r *Report) fill(g *loadGen, ch *chaos, ho *hostile) {
 
 	g.mu.Lock()
 	r.Sent, r.OK, r.Late, r.Statuses, r.ByProto = g.sent, g.ok, g.late, g.statuses, g.byProto
+	r.LoadTime = Duration(g.ended.Sub(g.began))
 	bad := slices.Clone(g.bad)
 	g.mu.Unlock()
 	r.P50, r.P99, r.Max = Duration(g.quantile(0.5)), Duration(g.quantile(0.99)), Duration(g.quantile(1))
@@ -137,6 +140,9 @@ func (r *Report) fill(g *loadGen, ch *chaos, ho *hostile) {
 		case o.Status >= 500 && o.Window != "":
 			r.Inside++
 			r.ByWindow[o.Window]++
+			if len(r.InsideSamples) < 10 {
+				r.InsideSamples = append(r.InsideSamples, o)
+			}
 			continue // expected: not listed
 		case o.Status >= 500:
 			r.Outside++
@@ -155,11 +161,11 @@ func (r *Report) fill(g *loadGen, ch *chaos, ho *hostile) {
 	ch.mu.Unlock()
 	for _, rl := range r.Reloads {
 		switch {
-		case rl.Valid && rl.Status == 200:
+		case rl.Valid && rl.Status == 200 && rl.Applied:
 			r.ValidApplied++
 		case rl.Valid:
 			r.ValidFailed++
-		case rl.Status == 422:
+		case rl.Status == 422 && rl.Applied:
 			r.InvalidRejected++
 		default:
 			r.InvalidAccepted++
@@ -202,7 +208,7 @@ func (r *Report) Failures() []string {
 		f = append(f, fmt.Sprintf("%d valid reloads were not applied", r.ValidFailed))
 	}
 	if r.InvalidAccepted > 0 {
-		f = append(f, fmt.Sprintf("%d invalid reloads were not rejected with 422", r.InvalidAccepted))
+		f = append(f, fmt.Sprintf("%d invalid reloads were not rejected with 422 and no change", r.InvalidAccepted))
 	}
 	if r.MetricReloads != r.ValidApplied || r.MetricReloadFailures != r.InvalidRejected {
 		f = append(f, fmt.Sprintf("reload metrics say %d applied and %d rejected; the soak made %d and %d",
@@ -228,7 +234,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-34s %s\n", k, fmt.Sprintf(format, args...)) }
 	fmt.Fprintf(w, "SOAK REPORT\n")
 	row("chaos phase / whole run", "%s / %s", r.Duration, time.Duration(r.Elapsed).Round(time.Second))
-	row("steady load", "%.0f rps target from %d keep-alive connections (1 in 4 HTTP/2), %.1f rps achieved", r.Rate, r.Workers, float64(r.Sent)/max(1, time.Duration(r.Elapsed).Seconds()))
+	row("steady load", "%.0f rps target from %d keep-alive connections (1 in 4 HTTP/2), %.1f rps achieved", r.Rate, r.Workers, float64(r.Sent)/max(1, time.Duration(r.LoadTime).Seconds()))
 	row("convergence window", "%s (3 × %s × unhealthyThreshold %d + margin)", r.Window, r.Interval, r.UnhealthyThreshold)
 	row("well-formed requests sent", "%d", r.Sent)
 	row("  2xx from a backend", "%d", r.OK)
@@ -242,8 +248,8 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("  late dispatches (>1s no worker)", "%d", r.Late)
 	row("zone kills / restarts", "%d / %d", r.ZoneKills, r.ZoneRestarts)
 	row("endpoint flaps", "%d", r.Flaps)
-	row("reloads: valid applied / failed", "%d / %d", r.ValidApplied, r.ValidFailed)
-	row("reloads: invalid rejected / accepted", "%d / %d", r.InvalidRejected, r.InvalidAccepted)
+	row("reloads: valid applied / failed", "%d / %d (200 and the health view shows the config's algorithm)", r.ValidApplied, r.ValidFailed)
+	row("reloads: invalid rejected / not", "%d / %d (422 and the algorithm unchanged)", r.InvalidRejected, r.InvalidAccepted)
 	row("reload metrics: applied / rejected", "%d / %d", r.MetricReloads, r.MetricReloadFailures)
 	obs := 0
 	for _, rt := range r.Rotations {
@@ -283,6 +289,10 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(h.Notes)) {
 		fmt.Fprintf(w, "hostile anomaly: %s: %d× (%s)\n", k, h.Notes[k], h.NoteExamples[k])
+	}
+	for _, o := range r.InsideSamples {
+		fmt.Fprintf(w, "5xx inside a window (expected): %s %s status=%d body=%q window=%q\n",
+			o.Start.Format("15:04:05.000"), o.Proto, o.Status, o.Body, o.Window)
 	}
 	for _, o := range r.FailedRequests {
 		fmt.Fprintf(w, "failed request: %s..%s %s status=%d err=%q body=%q window=%q\n",

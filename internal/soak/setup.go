@@ -18,6 +18,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/lab"
+	"github.com/spillwaylb/spillway/internal/plan"
 )
 
 // Frontend names in the soak's configs.
@@ -34,6 +35,7 @@ type files struct {
 	valid              [2][]byte // with-policy and no-policy, rewritten
 	invalid            []byte    // with-policy with an unknown urlMap
 	validNames         [2]string
+	algorithms         [2]string // the first service's algorithm in each valid config
 	httpsAddr, httpAdr string
 	adminAddr          string
 	backendPort        int
@@ -102,6 +104,11 @@ func prepare(dir string, interval time.Duration) (*files, error) {
 			return nil, fmt.Errorf("soak: rewritten config %s does not load: %w", sc.Name, err)
 		}
 		f.valid[i] = data
+		p, err := plan.Compile(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("soak: config %s: %w", sc.Name, err)
+		}
+		f.algorithms[i] = p.Services[0].Algorithm.String()
 		if i == 0 {
 			first = cfg
 		}
@@ -116,6 +123,9 @@ func prepare(dir string, interval time.Duration) (*files, error) {
 	}
 	if _, err := config.Parse(f.invalid, "invalid"); err == nil {
 		return nil, fmt.Errorf("soak: the invalid config loads; it must not")
+	}
+	if f.algorithms[0] == f.algorithms[1] {
+		return nil, fmt.Errorf("soak: the two valid configs have the same algorithm %s; the soak cannot tell them apart", f.algorithms[0])
 	}
 	if err := writeAtomic(f.configPath, f.valid[0]); err != nil {
 		return nil, err

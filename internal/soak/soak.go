@@ -222,7 +222,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	fmt.Fprintf(o.Progress, "chaos for %s (convergence window %s)\n", o.Duration, winLen)
 	ch := &chaos{
 		o: &o, f: f, bs: bs, proxy: px, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)),
-		start: start, winLen: winLen, logw: o.Progress,
+		start: start, winLen: winLen, logw: o.Progress, algorithm: f.algorithms[0],
 	}
 	ho := &hostile{httpsAddr: f.httpsAddr, httpAddr: f.httpAdr, start: start}
 	chaosCtx, stopChaos := context.WithTimeout(ctx, o.Duration)
