@@ -71,6 +71,8 @@ type chaos struct {
 	reloads      []ReloadRecord
 	rotations    []Rotation
 	errs         []string
+	timeline     []string // every event, as logged
+	began, ended time.Time
 
 	downZone  string
 	downUntil time.Time
@@ -83,7 +85,12 @@ type chaos struct {
 }
 
 func (c *chaos) logf(format string, args ...any) {
-	fmt.Fprintf(c.logw, "[%7.1fs] %s\n", time.Since(c.start).Seconds(), fmt.Sprintf(format, args...))
+	now := time.Now()
+	line := fmt.Sprintf("[%7.1fs] %s %s", now.Sub(c.start).Seconds(), now.UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	fmt.Fprintln(c.logw, line)
+	c.mu.Lock()
+	c.timeline = append(c.timeline, line)
+	c.mu.Unlock()
 }
 
 func (c *chaos) since() Duration { return Duration(time.Since(c.start)) }
@@ -108,6 +115,9 @@ func (c *chaos) fail(format string, args ...any) {
 func (c *chaos) run(ctx context.Context, bctx context.Context) {
 	o := c.o
 	begin := time.Now()
+	c.mu.Lock()
+	c.began = begin
+	c.mu.Unlock()
 	nextZone := begin.Add(o.ZoneFirst)
 	nextFlap := begin.Add(o.FlapFirst)
 	nextReload := begin.Add(o.ReloadEvery)
@@ -119,6 +129,9 @@ func (c *chaos) run(ctx context.Context, bctx context.Context) {
 		select {
 		case <-ctx.Done():
 			c.restoreAll(bctx)
+			c.mu.Lock()
+			c.ended = time.Now()
+			c.mu.Unlock()
 			return
 		case <-tick.C:
 		}
@@ -309,6 +322,32 @@ func (c *chaos) checkRotation() {
 		c.logf("new certificate observed %.1fs after the rotation", time.Duration(c.pending.ObservedAfter).Seconds())
 		c.pending, c.pendingSN = nil, nil
 	}
+}
+
+// coverage returns the share of the chaos phase covered by windows.
+func (c *chaos) coverage() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.windows) == 0 || c.ended.IsZero() {
+		return 0
+	}
+	covered := time.Duration(0)
+	var end time.Time // of the union so far; windows are in start order
+	for _, w := range c.windows {
+		from := w.From
+		if from.Before(end) {
+			from = end
+		}
+		to := w.To
+		if to.After(c.ended) {
+			to = c.ended
+		}
+		if to.After(from) {
+			covered += to.Sub(from)
+			end = to
+		}
+	}
+	return covered.Seconds() / c.ended.Sub(c.began).Seconds()
 }
 
 // classify sets o.Window for every outcome that overlaps a window: the

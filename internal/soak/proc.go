@@ -23,6 +23,36 @@ type ProcStats struct {
 	FDs        int      `json:"fds"`
 	Goroutines int      `json:"goroutines"`
 	Threads    int      `json:"threads"`
+	// Kinds sorts the descriptors (see fdKinds).
+	Kinds map[string]int `json:"fdKinds,omitempty"`
+	// ByEntry counts goroutines by entry function (start, end and rest
+	// samples only).
+	ByEntry map[string]int `json:"goroutinesByEntry,omitempty"`
+}
+
+// NonPoolGoroutines is Goroutines minus those of pooled backend
+// connections (when the profile was taken).
+func (s ProcStats) NonPoolGoroutines() int { return s.Goroutines - poolGoroutines(s.ByEntry) }
+
+// Backend returns the connections to backends, established (pooled or
+// in use) and in any other state (CLOSE_WAIT: the backend closed, the
+// proxy did not).
+func (s ProcStats) Backend() (established, other int) {
+	for k, n := range s.Kinds {
+		switch {
+		case k == kindBackend:
+			established += n
+		case strings.HasPrefix(k, kindBackend):
+			other += n
+		}
+	}
+	return established, other
+}
+
+// NonBackendFDs is FDs minus every connection to a backend.
+func (s ProcStats) NonBackendFDs() int {
+	e, o := s.Backend()
+	return s.FDs - e - o
 }
 
 // proxyProc is the `spillway serve` subprocess.
@@ -31,8 +61,12 @@ type proxyProc struct {
 	logPath string
 	admin   string
 	client  *http.Client // admin API, keep-alive
-	exited  chan struct{}
-	waitErr error
+	// ports names the proxy's local ports (frontends, admin) and
+	// backendPort is the lab's, for fdKinds.
+	ports       map[int]string
+	backendPort int
+	exited      chan struct{}
+	waitErr     error
 }
 
 // startProxy runs exe serve --config ... with its log in logPath.
@@ -181,6 +215,7 @@ func (p *proxyProc) sample(ctx context.Context, at time.Duration) (ProcStats, er
 		return s, fmt.Errorf("soak: proxy fds: %w", err)
 	}
 	s.FDs = len(fds)
+	s.Kinds = p.fdKinds()
 	m, err := p.metrics(ctx, "go_goroutines")
 	if err != nil {
 		return s, fmt.Errorf("soak: proxy goroutines: %w", err)
@@ -246,11 +281,44 @@ func (p *proxyProc) logTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// kindBackend is fdKinds' name for established connections to backends;
+// other states get it with the state added.
+const kindBackend = "to backends"
+
+// tcpState names a /proc/net/tcp state.
+func tcpState(hex string) string {
+	switch hex {
+	case "01":
+		return "ESTABLISHED"
+	case "02":
+		return "SYN_SENT"
+	case "03":
+		return "SYN_RECV"
+	case "04":
+		return "FIN_WAIT1"
+	case "05":
+		return "FIN_WAIT2"
+	case "06":
+		return "TIME_WAIT"
+	case "07":
+		return "CLOSE"
+	case "08":
+		return "CLOSE_WAIT"
+	case "09":
+		return "LAST_ACK"
+	case "0A":
+		return "LISTEN"
+	case "0B":
+		return "CLOSING"
+	}
+	return "state " + hex
+}
+
 // fdKinds sorts the proxy's file descriptors: sockets by what they connect
-// (clients on a frontend port, backends on the backend port, the admin
-// API, listeners) and everything else by kind. ports maps a local port to
-// a name; backendPort is the lab's.
-func (p *proxyProc) fdKinds(ports map[int]string, backendPort int) map[string]int {
+// to (clients on a frontend port, backends on the backend port, the admin
+// API, listeners) and everything else by kind.
+func (p *proxyProc) fdKinds() map[string]int {
+	ports, backendPort := p.ports, p.backendPort
 	pid := p.cmd.Process.Pid
 	type sock struct{ local, remote, state string }
 	socks := map[string]sock{} // by inode
@@ -300,12 +368,14 @@ func (p *proxyProc) fdKinds(ports map[int]string, backendPort int) map[string]in
 			out["socket (not TCP)"]++
 		case s.state == "0A":
 			out["listener"]++
+		case port(s.remote) == backendPort && s.state == "01":
+			out[kindBackend]++
 		case port(s.remote) == backendPort:
-			out["to backends"]++
+			out[kindBackend+" ("+tcpState(s.state)+")"]++
 		case ports[port(s.local)] != "":
 			out[ports[port(s.local)]]++
 		default:
-			out["other TCP"]++
+			out["other TCP "+tcpState(s.state)]++
 		}
 	}
 	return out
@@ -330,4 +400,81 @@ func (p *proxyProc) algorithm(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("soak: the health view has no backend services")
 	}
 	return h.Services[0].Algorithm, nil
+}
+
+// logAround returns up to limit proxy log lines timestamped from before
+// ahead of a failed request's start to its end (text handler lines begin
+// with time=RFC3339).
+func (p *proxyProc) logAround(list []outcome, before time.Duration, limit int) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		ts, ok := strings.CutPrefix(line, "time=")
+		if !ok {
+			continue
+		}
+		ts, _, _ = strings.Cut(ts, " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			continue
+		}
+		for _, o := range list {
+			if !at.Before(o.Start.Add(-before)) && !at.After(o.End) {
+				out = append(out, line)
+				break
+			}
+		}
+		if len(out) >= limit {
+			break
+		}
+	}
+	return out
+}
+
+// goroutines fetches the proxy's goroutine profile (pprof debug=1), writes
+// it to path when path is not empty, and returns the goroutine counts by
+// entry function (the last frame of each stack).
+func (p *proxyProc) goroutines(ctx context.Context, path string) map[string]int {
+	var body []byte
+	if err := p.get(ctx, "/debug/pprof/goroutine?debug=1", &body); err != nil {
+		return nil
+	}
+	if path != "" {
+		_ = os.WriteFile(path, body, 0o644)
+	}
+	out := map[string]int{}
+	for block := range strings.SplitSeq(string(body), "\n\n") {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		n := 0
+		if _, err := fmt.Sscanf(lines[0], "%d @", &n); err != nil || n == 0 {
+			continue
+		}
+		entry := "?"
+		for _, l := range lines[1:] {
+			if fs := strings.Fields(strings.TrimPrefix(l, "#")); len(fs) >= 2 {
+				entry, _, _ = strings.Cut(fs[1], "+")
+			}
+		}
+		out[entry] += n
+	}
+	return out
+}
+
+// poolGoroutines counts the goroutines of pooled backend connections of
+// net/http's transport (a read and a write loop each), which live as long
+// as the connection idles in the pool (600 s).
+func poolGoroutines(byEntry map[string]int) int {
+	n := 0
+	for k, v := range byEntry {
+		if strings.HasPrefix(k, "net/http.(*persistConn).") {
+			n += v
+		}
+	}
+	return n
 }

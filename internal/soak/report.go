@@ -50,8 +50,11 @@ type Report struct {
 	// Window is the convergence window: 3 × Interval ×
 	// UnhealthyThreshold + margin after each zone kill or restart and
 	// each endpoint stop or restart.
-	Window             Duration `json:"window"`
+	Window Duration `json:"window"`
+	// Covered is the share of the chaos phase inside some window.
+	Covered            float64  `json:"windowCoverage"`
 	Interval           Duration `json:"healthCheckInterval"`
+	ProbeTimeout       Duration `json:"healthCheckTimeout"`
 	UnhealthyThreshold int      `json:"unhealthyThreshold"`
 
 	// Well-formed requests of the steady load.
@@ -86,27 +89,29 @@ type Report struct {
 	Rotations            []Rotation     `json:"rotations"`
 	Hostile              HostileStats   `json:"hostile"`
 	Errors               []string       `json:"errors,omitempty"`
+	// Timeline lists the chaos events (offset, UTC time, event).
+	Timeline []string `json:"timeline"`
+	// LogNearFailures holds the proxy log's lines from 2 s before the
+	// first few failed requests to their end (empty when none failed).
+	LogNearFailures []string `json:"logNearFailures,omitempty"`
 
 	// The proxy process.
 	Start, End, Peak ProcStats   `json:"-"`
 	Proc             procSummary `json:"proxy"`
 	Samples          []ProcStats `json:"samples"`
-	// StartFDKinds and EndFDKinds sort the proxy's descriptors at the
-	// start and end samples (clients, backends, listeners, ...).
-	StartFDKinds map[string]int `json:"startFDKinds"`
-	EndFDKinds   map[string]int `json:"endFDKinds"`
 	// Rest is a sample 2 s after the load stopped and its connections
 	// closed (not asserted: backend pools idle out over minutes).
-	Rest            ProcStats      `json:"-"`
-	RestFDKinds     map[string]int `json:"restFDKinds"`
-	ProxyAliveAtEnd bool           `json:"proxyAliveAtEnd"`
-	ProxyExit       string         `json:"proxyExit"`
-	LogErrors       []string       `json:"logErrors,omitempty"`
-	LogErrorCount   int            `json:"logErrorCount"`
-	LogWarnCount    int            `json:"logWarnCount"`
-	ProxyLog        string         `json:"proxyLog"`
-	Dir             string         `json:"dir,omitempty"`
+	Rest            ProcStats `json:"-"`
+	ProxyAliveAtEnd bool      `json:"proxyAliveAtEnd"`
+	ProxyExit       string    `json:"proxyExit"`
+	LogErrors       []string  `json:"logErrors,omitempty"`
+	LogErrorCount   int       `json:"logErrorCount"`
+	LogWarnCount    int       `json:"logWarnCount"`
+	ProxyLog        string    `json:"proxyLog"`
+	Dir             string    `json:"dir,omitempty"`
 
+	// Backends is the number of lab backends (addresses).
+	Backends int `json:"backends"`
 	// FDSlack and GoroutineSlack are the allowed growth (from Options).
 	FDSlack        int `json:"fdSlack"`
 	GoroutineSlack int `json:"goroutineSlack"`
@@ -154,9 +159,10 @@ func (r *Report) fill(g *loadGen, ch *chaos, ho *hostile) {
 		}
 	}
 
+	r.Covered = ch.coverage()
 	ch.mu.Lock()
 	r.ZoneKills, r.ZoneRestarts, r.Flaps = ch.zoneKills, ch.zoneRestarts, ch.flaps
-	r.Reloads, r.Rotations = ch.reloads, ch.rotations
+	r.Reloads, r.Rotations, r.Timeline = ch.reloads, ch.rotations, ch.timeline
 	r.Errors = append(r.Errors, ch.errs...)
 	ch.mu.Unlock()
 	for _, rl := range r.Reloads {
@@ -220,11 +226,24 @@ func (r *Report) Failures() []string {
 	if !r.ProxyAliveAtEnd {
 		f = append(f, "the proxy was not running at the end: "+r.ProxyExit)
 	}
-	if r.End.FDs > r.Start.FDs+r.FDSlack {
-		f = append(f, fmt.Sprintf("file descriptors grew from %d to %d (slack %d)", r.Start.FDs, r.End.FDs, r.FDSlack))
+	// The backend pool keeps connections idle for 600 s by design (as
+	// Google's load balancer does), so it grows with the highest
+	// concurrency per backend seen and does not shrink within a soak:
+	// the pool is bounded separately, everything else must stay flat.
+	if s, e := r.Start.NonBackendFDs(), r.End.NonBackendFDs(); e > s+r.FDSlack {
+		f = append(f, fmt.Sprintf("file descriptors other than backend connections grew from %d to %d (slack %d)", s, e, r.FDSlack))
 	}
-	if r.End.Goroutines > r.Start.Goroutines+r.GoroutineSlack {
-		f = append(f, fmt.Sprintf("goroutines grew from %d to %d (slack %d)", r.Start.Goroutines, r.End.Goroutines, r.GoroutineSlack))
+	if _, o := r.End.Backend(); o > r.FDSlack {
+		f = append(f, fmt.Sprintf("%d connections to backends at the end are not established (the backend closed them; the proxy did not): %v", o, r.End.Kinds))
+	}
+	if e, _ := r.End.Backend(); e > r.Backends*r.Workers {
+		f = append(f, fmt.Sprintf("%d established connections to backends at the end: more than the load's %d connections could need on each of the %d backends", e, r.Workers, r.Backends))
+	}
+	// Likewise net/http's pooled backend connections keep two goroutines
+	// each while they idle (600 s).
+	if s, e := r.Start.NonPoolGoroutines(), r.End.NonPoolGoroutines(); e > s+r.GoroutineSlack {
+		f = append(f, fmt.Sprintf("goroutines other than pooled backend connections' grew from %d to %d (slack %d); by entry function: %s",
+			s, e, r.GoroutineSlack, entryDiff(r.Start.ByEntry, r.End.ByEntry)))
 	}
 	return f
 }
@@ -235,7 +254,8 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "SOAK REPORT\n")
 	row("chaos phase / whole run", "%s / %s", r.Duration, time.Duration(r.Elapsed).Round(time.Second))
 	row("steady load", "%.0f rps target from %d keep-alive connections (1 in 4 HTTP/2), %.1f rps achieved", r.Rate, r.Workers, float64(r.Sent)/max(1, time.Duration(r.LoadTime).Seconds()))
-	row("convergence window", "%s (3 × %s × unhealthyThreshold %d + margin)", r.Window, r.Interval, r.UnhealthyThreshold)
+	row("health checks", "every %s, timeout %s, unhealthyThreshold %d", r.Interval, r.ProbeTimeout, r.UnhealthyThreshold)
+	row("convergence window", "%s (3 × interval × unhealthyThreshold + margin); %.0f%% of the chaos phase inside one", r.Window, 100*r.Covered)
 	row("well-formed requests sent", "%d", r.Sent)
 	row("  2xx from a backend", "%d", r.OK)
 	row("  5xx inside windows", "%d", r.Inside)
@@ -270,9 +290,17 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "  %-34s %10d %10d %10d %10d\n", "  goroutines", r.Start.Goroutines, r.End.Goroutines, r.Peak.Goroutines, r.Rest.Goroutines)
 	fmt.Fprintf(w, "  %-34s %10d %10d %10d %10d\n", "  file descriptors", r.Start.FDs, r.End.FDs, r.Peak.FDs, r.Rest.FDs)
 	fmt.Fprintf(w, "  %-34s %10d %10d %10d %10d\n", "  threads", r.Start.Threads, r.End.Threads, r.Peak.Threads, r.Rest.Threads)
-	row("  descriptors at start", "%s", kinds(r.StartFDKinds))
-	row("  descriptors at end", "%s", kinds(r.EndFDKinds))
-	row("  descriptors at rest", "%s", kinds(r.RestFDKinds))
+	fmt.Fprintf(w, "  %-34s %10d %10d %10s %10d\n", "  goroutines other than pool's", r.Start.NonPoolGoroutines(), r.End.NonPoolGoroutines(), "", r.Rest.NonPoolGoroutines())
+	fmt.Fprintf(w, "  %-34s %10d %10d %10s %10d\n", "  FDs other than backend conns", r.Start.NonBackendFDs(), r.End.NonBackendFDs(), "", r.Rest.NonBackendFDs())
+	se, so := r.Start.Backend()
+	ee, eo := r.End.Backend()
+	re, ro := r.Rest.Backend()
+	fmt.Fprintf(w, "  %-34s %10d %10d %10s %10d\n", "  backend conns, established", se, ee, "", re)
+	fmt.Fprintf(w, "  %-34s %10d %10d %10s %10d\n", "  backend conns, other states", so, eo, "", ro)
+	row("  descriptors at start", "%s", kinds(r.Start.Kinds))
+	row("  descriptors at end", "%s", kinds(r.End.Kinds))
+	row("  descriptors at rest", "%s", kinds(r.Rest.Kinds))
+	row("  goroutines, end − start", "%s", entryDiff(r.Start.ByEntry, r.End.ByEntry))
 	row("proxy exit", "%s", r.ProxyExit)
 	row("proxy log: ERROR / WARN lines", "%d / %d (%s)", r.LogErrorCount, r.LogWarnCount, r.ProxyLog)
 	if len(r.ByWindow) > 0 {
@@ -298,6 +326,15 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "failed request: %s..%s %s status=%d err=%q body=%q window=%q\n",
 			o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"), o.Proto, o.Status, o.Err, o.Body, o.Window)
 	}
+	if len(r.FailedRequests) > 0 {
+		fmt.Fprintf(w, "chaos timeline:\n")
+		for _, l := range r.Timeline {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	for _, l := range r.LogNearFailures {
+		fmt.Fprintf(w, "proxy log near failures: %s\n", truncate(l, 300))
+	}
 	for _, l := range r.LogErrors {
 		fmt.Fprintf(w, "proxy log: %s\n", truncate(l, 300))
 	}
@@ -306,6 +343,27 @@ func (r *Report) WriteTable(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "RESULT: PASS\n")
 	}
+}
+
+// entryDiff lists the entry functions whose goroutine count changed.
+func entryDiff(a, b map[string]int) string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if d := b[k] - a[k]; d != 0 {
+			parts = append(parts, fmt.Sprintf("%s %+d", k, d))
+		}
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func mib(s ProcStats) float64 { return float64(s.RSSKiB) / 1024 }

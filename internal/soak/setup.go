@@ -58,7 +58,7 @@ func freePort() (int, error) {
 // seed's 127.1.Z.I/127.2.Z.I:18080 to 127.(60+o).Z.I on a free port, so a
 // soak never collides with `spillway lab` or the lab's tests running at
 // the same time on the same machine.
-func prepare(dir string, interval time.Duration) (*files, error) {
+func prepare(dir string, interval, timeout time.Duration) (*files, error) {
 	f := &files{
 		dir:        dir,
 		configPath: filepath.Join(dir, "config.json"),
@@ -93,7 +93,7 @@ func prepare(dir string, interval time.Duration) (*files, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := f.rewrite(cfg, interval, backendPort); err != nil {
+		if err := f.rewrite(cfg, interval, timeout, backendPort); err != nil {
 			return nil, fmt.Errorf("soak: config %s: %w", sc.Name, err)
 		}
 		data, err := json.MarshalIndent(cfg, "", "  ")
@@ -134,16 +134,16 @@ func prepare(dir string, interval time.Duration) (*files, error) {
 }
 
 // rewrite adapts a seed config like the lab does (health checks every
-// interval, timeout min(150 ms, ¾ interval), thresholds as configured) and
-// gives it the soak's addresses: an HTTPS and an HTTP frontend on free
-// ports, and backends on 127.(60+o).Z.I:backendPort.
-func (f *files) rewrite(cfg *config.Config, interval time.Duration, backendPort int) error {
+// interval, with the given timeout, thresholds as configured) and gives it
+// the soak's addresses: an HTTPS and an HTTP frontend on free ports, and
+// backends on 127.(60+o).Z.I:backendPort.
+func (f *files) rewrite(cfg *config.Config, interval, timeout time.Duration, backendPort int) error {
 	ms := max(1, int(interval/time.Millisecond))
-	timeout := min(150, max(1, ms*3/4))
+	tms := max(1, int(timeout/time.Millisecond))
 	for i := range cfg.HealthChecks {
 		hc := &cfg.HealthChecks[i]
 		hc.CheckIntervalMs = &ms
-		hc.TimeoutMs = &timeout
+		hc.TimeoutMs = &tms
 		if hc.UnhealthyThreshold != nil {
 			f.unhealthyThreshold = max(f.unhealthyThreshold, *hc.UnhealthyThreshold)
 		}

@@ -51,8 +51,14 @@ type Options struct {
 	// keep-alive connections (every fourth one HTTP/2).
 	Rate    float64
 	Workers int
-	// Interval is the health-check interval written into the configs.
-	Interval time.Duration
+	// Interval and ProbeTimeout are the health checks' interval and
+	// timeout written into the configs. They are more generous than the
+	// lab's 200 ms and 150 ms: the backends live in the soak's own busy
+	// process, and with a 150 ms timeout a stall of that process of about
+	// 350 ms (CPU starvation on a shared machine; reproduced with SIGSTOP)
+	// fails two probes of every endpoint at once, and the proxy rightly
+	// answers 503 "no healthy backend" until they pass again.
+	Interval, ProbeTimeout time.Duration
 	// WindowMargin is added to 3 × Interval × unhealthyThreshold to make
 	// a convergence window.
 	WindowMargin time.Duration
@@ -73,13 +79,16 @@ type Options struct {
 	Progress                       io.Writer
 }
 
-// Short is the CI version: about 30 s, every kind of chaos at least once.
+// Short is the CI version: about 40 s, every kind of chaos at least once,
+// with quiet stretches (no convergence window open) in which reloads and
+// a rotation happen.
 func Short() Options {
 	return Options{
-		Duration: 20 * time.Second, Warmup: 3 * time.Second, Settle: 5 * time.Second,
-		Rate: 200, Workers: 16, Interval: 200 * time.Millisecond, WindowMargin: 2 * time.Second,
-		ZoneFirst: time.Second, ZoneEvery: 12 * time.Second, ZoneDown: 4 * time.Second,
-		FlapFirst: 6 * time.Second, FlapEvery: 5 * time.Second, FlapDown: 2 * time.Second,
+		Duration: 25 * time.Second, Warmup: 3 * time.Second, Settle: 5 * time.Second,
+		Rate: 200, Workers: 16, Interval: 500 * time.Millisecond, ProbeTimeout: 500 * time.Millisecond,
+		WindowMargin: time.Second,
+		ZoneFirst:    time.Second, ZoneEvery: 20 * time.Second, ZoneDown: 4 * time.Second,
+		FlapFirst: 12 * time.Second, FlapEvery: 10 * time.Second, FlapDown: 2 * time.Second,
 		ReloadEvery: 5 * time.Second, RotateFirst: 7 * time.Second, RotateEvery: 10 * time.Second,
 		Slowloris: 5, SlowReaders: 3, HostileHold: 8 * time.Second,
 		MalformedEvery: 300 * time.Millisecond, PipelineEvery: 300 * time.Millisecond,
@@ -92,7 +101,7 @@ func Full(d time.Duration) Options {
 	o := Short()
 	o.Duration, o.Warmup, o.Settle = d, 5*time.Second, 10*time.Second
 	o.ZoneEvery, o.ZoneDown = 30*time.Second, 8*time.Second
-	o.FlapEvery = 7 * time.Second
+	o.FlapEvery = 15 * time.Second
 	o.RotateEvery = 30 * time.Second
 	// A hold past the proxy's 30 s header timeout shows whether it closes
 	// slowloris connections.
@@ -105,7 +114,7 @@ func (o *Options) check() error {
 	if o.Exe == "" {
 		return errors.New("soak: Options.Exe (the spillway binary) is required")
 	}
-	if o.Duration <= 0 || o.Rate <= 0 || o.Workers <= 0 || o.Interval <= 0 || o.ReloadEvery <= 0 ||
+	if o.Duration <= 0 || o.Rate <= 0 || o.Workers <= 0 || o.Interval <= 0 || o.ProbeTimeout <= 0 || o.ReloadEvery <= 0 ||
 		o.ZoneEvery <= 0 || o.FlapEvery <= 0 || o.RotateEvery <= 0 || o.MalformedEvery <= 0 || o.PipelineEvery <= 0 {
 		return errors.New("soak: incomplete Options (start from Short or Full)")
 	}
@@ -132,7 +141,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			defer os.RemoveAll(dir)
 		}
 	}
-	f, err := prepare(dir, o.Interval)
+	f, err := prepare(dir, o.Interval, o.ProbeTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +168,8 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			px.stop()
 		}
 	}()
+	px.ports = map[int]string{portOf(f.httpsAddr): "clients (HTTPS frontend)", portOf(f.httpAdr): "clients (HTTP frontend)", portOf(f.adminAddr): "admin API"}
+	px.backendPort = f.backendPort
 	fmt.Fprintf(o.Progress, "proxy pid %d, https %s, http %s, admin %s, log %s\n", px.cmd.Process.Pid, f.httpsAddr, f.httpAdr, f.adminAddr, px.logPath)
 	if err := waitHealthy(ctx, px, 30*time.Second); err != nil {
 		return nil, err
@@ -167,7 +178,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	winLen := 3*o.Interval*time.Duration(f.unhealthyThreshold) + o.WindowMargin
 	rep = &Report{
 		Duration: Duration(o.Duration), Rate: o.Rate, Workers: o.Workers, Seed: o.Seed,
-		Window: Duration(winLen), Interval: Duration(o.Interval), UnhealthyThreshold: f.unhealthyThreshold,
+		Window: Duration(winLen), Backends: len(bs.Addrs()), Interval: Duration(o.Interval), ProbeTimeout: Duration(o.ProbeTimeout), UnhealthyThreshold: f.unhealthyThreshold,
 		ProxyLog: px.logPath,
 	}
 	if o.KeepDir || o.Dir != "" {
@@ -215,8 +226,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if rep.Start, err = px.sample(ctx, time.Since(start)); err != nil {
 		return nil, err
 	}
-	fdPorts := map[int]string{portOf(f.httpsAddr): "clients (HTTPS frontend)", portOf(f.httpAdr): "clients (HTTP frontend)", portOf(f.adminAddr): "admin API"}
-	rep.StartFDKinds = px.fdKinds(fdPorts, f.backendPort)
+	rep.Start.ByEntry = px.goroutines(ctx, filepath.Join(dir, "goroutines-start.txt"))
 
 	// Chaos and the hostile mix.
 	fmt.Fprintf(o.Progress, "chaos for %s (convergence window %s)\n", o.Duration, winLen)
@@ -243,15 +253,14 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if rep.End, err = px.sample(ctx, time.Since(start)); err != nil {
 		return nil, err
 	}
-	rep.EndFDKinds = px.fdKinds(fdPorts, f.backendPort)
+	rep.End.ByEntry = px.goroutines(ctx, filepath.Join(dir, "goroutines-end.txt"))
 	stopLoad()
 	loadWG.Wait()
 	gen.closeIdle()
 	// At rest: no load, every client connection closed.
 	if sleepCtx(ctx, 2*time.Second) {
-		if rep.Rest, err = px.sample(ctx, time.Since(start)); err == nil {
-			rep.RestFDKinds = px.fdKinds(fdPorts, f.backendPort)
-		}
+		rep.Rest, _ = px.sample(ctx, time.Since(start))
+		rep.Rest.ByEntry = px.goroutines(ctx, filepath.Join(dir, "goroutines-rest.txt"))
 	}
 
 	m, err := px.metrics(ctx, "spillway_config_reloads_total", "spillway_config_reload_failures_total")
@@ -268,6 +277,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	_, rep.LogWarnCount = px.logLines(0, "level=WARN")
 
 	rep.fill(gen, ch, ho)
+	rep.LogNearFailures = px.logAround(rep.FailedRequests, 2*time.Second, 60)
 	rep.Elapsed = Duration(time.Since(began))
 	return rep, nil
 }
