@@ -42,6 +42,8 @@ type loadGen struct {
 	byProto   map[string]int // sent, by the protocol the answer came in
 	bad       []outcome
 	latencies []time.Duration
+	// slowest are the 5 slowest requests (any outcome).
+	slowest []outcome
 	// began and ended frame the run: the first dispatch, the last answer.
 	began, ended time.Time
 }
@@ -150,6 +152,14 @@ func (g *loadGen) one(client *http.Client, proto string, n int) {
 		g.byProto[proto+" (no answer)"]++
 	}
 	g.latencies = append(g.latencies, o.End.Sub(o.Start))
+	slow := o
+	if resp != nil {
+		slow.Status = resp.StatusCode
+	}
+	if err != nil {
+		slow.Err = err.Error()
+	}
+	g.keepSlow(slow)
 	switch {
 	case err != nil:
 		o.Err = err.Error()
@@ -170,6 +180,19 @@ func (g *loadGen) one(client *http.Client, proto string, n int) {
 	o.Status = resp.StatusCode
 	o.Body = truncate(string(body), 200)
 	g.bad = append(g.bad, o)
+}
+
+// keepSlow keeps o if it is among the 5 slowest; g.mu must be held.
+func (g *loadGen) keepSlow(o outcome) {
+	d := o.End.Sub(o.Start)
+	if len(g.slowest) == 5 && d <= g.slowest[4].End.Sub(g.slowest[4].Start) {
+		return
+	}
+	g.slowest = append(g.slowest, o)
+	sort.Slice(g.slowest, func(i, j int) bool {
+		return g.slowest[i].End.Sub(g.slowest[i].Start) > g.slowest[j].End.Sub(g.slowest[j].Start)
+	})
+	g.slowest = g.slowest[:min(5, len(g.slowest))]
 }
 
 // quantile returns the q-quantile of the latencies (0 if none).

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,6 +26,10 @@ type ProcStats struct {
 	Threads    int      `json:"threads"`
 	// Kinds sorts the descriptors (see fdKinds).
 	Kinds map[string]int `json:"fdKinds,omitempty"`
+	// RunqWait is the time the proxy's threads have spent runnable but
+	// waiting for a CPU since it started (sum of
+	// /proc/PID/task/*/schedstat), the measure of CPU starvation.
+	RunqWait Duration `json:"runqWait"`
 	// ByEntry counts goroutines by entry function (start, end and rest
 	// samples only).
 	ByEntry map[string]int `json:"goroutinesByEntry,omitempty"`
@@ -216,6 +221,7 @@ func (p *proxyProc) sample(ctx context.Context, at time.Duration) (ProcStats, er
 	}
 	s.FDs = len(fds)
 	s.Kinds = p.fdKinds()
+	s.RunqWait = Duration(runqWait(fmt.Sprintf("/proc/%d/task", pid)))
 	m, err := p.metrics(ctx, "go_goroutines")
 	if err != nil {
 		return s, fmt.Errorf("soak: proxy goroutines: %w", err)
@@ -477,4 +483,74 @@ func poolGoroutines(byEntry map[string]int) int {
 		}
 	}
 	return n
+}
+
+// runqWait sums the run-queue wait (second field of schedstat, in ns) of
+// every task under dir (/proc/PID/task or /proc/self/task).
+func runqWait(dir string) time.Duration {
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	total := int64(0)
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if fs := strings.Fields(string(data)); len(fs) >= 2 {
+			n, _ := strconv.ParseInt(fs[1], 10, 64)
+			total += n
+		}
+	}
+	return time.Duration(total)
+}
+
+// cpuPressure returns the machine's cumulative CPU pressure stall time
+// ("some" total of /proc/pressure/cpu: time in which at least one task
+// waited for a CPU), or 0 when the kernel does not report it.
+func cpuPressure() time.Duration {
+	data, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "some "); ok {
+			for _, f := range strings.Fields(rest) {
+				if v, ok := strings.CutPrefix(f, "total="); ok {
+					us, _ := strconv.ParseInt(v, 10, 64)
+					return time.Duration(us) * time.Microsecond
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// stallWatch measures how late a 50 ms ticker in the soak's own process
+// fires: a late tick means the soak (load generator, backends, chaos) did
+// not get a CPU.
+type stallWatch struct {
+	mu    sync.Mutex
+	worst time.Duration
+	at    time.Time
+	over1 int // ticks more than 1 s late
+}
+
+func (w *stallWatch) run(ctx context.Context) {
+	const every = 50 * time.Millisecond
+	last := time.Now()
+	for sleepCtx(ctx, every) {
+		now := time.Now()
+		late := now.Sub(last) - every
+		last = now
+		w.mu.Lock()
+		if late > w.worst {
+			w.worst, w.at = late, now
+		}
+		if late > time.Second {
+			w.over1++
+		}
+		w.mu.Unlock()
+	}
 }

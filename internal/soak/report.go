@@ -64,6 +64,7 @@ type Report struct {
 	ByProto        map[string]int `json:"byProtocol"`
 	Late           int            `json:"lateDispatches"`
 	LoadTime       Duration       `json:"loadTime"` // from the first request to the last answer
+	Slowest        []outcome      `json:"slowest"`
 	P50            Duration       `json:"latencyP50"`
 	P99            Duration       `json:"latencyP99"`
 	Max            Duration       `json:"latencyMax"`
@@ -110,6 +111,19 @@ type Report struct {
 	ProxyLog        string    `json:"proxyLog"`
 	Dir             string    `json:"dir,omitempty"`
 
+	// The machine: WorstRunqWait is the proxy's largest run-queue wait
+	// (summed over its threads) within one 1-s sample, at
+	// WorstRunqWaitAt; SelfStall the soak process's longest stall (a 50 ms
+	// ticker's lateness), at SelfStallAt, and how many exceeded 1 s;
+	// CPUPressure the share of the run in which some task on the machine
+	// waited for a CPU (/proc/pressure/cpu).
+	WorstRunqWait    Duration `json:"proxyWorstRunqWaitPerSecond"`
+	WorstRunqWaitAt  Duration `json:"proxyWorstRunqWaitAt"`
+	SelfStall        Duration `json:"soakWorstStall"`
+	SelfStallAt      Duration `json:"soakWorstStallAt"`
+	SelfStallsOver1s int      `json:"soakStallsOver1s"`
+	CPUPressure      float64  `json:"machineCPUPressure"`
+
 	// Backends is the number of lab backends (addresses).
 	Backends int `json:"backends"`
 	// FDSlack and GoroutineSlack are the allowed growth (from Options).
@@ -133,6 +147,7 @@ func (r *Report) fill(g *loadGen, ch *chaos, ho *hostile) {
 	g.mu.Lock()
 	r.Sent, r.OK, r.Late, r.Statuses, r.ByProto = g.sent, g.ok, g.late, g.statuses, g.byProto
 	r.LoadTime = Duration(g.ended.Sub(g.began))
+	r.Slowest = slices.Clone(g.slowest)
 	bad := slices.Clone(g.bad)
 	g.mu.Unlock()
 	r.P50, r.P99, r.Max = Duration(g.quantile(0.5)), Duration(g.quantile(0.99)), Duration(g.quantile(1))
@@ -266,6 +281,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("  by protocol", "%v", r.ByProto)
 	row("  latency p50 / p99 / max", "%s / %s / %s", roundD(r.P50), roundD(r.P99), roundD(r.Max))
 	row("  late dispatches (>1s no worker)", "%d", r.Late)
+	for _, o := range r.Slowest {
+		row("  slow request", "%s at %s UTC, %s, status %d %s", o.End.Sub(o.Start).Round(time.Millisecond), o.Start.UTC().Format("15:04:05.000"), o.Proto, o.Status, o.Err)
+	}
 	row("zone kills / restarts", "%d / %d", r.ZoneKills, r.ZoneRestarts)
 	row("endpoint flaps", "%d", r.Flaps)
 	row("reloads: valid applied / failed", "%d / %d (200 and the health view shows the config's algorithm)", r.ValidApplied, r.ValidFailed)
@@ -302,6 +320,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("  descriptors at rest", "%s", kinds(r.Rest.Kinds))
 	row("  goroutines, end − start", "%s", entryDiff(r.Start.ByEntry, r.End.ByEntry))
 	row("proxy exit", "%s", r.ProxyExit)
+	row("machine: CPU pressure", "%.0f%% of the run some task waited for a CPU (shared machine)", 100*r.CPUPressure)
+	row("proxy: worst run-queue wait", "%s within 1 s (at %s)", roundD(r.WorstRunqWait), time.Duration(r.WorstRunqWaitAt).Round(100*time.Millisecond))
+	row("soak process: worst stall", "%s (at %s); %d over 1 s", roundD(r.SelfStall), time.Duration(r.SelfStallAt).Round(100*time.Millisecond), r.SelfStallsOver1s)
 	row("proxy log: ERROR / WARN lines", "%d / %d (%s)", r.LogErrorCount, r.LogWarnCount, r.ProxyLog)
 	if len(r.ByWindow) > 0 {
 		fmt.Fprintf(w, "5xx inside windows, by window:\n")

@@ -190,7 +190,11 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	sampCtx, stopSampler := context.WithCancel(ctx)
 	var sampWG sync.WaitGroup
 	var sampMu sync.Mutex
+	var self stallWatch
+	pressure0 := cpuPressure()
+	sampWG.Go(func() { self.run(sampCtx) })
 	sampWG.Go(func() {
+		var prevWait Duration
 		next := time.Now()
 		for sleepCtx(sampCtx, time.Until(next)) {
 			next = next.Add(time.Second)
@@ -203,6 +207,10 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			rep.Peak.FDs = max(rep.Peak.FDs, s.FDs)
 			rep.Peak.Goroutines = max(rep.Peak.Goroutines, s.Goroutines)
 			rep.Peak.Threads = max(rep.Peak.Threads, s.Threads)
+			if last := prevWait; last > 0 && s.RunqWait-last > rep.WorstRunqWait {
+				rep.WorstRunqWait, rep.WorstRunqWaitAt = s.RunqWait-last, s.At
+			}
+			prevWait = s.RunqWait
 			if len(rep.Samples) == 0 || time.Duration(s.At-rep.Samples[len(rep.Samples)-1].At) >= 10*time.Second {
 				rep.Samples = append(rep.Samples, s)
 			}
@@ -276,6 +284,12 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	rep.LogErrors, rep.LogErrorCount = px.logLines(10, "level=ERROR")
 	_, rep.LogWarnCount = px.logLines(0, "level=WARN")
 
+	self.mu.Lock()
+	rep.SelfStall, rep.SelfStallAt, rep.SelfStallsOver1s = Duration(self.worst), Duration(self.at.Sub(start)), self.over1
+	self.mu.Unlock()
+	if p1 := cpuPressure(); p1 > 0 {
+		rep.CPUPressure = (p1 - pressure0).Seconds() / time.Since(start).Seconds()
+	}
 	rep.fill(gen, ch, ho)
 	rep.LogNearFailures = px.logAround(rep.FailedRequests, 2*time.Second, 60)
 	rep.Elapsed = Duration(time.Since(began))
