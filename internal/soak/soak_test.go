@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,6 +39,9 @@ func TestSoak(t *testing.T) {
 	env := os.Getenv("SPILLWAY_SOAK")
 	if testing.Short() || env == "off" {
 		t.Skip("soak skipped (-short or SPILLWAY_SOAK=off)")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the soak reads the proxy's RSS, descriptors and sockets from /proc (Linux only)")
 	}
 	o := Short()
 	if env != "" && env != "short" {
