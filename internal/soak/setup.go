@@ -29,16 +29,16 @@ const (
 
 // files are the soak's on-disk inputs to the proxy.
 type files struct {
-	dir                string
-	configPath         string
-	certPath, keyPath  string
-	valid              [2][]byte // with-policy and no-policy, rewritten
-	invalid            []byte    // with-policy with an unknown urlMap
-	validNames         [2]string
-	algorithms         [2]string // the first service's algorithm in each valid config
-	httpsAddr, httpAdr string
-	adminAddr          string
-	backendPort        int
+	dir                 string
+	configPath          string
+	certPath, keyPath   string
+	valid               [2][]byte // with-policy and no-policy, rewritten
+	invalid             []byte    // with-policy with an unknown urlMap
+	validNames          [2]string
+	algorithms          [2]string // the first service's algorithm in each valid config
+	httpsAddr, httpAddr string
+	adminAddr           string
+	backendPort         int
 	// unhealthyThreshold is the health check's (for the windows).
 	unhealthyThreshold int
 }
@@ -78,7 +78,7 @@ func prepare(dir string, interval, timeout time.Duration) (*files, error) {
 		ports[i] = p
 	}
 	f.httpsAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	f.httpAdr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	f.httpAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	f.adminAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
 	backendPort := ports[3]
 	f.backendPort = backendPort
@@ -173,7 +173,7 @@ func (f *files) rewrite(cfg *config.Config, interval, timeout time.Duration, bac
 	cfg.Frontends = []config.Frontend{
 		{Name: feHTTPS, Address: f.httpsAddr, Protocol: "HTTPS", URLMap: base.URLMap, Region: base.Region,
 			Certificates: []config.Certificate{{CertificateFile: f.certPath, PrivateKeyFile: f.keyPath}}},
-		{Name: feHTTP, Address: f.httpAdr, Protocol: "HTTP", URLMap: base.URLMap, Region: base.Region},
+		{Name: feHTTP, Address: f.httpAddr, Protocol: "HTTP", URLMap: base.URLMap, Region: base.Region},
 	}
 	return nil
 }

@@ -168,9 +168,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			px.stop()
 		}
 	}()
-	px.ports = map[int]string{portOf(f.httpsAddr): "clients (HTTPS frontend)", portOf(f.httpAdr): "clients (HTTP frontend)", portOf(f.adminAddr): "admin API"}
+	px.ports = map[int]string{portOf(f.httpsAddr): "clients (HTTPS frontend)", portOf(f.httpAddr): "clients (HTTP frontend)", portOf(f.adminAddr): "admin API"}
 	px.backendPort = f.backendPort
-	fmt.Fprintf(o.Progress, "proxy pid %d, https %s, http %s, admin %s, log %s\n", px.cmd.Process.Pid, f.httpsAddr, f.httpAdr, f.adminAddr, px.logPath)
+	fmt.Fprintf(o.Progress, "proxy pid %d, https %s, http %s, admin %s, log %s\n", px.cmd.Process.Pid, f.httpsAddr, f.httpAddr, f.adminAddr, px.logPath)
 	if err := waitHealthy(ctx, px, 30*time.Second); err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		o: &o, f: f, bs: bs, proxy: px, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)),
 		start: start, winLen: winLen, logw: o.Progress, algorithm: f.algorithms[0],
 	}
-	ho := &hostile{httpsAddr: f.httpsAddr, httpAddr: f.httpAdr, start: start}
+	ho := &hostile{httpsAddr: f.httpsAddr, httpAddr: f.httpAddr, start: start}
 	chaosCtx, stopChaos := context.WithTimeout(ctx, o.Duration)
 	defer stopChaos()
 	var chaosWG sync.WaitGroup
