@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,8 @@ import (
 // configured endpoint address (instance × named port, or NEG endpoint), on
 // loopback. Each answers the health check's requestPath with 200 "ok" (or
 // the health check's expected response) and every other request with
-// {"zone": ..., "instance": ...}.
+// {"zone": ..., "instance": ...} (padded to about N bytes when the query
+// has pad=N, for clients that need a large response; at most MaxPad).
 //
 // Zones fail in three ways: FailHealth makes the health path answer 503
 // while the data path keeps working (failure mode 1, a sick application
@@ -61,7 +63,11 @@ type backend struct {
 type response struct {
 	Zone     string `json:"zone"`
 	Instance string `json:"instance"`
+	Pad      string `json:"pad,omitempty"`
 }
+
+// MaxPad bounds the pad=N query parameter of data requests (bytes).
+const MaxPad = 4 << 20
 
 // StartBackends starts a server for every endpoint address of p (and every
 // distinct probe address, when a health check uses a fixed port). The
@@ -220,8 +226,12 @@ func (b *backend) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("failing requests (lab failure mode: requests)\n"))
 		return
 	}
+	resp := response{Zone: b.zone, Instance: b.instance}
+	if n, err := strconv.Atoi(r.URL.Query().Get("pad")); err == nil && n > 0 {
+		resp.Pad = strings.Repeat("x", min(n, MaxPad))
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(response{Zone: b.zone, Instance: b.instance})
+	_ = json.NewEncoder(w).Encode(resp)
 }
 
 // isProbe tells a health check from a data request on a health path. Only
@@ -335,6 +345,45 @@ func (bs *Backends) Recover(ctx context.Context, zone string) error {
 		}
 	}
 	return nil
+}
+
+// StopEndpoint closes the listener of the one backend at addr and its open
+// connections (a single endpoint dies; its zone's other endpoints keep
+// serving). StartEndpoint, or Recover of its zone, brings it back.
+func (bs *Backends) StopEndpoint(addr string) error {
+	b, err := bs.at(addr)
+	if err != nil {
+		return err
+	}
+	b.stop()
+	return nil
+}
+
+// StartEndpoint binds the backend at addr again after StopEndpoint or
+// StopListeners; it does nothing when the backend is serving.
+func (bs *Backends) StartEndpoint(ctx context.Context, addr string) error {
+	b, err := bs.at(addr)
+	if err != nil {
+		return err
+	}
+	return b.start(ctx)
+}
+
+// ZoneOf returns the zone of the backend at addr ("" if none serves it).
+func (bs *Backends) ZoneOf(addr string) string {
+	if b, err := bs.at(addr); err == nil {
+		return b.zone
+	}
+	return ""
+}
+
+func (bs *Backends) at(addr string) (*backend, error) {
+	for _, b := range bs.servers {
+		if b.addr == addr {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("lab: no backend at %s", addr)
 }
 
 // Close stops every backend: listeners and open connections close, and

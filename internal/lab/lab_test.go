@@ -123,6 +123,32 @@ func TestBackends(t *testing.T) {
 	if code, _, err := get(a1, "/healthz"); err != nil || code != 200 {
 		t.Errorf("recovered zone: /healthz = %d %v, want 200", code, err)
 	}
+	// One endpoint stops; its zone's others keep answering.
+	if err := bs.StopEndpoint(a1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(a1, "/"); err == nil {
+		t.Errorf("stopped endpoint still answers")
+	}
+	if code, _, err := get("127.1.1.2:18080", "/"); err != nil || code != 200 {
+		t.Errorf("the stopped endpoint's neighbour: / = %d %v, want 200", code, err)
+	}
+	if err := bs.StartEndpoint(ctx, a1); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := get(a1, "/"); err != nil || code != 200 {
+		t.Errorf("restarted endpoint: / = %d %v, want 200", code, err)
+	}
+	if z := bs.ZoneOf(a1); z != "us-south1-a" {
+		t.Errorf("ZoneOf(%s) = %q", a1, z)
+	}
+	if err := bs.StopEndpoint("127.9.9.9:1"); err == nil {
+		t.Errorf("StopEndpoint of an unknown address: no error")
+	}
+	// pad=N makes the answer about N bytes longer.
+	if code, body, err := get(a1, "/?pad=5000"); err != nil || code != 200 || len(body) < 5000 || !strings.Contains(body, `"zone":"us-south1-a"`) {
+		t.Errorf("GET /?pad=5000 = %d, %d bytes, %v", code, len(body), err)
+	}
 	if err := bs.FailHealth("us-nowhere1-z"); err == nil {
 		t.Errorf("FailHealth of an unknown zone: no error")
 	}
