@@ -82,7 +82,7 @@ func startProxy(ctx context.Context, exe string, env []string, f *files, logPath
 	}
 	// Not CommandContext: the soak stops the proxy itself (SIGTERM, then
 	// SIGKILL after a grace period) to see how it exits.
-	cmd := exec.Command(exe, "serve", "--config", f.configPath, "--admin", f.adminAddr, "--watch", "0", "--log-level", "info")
+	cmd := exec.Command(exe, "serve", "--config", f.configPath, "--admin", f.adminAddr, "--watch", "0", "--log-level", "info", "--pprof")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile

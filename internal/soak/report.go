@@ -254,6 +254,20 @@ func (r *Report) Failures() []string {
 	if e, _ := r.End.Backend(); e > r.Backends*r.Workers {
 		f = append(f, fmt.Sprintf("%d established connections to backends at the end: more than the load's %d connections could need on each of the %d backends", e, r.Workers, r.Backends))
 	}
+	// A client's mistake never gets a 5xx (505 for HTTP/9.9 is right).
+	for kind, n := range r.Hostile.Notes {
+		if strings.HasPrefix(kind, "malformed ") {
+			f = append(f, fmt.Sprintf("%d× %s: a malformed request blamed on the backends (%s)", n, kind, r.Hostile.NoteExamples[kind]))
+		}
+	}
+	// Rotated certificate files are picked up by the next reload (the
+	// soak runs the proxy with --watch 0 and reloads every 5 s): every
+	// rotation but the last, which the run may end before, must be seen.
+	for i, rt := range r.Rotations {
+		if !rt.Observed && i < len(r.Rotations)-1 {
+			f = append(f, fmt.Sprintf("certificate rotation %d (%s at %s) was never served", i+1, rt.Mode, time.Duration(rt.At).Round(time.Second)))
+		}
+	}
 	// Likewise net/http's pooled backend connections keep two goroutines
 	// each while they idle (600 s).
 	if s, e := r.Start.NonPoolGoroutines(), r.End.NonPoolGoroutines(); e > s+r.GoroutineSlack {
@@ -295,7 +309,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			obs++
 		}
 	}
-	row("certificate rotations / observed", "%d / %d (observation recorded, not asserted)", len(r.Rotations), obs)
+	row("certificate rotations / observed", "%d / %d (each served by a fresh handshake after the next reload)", len(r.Rotations), obs)
 	h := r.Hostile
 	row("hostile connections / dial errors", "%d / %d", h.Connections, h.DialErrors)
 	row("  slowloris / closed by proxy", "%d / %d (after %s..%s)", h.Slowloris, h.SlowlorisServerClosed, roundD(h.SlowlorisMinClose), roundD(h.SlowlorisMaxClose))
