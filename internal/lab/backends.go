@@ -133,7 +133,7 @@ func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
 		b := byAddr[addr]
 		if usesTLS(b.proto) {
 			if bs.tlsCert == nil {
-				cert, _, _, err := selfSigned()
+				cert, _, _, err := SelfSigned()
 				if err != nil {
 					return nil, err
 				}

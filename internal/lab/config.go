@@ -145,9 +145,11 @@ func rewrite(cfg *config.Config, s settings) (*config.Frontend, error) {
 
 func ptr[T any](v T) *T { return &v }
 
-// selfSigned returns a fresh ECDSA P-256 certificate for 127.0.0.1 and
-// localhost, valid for a day, as a tls.Certificate and as PEM.
-func selfSigned() (tls.Certificate, []byte, []byte, error) {
+// SelfSigned returns a fresh ECDSA P-256 certificate for 127.0.0.1, ::1
+// and localhost, valid for a day, as a tls.Certificate (with its Leaf) and
+// as PEM (certificate, key): the lab's frontend certificate, and the soak
+// test's rotations.
+func SelfSigned() (tls.Certificate, []byte, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, fmt.Errorf("lab: generate key: %w", err)
@@ -194,7 +196,7 @@ func newSettings(interval time.Duration) (set settings, cleanup func(), err erro
 		return settings{}, nil, fmt.Errorf("lab: temp dir for the frontend certificate: %w", err)
 	}
 	cleanup = func() { os.RemoveAll(dir) }
-	_, certPEM, keyPEM, err := selfSigned()
+	_, certPEM, keyPEM, err := SelfSigned()
 	if err != nil {
 		cleanup()
 		return settings{}, nil, err

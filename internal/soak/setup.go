@@ -1,13 +1,7 @@
 package soak
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
@@ -184,33 +178,9 @@ func (f *files) rewrite(cfg *config.Config, interval, timeout time.Duration, bac
 // does); otherwise each is renamed over the old path (as most tools
 // and Kubernetes secret updates do).
 func (f *files) rotateCertMode(inPlace bool) (*big.Int, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, certPEM, keyPEM, err := lab.SelfSigned()
 	if err != nil {
-		return nil, fmt.Errorf("soak: generate key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, fmt.Errorf("soak: certificate serial: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "spillway soak", Organization: []string{"Spillway soak (self-signed)"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("soak: create certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("soak: marshal key: %w", err)
+		return nil, fmt.Errorf("soak: %w", err)
 	}
 	write := writeAtomic
 	if inPlace {
@@ -221,13 +191,13 @@ func (f *files) rotateCertMode(inPlace bool) (*big.Int, error) {
 			return nil
 		}
 	}
-	if err := write(f.keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})); err != nil {
+	if err := write(f.keyPath, keyPEM); err != nil {
 		return nil, err
 	}
-	if err := write(f.certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})); err != nil {
+	if err := write(f.certPath, certPEM); err != nil {
 		return nil, err
 	}
-	return serial, nil
+	return cert.Leaf.SerialNumber, nil
 }
 
 // writeAtomic replaces path with data through a temporary file and a
