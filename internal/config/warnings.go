@@ -4,9 +4,17 @@ import "fmt"
 
 // Warnings lists what Spillway accepts but Google Cloud's global external
 // Application Load Balancer would reject, so a config that works here may
-// not import there as is. Each entry names the field path.
+// not import there as is, and settings that leave a documented gap in the
+// edge's defences (docs/security.md). Each entry names the field path.
 func (c *Config) Warnings() []string {
 	var w []string
+	if c.Spillway != nil && c.Spillway.HTTP1Server == "NET_HTTP" {
+		for i := range c.Frontends {
+			if c.Frontends[i].Protocol == "HTTPS" {
+				w = append(w, fmt.Sprintf("spillway.http1Server: NET_HTTP does not refuse ambiguous request framing (Content-Length with Transfer-Encoding) on TLS connections, so HTTPS frontend frontends[%d] (%s) forwards such requests re-framed instead of answering 400; the default SPILLWAY server refuses them (docs/security.md)", i, c.Frontends[i].Name))
+			}
+		}
+	}
 	regex := func(path string) {
 		w = append(w, path+": Google Cloud's global external Application Load Balancer rejects regexMatch; Spillway accepts it, but this URL map will not import into Google Cloud as is")
 	}

@@ -45,3 +45,39 @@ urlMaps:
 		}
 	}
 }
+
+// NET_HTTP cannot refuse ambiguous framing on TLS connections (net/http
+// drops the evidence before a handler runs, and a listener sees only
+// ciphertext): a config that combines it with an HTTPS frontend is warned.
+func TestWarningsForNetHTTPWithHTTPS(t *testing.T) {
+	base := `
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}]
+backendServices: [{name: bs, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 10}]}]
+urlMaps: [{name: um, defaultService: bs}]
+frontends:
+- {name: plain, address: "127.0.0.1:8080", protocol: HTTP, urlMap: um}
+- {name: tls, address: "127.0.0.1:8443", protocol: HTTPS, urlMap: um, certificates: [{certificateFile: c.pem, privateKeyFile: k.pem}]}
+`
+	for _, tc := range []struct {
+		extra string
+		want  bool
+	}{
+		{"", false},
+		{"spillway: {http1Server: SPILLWAY}\n", false},
+		{"spillway: {http1Server: NET_HTTP}\n", true},
+	} {
+		c, err := Parse([]byte(base+tc.extra), "w.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, w := range c.Warnings() {
+			if strings.HasPrefix(w, "spillway.http1Server:") && strings.Contains(w, "frontends[1]") {
+				got = true
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%q: warning %v, want %v (%q)", tc.extra, got, tc.want, c.Warnings())
+		}
+	}
+}
