@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts `spillway serve` as an authoritative GSLB server for the
-# ../shared/bench/dns-peers.sh zone (gslb.example, www = 70/20/10 weighted,
+# scripts/bench/dns-peers.sh zone (gslb.example, www = 70/20/10 weighted,
 # no health checks, like the gdnsd and PowerDNS rows):
 #
 #   dns-peers.sh --extra spillway 127.0.0.1:15380 "$PWD/scripts/bench-dns.sh 127.0.0.1:15380"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts `spillway serve` as a round-robin proxy in front of the bench
-# backends, for ../shared/bench/peers.sh-style runs:
+# backends, for scripts/bench/peers.sh-style runs:
 #
 #   peers.sh --extra spillway 127.0.0.1:18480 \
 #     "$PWD/scripts/bench-serve.sh 127.0.0.1:18480" --extra-h2 spillway 127.0.0.1:18480
