@@ -64,15 +64,19 @@
 //     with both Content-Length and "Transfer-Encoding: chunked" as
 //     chunked and ignores Transfer-Encoding in HTTP/1.0; Server answers
 //     such a request 400 and closes the connection (RFC 9112 §6.1, §6.3)
-//     before the handler runs. Header names that are not tokens (textproto
-//     accepts "X A" and "Content-Length :") get the same answer. net/http's
-//     server does the framing check on GuardListener's connections when
+//     before the handler runs. Header names that are not tokens get the
+//     same answer (net/http's server refuses them too; textproto alone
+//     would accept "X A" and "Content-Length :"). net/http's server does
+//     the framing check on GuardListener's connections when
 //     its ConnContext calls GuardContext and its handler CheckGuard.
 //   - Host is checked as net/http's server checks it (the Host field,
 //     not an absolute-form target's authority: none → 400; bytes
 //     outside httpguts.ValidHostHeader's set, '@' included → 400), and
 //     an HTTP/1.1 request whose Host is empty with no authority in its
 //     target is refused too (net/http accepts it).
+//   - Expect: anything but a single "100-continue" on an HTTP/1.1
+//     request is answered 417 and the connection closed; net/http
+//     ignores Expect on HTTP/1.0 and looks only at the first value.
 //   - Request line plus headers over MaxHeaderBytes (60 KiB, with
 //     net/http's 4 KiB of read slop) → 431. Error responses the server
 //     makes itself are short text/plain bodies, and close the connection.

@@ -12,7 +12,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/h1"
 )
 
-// Frontend server limits (gcp-model.md §2.13, §2.15): h1's, so that both
+// Frontend server limits (docs/security.md): h1's, so that both
 // server loops apply the same ones. h1.MaxHeaderBytes is Google's limit
 // on request URL + headers; a larger block is answered 431. net/http
 // enforces MaxHeaderBytes only up to its 4 KiB of read-buffer slop, so
