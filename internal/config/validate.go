@@ -290,17 +290,6 @@ func (v *validator) duration(path string, d *Duration) {
 	}
 }
 
-// countSet returns how many of the flags are true.
-func countSet(flags ...bool) int {
-	n := 0
-	for _, f := range flags {
-		if f {
-			n++
-		}
-	}
-	return n
-}
-
 // setNames returns the names whose flag is true.
 func setNames(names []string, flags ...bool) []string {
 	var out []string

@@ -413,7 +413,7 @@ func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=[]_~") }
 // the answer is not lost to a reset.
 func (c *h1conn) errorResponse(code int, reason string) {
 	text := http.StatusText(code)
-	body := itoa3(code) + " " + text + ": " + reason + "\n"
+	body := Code3(code) + " " + text + ": " + reason + "\n"
 	fmt.Fprintf(c.bw, "HTTP/1.1 %03d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		code, text, len(body), body)
 	if c.bw.Flush() == nil {

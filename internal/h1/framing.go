@@ -3,7 +3,6 @@ package h1
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -111,15 +110,10 @@ func CheckGuard(r *http.Request) error {
 		return nil
 	}
 	f, ok := gc.next()
-	switch {
-	case !ok:
+	if !ok {
 		return errUnfollowed
-	case f.te && !r.ProtoAtLeast(1, 1):
-		return fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 request", ErrAmbiguousFraming)
-	case f.te && f.cl:
-		return fmt.Errorf("%w: both Transfer-Encoding and Content-Length", ErrAmbiguousFraming)
 	}
-	return nil
+	return f.check(r)
 }
 
 // headFraming is what a request head said about its body.

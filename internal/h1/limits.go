@@ -41,8 +41,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// itoa3 formats a three-digit status code.
-func itoa3(c int) string {
+// Code3 formats a three-digit status code (anything else as 500), for
+// status lines and error bodies.
+func Code3(c int) string {
 	if c < 100 || c > 999 {
 		c = 500
 	}

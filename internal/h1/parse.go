@@ -297,7 +297,7 @@ func parseFields(s string, skipHost bool, strs []string) (http.Header, fieldSumm
 				sum.length = v
 			}
 		case "Connection":
-			sum.close = sum.close || hasToken([]string{v}, "close")
+			sum.close = sum.close || Listed([]string{v}, "close")
 		case "Transfer-Encoding", "Pragma", "Trailer":
 			sum.special = true
 		}
@@ -461,10 +461,16 @@ var ErrAmbiguousFraming = errors.New("ambiguous message framing")
 // Transfer-Encoding in an HTTP/1.0 request (which http.ReadRequest
 // ignores, reading the body by Content-Length, or as empty).
 func (s *framingScan) check(r *http.Request) error {
+	return headFraming{cl: s.cl, te: s.te}.check(r)
+}
+
+// check refuses the framing of r's head (RFC 9112 §6.1, §6.3):
+// Transfer-Encoding in HTTP/1.0, or with Content-Length.
+func (f headFraming) check(r *http.Request) error {
 	switch {
-	case s.te && !r.ProtoAtLeast(1, 1):
+	case f.te && !r.ProtoAtLeast(1, 1):
 		return fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 request", ErrAmbiguousFraming)
-	case s.te && s.cl:
+	case f.te && f.cl:
 		return fmt.Errorf("%w: both Transfer-Encoding and Content-Length", ErrAmbiguousFraming)
 	}
 	return nil

@@ -141,12 +141,12 @@ func (w *h1response) writeStatusLine(code int) {
 	} else {
 		bw.WriteString("HTTP/1.0 ")
 	}
-	bw.WriteString(itoa3(code))
+	bw.WriteString(Code3(code))
 	bw.WriteByte(' ')
 	if text := http.StatusText(code); text != "" {
 		bw.WriteString(text)
 	} else {
-		bw.WriteString("status code " + itoa3(code))
+		bw.WriteString("status code " + Code3(code))
 	}
 	bw.WriteString("\r\n")
 }
@@ -163,7 +163,7 @@ func (w *h1response) commit(first []byte, final bool) {
 	if final && w.cl < 0 && w.bodyOK && !trailers && !w.hasTE && (!w.isHead || w.written > 0) {
 		w.cl = w.written
 	}
-	w.closeAfter = r.Close || c.s.shutdown.Load() || hasToken(w.connHdr, "close")
+	w.closeAfter = r.Close || c.s.shutdown.Load() || Listed(w.connHdr, "close")
 	if w.expect100 && !w.continued {
 		w.closeAfter = true
 	}
@@ -214,18 +214,6 @@ func (w *h1response) commit(first []byte, final bool) {
 		bw.WriteString("Connection: keep-alive\r\n")
 	}
 	bw.WriteString("\r\n")
-}
-
-// hasToken reports whether a comma-separated header contains token.
-func hasToken(vv []string, token string) bool {
-	for _, v := range vv {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(f), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // httpDate returns the current Date header value, formatted once a

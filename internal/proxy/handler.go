@@ -494,7 +494,7 @@ func lbError(w http.ResponseWriter, code int, details, message string) {
 	}
 	var b strings.Builder
 	b.Grow(4 + len(text) + 2 + len(message) + 2 + len(details) + 2)
-	b.WriteString(itoa3(code))
+	b.WriteString(h1.Code3(code))
 	b.WriteByte(' ')
 	b.WriteString(text)
 	b.WriteString(": ")
@@ -503,12 +503,4 @@ func lbError(w http.ResponseWriter, code int, details, message string) {
 	b.WriteString(details)
 	b.WriteString(")\n")
 	_, _ = w.Write([]byte(b.String()))
-}
-
-// itoa3 formats a three-digit status code.
-func itoa3(c int) string {
-	if c < 100 || c > 999 {
-		c = 500
-	}
-	return string([]byte{byte('0' + c/100), byte('0' + c/10%10), byte('0' + c%10)})
 }

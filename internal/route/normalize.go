@@ -272,7 +272,8 @@ func unreserved(c byte) bool {
 const upperHex = "0123456789ABCDEF"
 
 func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+	_, ok := unhex(c)
+	return ok
 }
 
 func isUpperHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' }
