@@ -10,11 +10,11 @@ import (
 // They are exported so that a proxy building an outbound header as a map
 // applies exactly the same ones.
 
-// isHopHeader reports whether a canonical header name is hop-by-hop
+// IsHopHeader reports whether a canonical header name is hop-by-hop
 // (RFC 9110 §7.6.1 plus the legacy Keep-Alive and Proxy-* headers, and
 // HTTP2-Settings, which belongs to an h2c upgrade, RFC 7540 §3.2.1): such
 // headers describe one connection and are never forwarded.
-func isHopHeader(k string) bool {
+func IsHopHeader(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Http2-Settings":
 		return true
@@ -44,7 +44,7 @@ func Listed(conn []string, name string) bool {
 func CopyHeaders(dst, src http.Header) {
 	conn := src["Connection"]
 	for k, vv := range src {
-		if isHopHeader(k) || (len(conn) > 0 && Listed(conn, k)) {
+		if IsHopHeader(k) || (len(conn) > 0 && Listed(conn, k)) {
 			continue
 		}
 		dst[k] = vv

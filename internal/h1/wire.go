@@ -26,7 +26,7 @@ type Request struct {
 }
 
 // Forward describes the outbound header of a proxied request: the
-// client's fields except hop-by-hop ones (isHopHeader), Expect and those
+// client's fields except hop-by-hop ones (IsHopHeader), Expect and those
 // its Connection header lists; "Te: trailers" when the client's Te lists
 // trailers; X-Forwarded-For extended with the client and load balancer
 // addresses (ForwardedFor); X-Forwarded-Proto; Via extended with this
@@ -182,7 +182,7 @@ func writeForwarded(bw *bufio.Writer, wr *Request) error {
 		case "Expect":
 			continue // answered by the proxy (see Forward)
 		}
-		if reqWriteExclude(k) || isHopHeader(k) || (len(conn) > 0 && Listed(conn, k)) {
+		if reqWriteExclude(k) || IsHopHeader(k) || (len(conn) > 0 && Listed(conn, k)) {
 			continue
 		}
 		if !isToken(k) {

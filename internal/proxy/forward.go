@@ -478,7 +478,9 @@ func (x *exchange) respond(resp *http.Response) {
 		panic(http.ErrAbortHandler)
 	}
 	for k, vv := range resp.Trailer {
-		dst[http.TrailerPrefix+k] = vv
+		if !h1.IsHopHeader(k) {
+			dst[http.TrailerPrefix+k] = vv
+		}
 	}
 }
 
@@ -496,13 +498,19 @@ type writeDeadliner interface {
 	SetWriteDeadline(time.Time) error
 }
 
-// announceTrailers declares the backend's trailers in the Trailer header.
+// announceTrailers declares the backend's trailers in the Trailer header,
+// but hop-by-hop names (Keep-Alive, Upgrade, …), which describe the
+// backend's connection in a trailer as in a head and are not passed on.
 func announceTrailers(dst, trailer http.Header) {
 	keys := make([]string, 0, len(trailer))
 	for k := range trailer {
-		keys = append(keys, k)
+		if !h1.IsHopHeader(k) {
+			keys = append(keys, k)
+		}
 	}
-	dst["Trailer"] = keys
+	if len(keys) > 0 {
+		dst["Trailer"] = keys
+	}
 }
 
 // isEventStream reports a text/event-stream response, which is flushed
