@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,6 +101,7 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 		}
 	}
 	sets := map[string]int{}
+	cnames := map[string]cnameLink{} // owner → target, for loops
 	for j := range z.Records {
 		r := &z.Records[j]
 		rp := at("%s.records[%d]", p, j)
@@ -130,11 +133,17 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 		}
 		claim(rp+".name", name, owner{cname: r.Type == "CNAME"})
 		for k, data := range r.Rrdatas {
-			if _, err := ParseDNSRecord(name, r.Type, 0, data); err != nil {
+			rr, err := ParseDNSRecord(name, r.Type, 0, data)
+			if err != nil {
 				v.add(at("%s.rrdatas[%d]", rp, k), rrdataFix(r.Type), "%q is not valid %s data: %v", data, r.Type, err)
+				continue
+			}
+			if c, ok := rr.(*dns.CNAME); ok && k == 0 {
+				cnames[name] = cnameLink{path: rp, target: CanonicalDNSName(c.Target)}
 			}
 		}
 	}
+	v.cnameLoops(cnames)
 	for j := range z.GSLBNames {
 		g := &z.GSLBNames[j]
 		gp := at("%s.gslbNames[%d]", p, j)
@@ -429,4 +438,36 @@ func (v *validator) dnsOwner(path string, z *DNSZone, name string) (string, bool
 		return "", false
 	}
 	return o, true
+}
+
+// cnameLink is a CNAME record of a zone: where it is and its target.
+type cnameLink struct{ path, target string }
+
+// cnameLoops reports every CNAME chain of a zone that comes back to a
+// name it passed (the server would follow it to its chain limit,
+// answering the same records again), once, at the record that starts the
+// loop in the config's order.
+func (v *validator) cnameLoops(cnames map[string]cnameLink) {
+	reported := map[string]bool{}
+	for _, start := range slices.Sorted(maps.Keys(cnames)) {
+		seen := map[string]bool{start: true}
+		chain := []string{start}
+		for name := cnames[start].target; ; name = cnames[name].target {
+			chain = append(chain, name)
+			if seen[name] {
+				if !reported[name] {
+					for _, n := range chain[slices.Index(chain, name):] {
+						reported[n] = true
+					}
+					v.add(cnames[name].path+".rrdatas[0]", "point one CNAME of the chain at a name with records",
+						"CNAME chain %s loops", strings.Join(chain[slices.Index(chain, name):], " → "))
+				}
+				break
+			}
+			if _, ok := cnames[name]; !ok {
+				break
+			}
+			seen[name] = true
+		}
+	}
 }

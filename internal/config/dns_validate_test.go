@@ -60,6 +60,8 @@ func TestDNSInvalid(t *testing.T) {
 		{"bad MX data", `"10 mail.gslb.example."`, `"mail.gslb.example."`, `dnsZones[0].records[1].rrdatas[0]: "mail.gslb.example." is not valid MX data`},
 		{"name outside zone", "{name: mx,", "{name: mx.other.example.,", `dnsZones[0].records[1].name: "mx.other.example." is outside zone gslb.example.`},
 		{"CNAME clash", "{name: mx,", "{name: www,", `dnsZones[0].records[1].name: "www.gslb.example." already has records`},
+		{"CNAME loop", "  - {name: www, type: CNAME, rrdatas: [app.gslb.example.]}", "  - {name: www, type: CNAME, rrdatas: [app.gslb.example.]}\n  - {name: a, type: CNAME, rrdatas: [b.gslb.example.]}\n  - {name: b, type: CNAME, rrdatas: [A.gslb.example.]}", `CNAME chain a.gslb.example. → b.gslb.example. → a.gslb.example. loops`},
+		{"CNAME to itself", "rrdatas: [app.gslb.example.]", "rrdatas: [www.gslb.example.]", `CNAME chain www.gslb.example. → www.gslb.example. loops`},
 		{"GSLB clash", "{name: svc,", "{name: www,", `dnsZones[0].gslbNames[1].name: "www.gslb.example." is already used`},
 		{"unknown policy", "policy: GEO", "policy: LATENCY", `dnsZones[0].gslbNames[0].policy: unknown value "LATENCY"`},
 		{"pool and service", "{name: svc, backendService: web}", "{name: svc, backendService: web, pool: {members: [{name: b, address: 192.0.2.2}]}}", "pool and backendService are exclusive"},
