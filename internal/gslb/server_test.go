@@ -304,3 +304,45 @@ dnsZones:
 		t.Errorf("primary answered %d of %d during the 10%% step", primary, n)
 	}
 }
+
+// TestTCPConnectionOutlivesManyQueries: one TCP connection carries many
+// queries, pipelined and one after another (RFC 7766 §6.2.1); miekg's
+// default of 128 queries a connection closed it.
+func TestTCPConnectionOutlivesManyQueries(t *testing.T) {
+	_, addr := start(t, header+`
+dnsZones:
+- name: gslb.example.
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: mail, type: A, rrdatas: [192.0.2.25]}
+`, gslb.Options{})
+	c, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	const n = 300
+	// Pipelined: every query written before any answer is read.
+	for i := range n {
+		q := query("mail.gslb.example.", dns.TypeA, 0, "")
+		q.Id = uint16(i + 1)
+		if err := c.WriteMsg(q); err != nil {
+			t.Fatalf("query %d: %v", i+1, err)
+		}
+	}
+	seen := map[uint16]bool{}
+	for i := range n {
+		r, err := c.ReadMsg()
+		if err != nil {
+			t.Fatalf("answer %d of %d: %v", i+1, n, err)
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("answer %d: %v", i+1, r)
+		}
+		seen[r.Id] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct answers, want %d", len(seen), n)
+	}
+}
