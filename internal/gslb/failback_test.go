@@ -65,8 +65,9 @@ func shareOf(s *Server, ip string, n int) (float64, uint32) {
 }
 
 // TestFailbackRamp drives member a down and back up through probe results
-// on a virtual clock and checks its share at each ramp step, the TTLs and
-// the rollback on a failed probe during the ramp.
+// on a virtual clock and checks its share at each ramp step, the TTLs,
+// the unhealthy threshold applied during the ramp too, and the rollback
+// on a passive error spike.
 func TestFailbackRamp(t *testing.T) {
 	now := t0
 	s := virtualServer(t, failbackYAML, &now)
@@ -128,9 +129,20 @@ func TestFailbackRamp(t *testing.T) {
 	if sh, _ := shareOf(s, "192.0.2.1", 2000); sh < 0.1 {
 		t.Fatalf("ramping share %.3f", sh)
 	}
-	probe(false) // one failure during the ramp
+	// Failures during the ramp go through the same hysteresis as any
+	// other: one or two (with a success between) change nothing...
+	probe(false)
+	probe(false)
+	probe(true)
+	probe(false)
+	if sh, _ := shareOf(s, "192.0.2.1", 2000); sh < 0.1 {
+		t.Fatalf("after isolated failures during the ramp: share %.3f, want the ramp's (a single failed probe must not take the member down)", sh)
+	}
+	// ...three in a row take the member down.
+	probe(false)
+	probe(false)
 	if sh, ttl := shareOf(s, "192.0.2.1", 2000); sh != 0 || ttl != 15 {
-		t.Fatalf("after a failure during the ramp: share %.3f ttl %d, want 0 and 15", sh, ttl)
+		t.Fatalf("after 3 failures during the ramp: share %.3f ttl %d, want 0 and 15", sh, ttl)
 	}
 	probe(true)
 	probe(true)

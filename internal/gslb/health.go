@@ -88,28 +88,21 @@ func (s *Server) Members() []MemberInfo {
 	return out
 }
 
-// observeLocked feeds one result of health check c to member i of n. A
-// shallow failure while the member ramps back rolls the ramp back: the
-// member is down again and needs the healthy threshold of successes to
-// start a new ramp. Deep and synthetic results change the member's
-// weight factor. Caller must hold s.mu.
+// observeLocked feeds one result of health check c to member i of n.
+// Probe results go through the checks' hysteresis during a failback ramp
+// too: a member that ramps back goes down after the unhealthy threshold
+// of failures in a row (3 by default), like any other, not after one (a
+// single lost probe would otherwise restart a ramp of minutes); it then
+// needs the healthy threshold of successes to start a new ramp. A
+// passive error spike during the ramp still rolls it back at once
+// (ObserveErrorRate, ObservePassive). Deep and synthetic results change
+// the member's weight factor. Caller must hold s.mu.
 func (s *Server) observeLocked(n *gname, i, c int, ok bool, detail string, now time.Time) {
 	m := &n.members[i]
 	l := &n.layers[i]
 	was := l.Healthy()
 	l.Observe(c, ok, detail, now)
 	changed := l.Healthy() != was
-	if l.Layer(c) == Shallow {
-		errRate := 0.0
-		if !ok {
-			errRate = 1
-		}
-		if r := n.state.Load().members[i].ramp; l.Healthy() && !changed && r.Observe(errRate, now) {
-			l.Fail(detail, now)
-			changed = true
-			s.log.Info("gslb: ramp rolled back", "name", n.owner, "member", m.name, "detail", detail)
-		}
-	}
 	if changed {
 		s.setLocked(n, i, l.Healthy(), now)
 		s.log.Info("gslb: member health changed", "name", n.owner, "member", m.name, "healthy", l.Healthy(), "detail", detail)
