@@ -112,7 +112,11 @@ func TestErrorRepliesKeepQuestionAndOPT(t *testing.T) {
 		{"two questions with OPT, AD+CD", q(dns.OpcodeQuery, true, true, 2), dns.RcodeFormatError, true},
 		{"two questions without OPT", q(dns.OpcodeQuery, false, false, 2), dns.RcodeFormatError, true},
 		{"no question with OPT", q(dns.OpcodeQuery, true, true, 0), dns.RcodeFormatError, false},
-		{"REFUSED with AD+CD", func() *dns.Msg { m := query("example.org.", dns.TypeA, 1232, ""); m.AuthenticatedData, m.CheckingDisabled = true, true; return m }(), dns.RcodeRefused, true},
+		{"REFUSED with AD+CD", func() *dns.Msg {
+			m := query("example.org.", dns.TypeA, 1232, "")
+			m.AuthenticatedData, m.CheckingDisabled = true, true
+			return m
+		}(), dns.RcodeRefused, true},
 	} {
 		pkt := mustPack(t, tc.m)
 		for _, network := range []string{"udp", "tcp"} {

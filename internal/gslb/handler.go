@@ -74,6 +74,20 @@ func remoteAddr(a net.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// MsgAcceptFunc decides, from its header alone, whether a message is
+// answered: responses are ignored, everything else is unpacked and goes
+// to the handler, which answers NOTIMP and FORMERR itself so that those
+// replies carry the question and the OPT record (miekg/dns's own reject
+// path drops both and copies every header bit). Only messages that do
+// not unpack still get miekg's FORMERR. Both listeners use it; a
+// dns.Server composed with Handler should too.
+func MsgAcceptFunc(dh dns.Header) dns.MsgAcceptAction {
+	if dh.Bits&(1<<15) != 0 { // QR: a response
+		return dns.MsgIgnore
+	}
+	return dns.MsgAccept
+}
+
 // Exchange answers query r from a resolver at src as of now, exactly as
 // the listeners do but without sockets and as if over TCP (the reply is
 // never truncated). It returns nil when r must not be answered (it is
@@ -90,16 +104,38 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 		return nil
 	}
 	m := &dns.Msg{}
+	// Header bits: RD and CD are copied from the query (RFC 1035 §4.1.1;
+	// RFC 4035 §3.1.6 and RFC 6840 §5.7 for CD). AD is never set, errors
+	// included: RFC 4035 §3.1.6 lets only a server that has checked the
+	// data as authentic set it, and Spillway does not validate (its zones
+	// are not signed).
 	m.Id, m.Response, m.Opcode = r.Id, true, r.Opcode
 	m.RecursionDesired, m.CheckingDisabled = r.RecursionDesired, r.CheckingDisabled
 	if len(r.Question) > 0 {
 		m.Question = r.Question[:1:1]
 	}
+	// RFC 6891 §7: a requester that sent an OPT record gets one back, in
+	// error replies too ("If this occurs, the response MUST include an
+	// OPT record"); one that did not gets none.
+	var reqOpt, opt *dns.OPT
+	for _, rr := range r.Extra {
+		if o, ok := rr.(*dns.OPT); ok {
+			reqOpt = o
+		}
+	}
+	if reqOpt != nil {
+		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		opt.SetUDPSize(MaxUDPSize)
+		m.Extra = append(m.Extra, opt)
+	}
 	if r.Opcode != dns.OpcodeQuery {
 		m.Rcode = dns.RcodeNotImplemented
 		return m
 	}
-	if len(r.Question) != 1 {
+	// One question, as RFC 9619 §3 requires of QUERY; at most one record
+	// in answer and authority and two in additional, as miekg/dns's
+	// DefaultMsgAcceptFunc (which MsgAcceptFunc replaces) insisted.
+	if len(r.Question) != 1 || len(r.Answer) > 1 || len(r.Ns) > 1 || len(r.Extra) > 2 {
 		m.Rcode = dns.RcodeFormatError
 		return m
 	}
@@ -107,11 +143,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	udpSize := dns.MinMsgSize
 	client, useECS := src, false
 	var ecsIn *dns.EDNS0_SUBNET
-	var opt *dns.OPT
-	if reqOpt := r.IsEdns0(); reqOpt != nil {
-		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		opt.SetUDPSize(MaxUDPSize)
-		m.Extra = append(m.Extra, opt)
+	if reqOpt != nil {
 		if reqOpt.Version() != 0 {
 			m.Rcode = dns.RcodeBadVers
 			return m

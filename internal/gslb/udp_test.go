@@ -25,7 +25,7 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
+	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), MsgAcceptFunc: gslb.MsgAcceptFunc, UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
 	go srv.ActivateAndServe()
 	defer srv.Shutdown()
 	<-started
@@ -48,6 +48,9 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 	withCD := q("mail.gslb.example.", dns.TypeA)
 	withCD.CheckingDisabled, withCD.AuthenticatedData = true, true
 	good := pack(q("mail.gslb.example.", dns.TypeA))
+	withOPT := func(m *dns.Msg) *dns.Msg { m.SetEdns0(1232, false); return m }
+	notify := withOPT(q("mail.gslb.example.", dns.TypeA))
+	notify.Opcode, notify.AuthenticatedData = dns.OpcodeNotify, true
 
 	for _, tc := range []struct {
 		name  string
@@ -65,6 +68,9 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"flags", pack(withCD), dns.RcodeSuccess},
 		{"two questions: FORMERR", pack(twoQuestions), dns.RcodeFormatError},
 		{"UPDATE: NOTIMP", pack(update), dns.RcodeNotImplemented},
+		{"UPDATE with OPT: NOTIMP", pack(withOPT(update.Copy())), dns.RcodeNotImplemented},
+		{"NOTIFY with OPT and AD: NOTIMP", pack(notify), dns.RcodeNotImplemented},
+		{"two questions with OPT: FORMERR", pack(withOPT(twoQuestions.Copy())), dns.RcodeFormatError},
 		{"truncated message: FORMERR", good[:len(good)-3], dns.RcodeFormatError},
 		{"trailing garbage", append(append([]byte{}, good...), 1, 2, 3), dns.RcodeSuccess},
 		{"a response: ignored", pack(response), -1},
