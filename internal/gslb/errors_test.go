@@ -142,3 +142,193 @@ func TestErrorRepliesKeepQuestionAndOPT(t *testing.T) {
 		}
 	}
 }
+
+// TestDOBitEchoed: RFC 3225 §3: "The DO bit of the query MUST be copied
+// in the response", whatever the rcode.
+func TestDOBitEchoed(t *testing.T) {
+	_, addr := start(t, zoneYAML, gslb.Options{})
+	twoQ := func(do bool) *dns.Msg {
+		m := query("mail.gslb.example.", dns.TypeA, 0, "")
+		m.Question = append(m.Question, m.Question[0])
+		return edns(m, do)
+	}
+	notify := func(do bool) *dns.Msg {
+		m := query("mail.gslb.example.", dns.TypeA, 0, "")
+		m.Opcode = dns.OpcodeNotify
+		return edns(m, do)
+	}
+	for _, tc := range []struct {
+		name string
+		m    func(do bool) *dns.Msg
+	}{
+		{"A", func(do bool) *dns.Msg { return edns(query("mail.gslb.example.", dns.TypeA, 0, ""), do) }},
+		{"weighted", func(do bool) *dns.Msg { return edns(query("w.gslb.example.", dns.TypeA, 0, ""), do) }},
+		{"NXDOMAIN", func(do bool) *dns.Msg { return edns(query("nope.gslb.example.", dns.TypeA, 0, ""), do) }},
+		{"REFUSED", func(do bool) *dns.Msg { return edns(query("example.org.", dns.TypeA, 0, ""), do) }},
+		{"FORMERR", twoQ},
+		{"NOTIMP", notify},
+		{"geo with ECS", func(do bool) *dns.Msg {
+			m := query("geo.gslb.example.", dns.TypeA, 1232, "10.1.2.0/24")
+			m.IsEdns0().SetDo(do)
+			return m
+		}},
+	} {
+		for _, do := range []bool{true, false} {
+			pkt := mustPack(t, tc.m(do))
+			for _, network := range []string{"udp", "tcp"} {
+				r := wire(t, network, addr, pkt)
+				if r == nil || r.IsEdns0() == nil {
+					t.Errorf("%s DO=%v %s: reply %v has no OPT", tc.name, do, network, r)
+					continue
+				}
+				if got := r.IsEdns0().Do(); got != do {
+					t.Errorf("%s DO=%v %s: reply DO %v", tc.name, do, network, got)
+				}
+			}
+		}
+	}
+}
+
+// TestTwoOPTRecordsFormErr: RFC 6891 §6.1.1: "If a query message with
+// more than one OPT RR is received, a FORMERR (RCODE=1) MUST be
+// returned." The reply carries one OPT (§7) and the question.
+func TestTwoOPTRecordsFormErr(t *testing.T) {
+	_, addr := start(t, zoneYAML, gslb.Options{})
+	two := func(name string, sizes ...uint16) *dns.Msg {
+		m := query(name, dns.TypeA, 0, "")
+		for _, size := range sizes {
+			o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+			o.SetUDPSize(size)
+			m.Extra = append(m.Extra, o)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		m     *dns.Msg
+		rcode int
+	}{
+		{"one OPT", two("mail.gslb.example.", 1232), dns.RcodeSuccess},
+		{"two OPTs", two("mail.gslb.example.", 1232, 1232), dns.RcodeFormatError},
+		{"two OPTs of different sizes", two("mail.gslb.example.", 512, 4096), dns.RcodeFormatError},
+		{"two OPTs outside the zones", two("example.org.", 1232, 1232), dns.RcodeFormatError},
+	} {
+		pkt := mustPack(t, tc.m)
+		for _, network := range []string{"udp", "tcp"} {
+			r := wire(t, network, addr, pkt)
+			if r == nil {
+				t.Errorf("%s %s: no reply", tc.name, network)
+				continue
+			}
+			if r.Rcode != tc.rcode {
+				t.Errorf("%s %s: rcode %s, want %s", tc.name, network, dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode])
+			}
+			opts := 0
+			for _, rr := range r.Extra {
+				if rr.Header().Rrtype == dns.TypeOPT {
+					opts++
+				}
+			}
+			if opts != 1 || len(r.Question) != 1 {
+				t.Errorf("%s %s: %d OPT records and %d questions in the reply, want 1 and 1", tc.name, network, opts, len(r.Question))
+			}
+			if tc.rcode != dns.RcodeSuccess && len(r.Answer) != 0 {
+				t.Errorf("%s %s: answers %v", tc.name, network, r.Answer)
+			}
+		}
+	}
+}
+
+// TestMalformedECSFormErr: RFC 7871 §6: the SOURCE PREFIX-LENGTH must fit
+// the family, "ADDRESS ... MUST be truncated to the number of bits
+// indicated by the SOURCE PREFIX-LENGTH field, padding with 0 bits to pad
+// to the end of the last octet needed", and "A server receiving an ECS
+// option that uses either too few or too many ADDRESS octets, or that has
+// non-zero ADDRESS bits set beyond SOURCE PREFIX-LENGTH, SHOULD return
+// FORMERR to reject the packet". §7.1.1: SCOPE PREFIX-LENGTH must be 0 in
+// queries. The FORMERR carries an OPT (RFC 6891 §7: "If there is a
+// problem with processing the OPT record itself ... the response MUST
+// include an OPT record").
+func TestMalformedECSFormErr(t *testing.T) {
+	_, addr := start(t, zoneYAML, gslb.Options{})
+	ecs := func(family uint16, source, scope uint8, address ...byte) []byte {
+		m := query("geo.gslb.example.", dns.TypeA, 1232, "")
+		data := binary.BigEndian.AppendUint16(nil, family)
+		data = append(data, source, scope)
+		data = append(data, address...)
+		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_LOCAL{Code: dns.EDNS0SUBNET, Data: data})
+		return mustPack(t, m)
+	}
+	withCookie := func(pkt []byte) []byte {
+		m := new(dns.Msg)
+		if err := m.Unpack(pkt); err != nil {
+			t.Fatal(err)
+		}
+		m.IsEdns0().Option = append([]dns.EDNS0{&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0102030405060708"}}, m.IsEdns0().Option...)
+		return mustPack(t, m)
+	}
+	for _, tc := range []struct {
+		name  string
+		pkt   []byte
+		rcode int
+	}{
+		{"well formed /24", ecs(1, 24, 0, 10, 1, 2), dns.RcodeSuccess},
+		{"well formed /25", ecs(1, 25, 0, 10, 2, 0, 128), dns.RcodeSuccess},
+		{"well formed /0", ecs(1, 0, 0), dns.RcodeSuccess},
+		{"well formed IPv6 /56", ecs(2, 56, 0, 0x20, 1, 0xd, 0xb8, 0, 0, 0), dns.RcodeSuccess},
+		{"well formed /24 after a cookie", withCookie(ecs(1, 24, 0, 10, 1, 2)), dns.RcodeSuccess},
+		{"host bits set /24", ecs(1, 24, 0, 10, 1, 2, 3), dns.RcodeFormatError},
+		{"host bits set in the last octet /20", ecs(1, 20, 0, 10, 1, 0x1f), dns.RcodeFormatError},
+		{"host bits set IPv6 /33", ecs(2, 33, 0, 0x20, 1, 0xd, 0xb8, 0x7f), dns.RcodeFormatError},
+		{"address too long /24 (4 octets)", ecs(1, 24, 0, 10, 1, 2, 0), dns.RcodeFormatError},
+		{"address too long /0 (1 octet)", ecs(1, 0, 0, 0), dns.RcodeFormatError},
+		{"address too long after a cookie", withCookie(ecs(1, 24, 0, 10, 1, 2, 0)), dns.RcodeFormatError},
+		{"address too short /24 (2 octets)", ecs(1, 24, 0, 10, 1), dns.RcodeFormatError},
+		{"address too short IPv6 /64 (4 octets)", ecs(2, 64, 0, 0x20, 1, 0xd, 0xb8), dns.RcodeFormatError},
+		{"source prefix 33 for IPv4", ecs(1, 33, 0, 10, 1, 2, 3, 0), dns.RcodeFormatError},
+		{"scope not 0", ecs(1, 24, 16, 10, 1, 2), dns.RcodeFormatError},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			r := wire(t, network, addr, tc.pkt)
+			if r == nil {
+				t.Errorf("%s %s: no reply", tc.name, network)
+				continue
+			}
+			if r.Rcode != tc.rcode {
+				t.Errorf("%s %s: rcode %s, want %s", tc.name, network, dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode])
+			}
+			if tc.rcode == dns.RcodeFormatError && (r.IsEdns0() == nil || len(r.Answer) != 0) {
+				t.Errorf("%s %s: FORMERR without OPT or with answers:\n%v", tc.name, network, r)
+			}
+		}
+	}
+}
+
+// TestQuestionWithoutTypeOrClassFormErr: a question section that ends
+// after the name (or after QTYPE) is not a question (RFC 1035 §4.1.2: a
+// question is QNAME, QTYPE and QCLASS): FORMERR, not REFUSED.
+func TestQuestionWithoutTypeOrClassFormErr(t *testing.T) {
+	_, addr := start(t, zoneYAML, gslb.Options{})
+	good := mustPack(t, query("mail.gslb.example.", dns.TypeA, 0, ""))
+	for _, tc := range []struct {
+		name  string
+		pkt   []byte
+		rcode int
+	}{
+		{"whole question", good, dns.RcodeSuccess},
+		{"no QCLASS", good[:len(good)-2], dns.RcodeFormatError},
+		{"no QTYPE nor QCLASS", good[:len(good)-4], dns.RcodeFormatError},
+		{"half a QTYPE", good[:len(good)-3], dns.RcodeFormatError},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			r := wire(t, network, addr, tc.pkt)
+			if r == nil {
+				t.Errorf("%s %s: no reply", tc.name, network)
+				continue
+			}
+			if r.Rcode != tc.rcode || r.AuthenticatedData {
+				t.Errorf("%s %s: rcode %s AD %v, want %s", tc.name, network, dns.RcodeToString[r.Rcode], r.AuthenticatedData, dns.RcodeToString[tc.rcode])
+			}
+		}
+	}
+}
