@@ -126,6 +126,11 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	if reqOpt != nil {
 		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 		opt.SetUDPSize(MaxUDPSize)
+		// RFC 3225 §3: "The DO bit of the query MUST be copied in the
+		// response."
+		if reqOpt.Do() {
+			opt.SetDo()
+		}
 		m.Extra = append(m.Extra, opt)
 	}
 	if r.Opcode != dns.OpcodeQuery {

@@ -48,7 +48,8 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 	withCD := q("mail.gslb.example.", dns.TypeA)
 	withCD.CheckingDisabled, withCD.AuthenticatedData = true, true
 	good := pack(q("mail.gslb.example.", dns.TypeA))
-	withOPT := func(m *dns.Msg) *dns.Msg { m.SetEdns0(1232, false); return m }
+	withOPT2 := func(m *dns.Msg, do bool) *dns.Msg { m.SetEdns0(1232, do); return m }
+	withOPT := func(m *dns.Msg) *dns.Msg { return withOPT2(m, false) }
 	notify := withOPT(q("mail.gslb.example.", dns.TypeA))
 	notify.Opcode, notify.AuthenticatedData = dns.OpcodeNotify, true
 
@@ -64,6 +65,7 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"REFUSED (not our zone)", pack(q("example.org.", dns.TypeA)), dns.RcodeRefused},
 		{"EDNS, big TXT truncated", pack(query("big.gslb.example.", dns.TypeTXT, 4096, "")), dns.RcodeSuccess},
 		{"plain UDP, big TXT truncated", pack(q("big.gslb.example.", dns.TypeTXT)), dns.RcodeSuccess},
+		{"DO bit", pack(withOPT2(q("mail.gslb.example.", dns.TypeA), true)), dns.RcodeSuccess},
 		{"ECS on a GEO name", pack(query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24")), dns.RcodeSuccess},
 		{"flags", pack(withCD), dns.RcodeSuccess},
 		{"two questions: FORMERR", pack(twoQuestions), dns.RcodeFormatError},
