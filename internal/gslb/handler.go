@@ -118,9 +118,11 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	// error replies too ("If this occurs, the response MUST include an
 	// OPT record"); one that did not gets none.
 	var reqOpt, opt *dns.OPT
+	opts := 0
 	for _, rr := range r.Extra {
 		if o, ok := rr.(*dns.OPT); ok {
 			reqOpt = o
+			opts++
 		}
 	}
 	if reqOpt != nil {
@@ -141,6 +143,12 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	// in answer and authority and two in additional, as miekg/dns's
 	// DefaultMsgAcceptFunc (which MsgAcceptFunc replaces) insisted.
 	if len(r.Question) != 1 || len(r.Answer) > 1 || len(r.Ns) > 1 || len(r.Extra) > 2 {
+		m.Rcode = dns.RcodeFormatError
+		return m
+	}
+	// RFC 6891 §6.1.1: "If a query message with more than one OPT RR is
+	// received, a FORMERR (RCODE=1) MUST be returned." The reply has one.
+	if opts > 1 {
 		m.Rcode = dns.RcodeFormatError
 		return m
 	}

@@ -50,6 +50,8 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 	good := pack(q("mail.gslb.example.", dns.TypeA))
 	withOPT2 := func(m *dns.Msg, do bool) *dns.Msg { m.SetEdns0(1232, do); return m }
 	withOPT := func(m *dns.Msg) *dns.Msg { return withOPT2(m, false) }
+	twoOPTs := withOPT2(q("mail.gslb.example.", dns.TypeA), true)
+	twoOPTs.Extra = append(twoOPTs.Extra, twoOPTs.Extra[0])
 	notify := withOPT(q("mail.gslb.example.", dns.TypeA))
 	notify.Opcode, notify.AuthenticatedData = dns.OpcodeNotify, true
 
@@ -66,6 +68,7 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"EDNS, big TXT truncated", pack(query("big.gslb.example.", dns.TypeTXT, 4096, "")), dns.RcodeSuccess},
 		{"plain UDP, big TXT truncated", pack(q("big.gslb.example.", dns.TypeTXT)), dns.RcodeSuccess},
 		{"DO bit", pack(withOPT2(q("mail.gslb.example.", dns.TypeA), true)), dns.RcodeSuccess},
+		{"two OPT records: FORMERR", pack(twoOPTs), dns.RcodeFormatError},
 		{"ECS on a GEO name", pack(query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24")), dns.RcodeSuccess},
 		{"flags", pack(withCD), dns.RcodeSuccess},
 		{"two questions: FORMERR", pack(twoQuestions), dns.RcodeFormatError},
