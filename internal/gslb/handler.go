@@ -146,6 +146,15 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 		m.Rcode = dns.RcodeFormatError
 		return m
 	}
+	// A question is QNAME, QTYPE and QCLASS (RFC 1035 §4.1.2). miekg/dns
+	// unpacks a question section that ends after the name, or after
+	// QTYPE, with the missing fields 0; 0 is a reserved type and class
+	// (RFC 6895 §3.1, §3.2) either way, so neither is a question to
+	// refuse but a malformed one.
+	if q := r.Question[0]; q.Qtype == 0 || q.Qclass == 0 {
+		m.Rcode = dns.RcodeFormatError
+		return m
+	}
 	// RFC 6891 §6.1.1: "If a query message with more than one OPT RR is
 	// received, a FORMERR (RCODE=1) MUST be returned." The reply has one.
 	if opts > 1 {

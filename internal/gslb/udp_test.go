@@ -77,6 +77,8 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"NOTIFY with OPT and AD: NOTIMP", pack(notify), dns.RcodeNotImplemented},
 		{"two questions with OPT: FORMERR", pack(withOPT(twoQuestions.Copy())), dns.RcodeFormatError},
 		{"truncated message: FORMERR", good[:len(good)-3], dns.RcodeFormatError},
+		{"no QCLASS: FORMERR", good[:len(good)-2], dns.RcodeFormatError},
+		{"no QTYPE nor QCLASS: FORMERR", good[:len(good)-4], dns.RcodeFormatError},
 		{"trailing garbage", append(append([]byte{}, good...), 1, 2, 3), dns.RcodeSuccess},
 		{"a response: ignored", pack(response), -1},
 		{"runt: ignored", good[:7], -1},
