@@ -177,7 +177,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 			}
 		}
 		if ecsIn != nil {
-			a, ok := ecsAddr(ecsIn)
+			a, ok := ecsAddr(ecsIn, ecsAddrLen(reqOpt, ecsIn))
 			if !ok {
 				m.Rcode = dns.RcodeFormatError
 				return m
@@ -306,10 +306,36 @@ func (s *Server) finish(m *dns.Msg, opt *dns.OPT, ecsIn *dns.EDNS0_SUBNET, scope
 	return m
 }
 
-// ecsAddr returns the client address of an ECS option (invalid when the
-// source prefix is 0) and whether the option is well formed (RFC 7871
-// §7.1.1: known family, prefix within the family, scope 0 in queries).
-func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
+// ecsAddrLen returns how many ADDRESS octets ecs, an option of opt, had
+// on the wire, or -1 when opt was not unpacked from the wire (Exchange's
+// callers build queries; their Rdlength is 0, which an OPT carrying ECS
+// never has on the wire). miekg/dns unpacks ADDRESS into a full-length
+// address, so the length is recovered from the OPT's RDLENGTH: without
+// other options, directly; with others, by what repacking them takes
+// (dns.Len packs each option: allocations, but only then).
+func ecsAddrLen(opt *dns.OPT, ecs *dns.EDNS0_SUBNET) int {
+	rdlen := int(opt.Hdr.Rdlength)
+	if rdlen == 0 {
+		return -1
+	}
+	if len(opt.Option) == 1 {
+		return rdlen - 8 // option code, option length, family, two prefix lengths
+	}
+	// dns.Len is the header (11 octets) plus every option as miekg packs
+	// it, ECS with exactly the octets its source prefix needs.
+	return (int(ecs.SourceNetmask)+7)/8 + rdlen - (dns.Len(opt) - 11)
+}
+
+// ecsAddr returns the client address of an ECS option whose ADDRESS had
+// addrLen octets on the wire (-1: unknown), invalid when the source
+// prefix is 0, and whether the option is well formed: a known family, a
+// source prefix within the family and a scope of 0 in queries (RFC 7871
+// §6, §7.1.1), and an ADDRESS of exactly the octets the source prefix
+// needs with no bit set beyond it (RFC 7871 §6: "A server receiving an
+// ECS option that uses either too few or too many ADDRESS octets, or that
+// has non-zero ADDRESS bits set beyond SOURCE PREFIX-LENGTH, SHOULD
+// return FORMERR to reject the packet").
+func ecsAddr(e *dns.EDNS0_SUBNET, addrLen int) (netip.Addr, bool) {
 	var bits int
 	switch e.Family {
 	case 1:
@@ -322,12 +348,12 @@ func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
 	if int(e.SourceNetmask) > bits || e.SourceScope != 0 {
 		return netip.Addr{}, false
 	}
-	if e.SourceNetmask == 0 {
-		return netip.Addr{}, true
+	if addrLen >= 0 && addrLen != (int(e.SourceNetmask)+7)/8 {
+		return netip.Addr{}, false
 	}
 	a, ok := netip.AddrFromSlice(e.Address)
 	if !ok {
-		return netip.Addr{}, false
+		return netip.Addr{}, e.SourceNetmask == 0
 	}
 	if bits == 32 {
 		a = a.Unmap()
@@ -336,8 +362,11 @@ func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
 		}
 	}
 	p, err := a.Prefix(int(e.SourceNetmask))
-	if err != nil {
+	if err != nil || p.Addr() != a {
 		return netip.Addr{}, false
 	}
-	return p.Addr(), true
+	if e.SourceNetmask == 0 {
+		return netip.Addr{}, true
+	}
+	return a, true
 }

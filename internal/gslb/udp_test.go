@@ -52,6 +52,12 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 	withOPT := func(m *dns.Msg) *dns.Msg { return withOPT2(m, false) }
 	twoOPTs := withOPT2(q("mail.gslb.example.", dns.TypeA), true)
 	twoOPTs.Extra = append(twoOPTs.Extra, twoOPTs.Extra[0])
+	badECS := func(source uint8, address ...byte) *dns.Msg {
+		m := withOPT(q("geo.gslb.example.", dns.TypeA))
+		data := append([]byte{0, 1, source, 0}, address...)
+		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: dns.EDNS0SUBNET, Data: data}}
+		return m
+	}
 	notify := withOPT(q("mail.gslb.example.", dns.TypeA))
 	notify.Opcode, notify.AuthenticatedData = dns.OpcodeNotify, true
 
@@ -69,6 +75,8 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"plain UDP, big TXT truncated", pack(q("big.gslb.example.", dns.TypeTXT)), dns.RcodeSuccess},
 		{"DO bit", pack(withOPT2(q("mail.gslb.example.", dns.TypeA), true)), dns.RcodeSuccess},
 		{"two OPT records: FORMERR", pack(twoOPTs), dns.RcodeFormatError},
+		{"ECS with host bits set: FORMERR", pack(badECS(24, 10, 2, 0, 1)), dns.RcodeFormatError},
+		{"ECS address too short: FORMERR", pack(badECS(24, 10, 2)), dns.RcodeFormatError},
 		{"ECS on a GEO name", pack(query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24")), dns.RcodeSuccess},
 		{"flags", pack(withCD), dns.RcodeSuccess},
 		{"two questions: FORMERR", pack(twoQuestions), dns.RcodeFormatError},
