@@ -63,6 +63,9 @@ func BenchmarkServeDNS(b *testing.B) {
 		{"weighted", query("w.gslb.example.", dns.TypeA, 0, "")},
 		{"weighted-edns", query("w.gslb.example.", dns.TypeA, 1232, "")},
 		{"geo-ecs", query("geo.gslb.example.", dns.TypeA, 1232, "10.1.2.0/24")},
+		// As unpacked from the wire: the OPT has its RDLENGTH, so the
+		// ECS ADDRESS length is checked (RFC 7871 §6).
+		{"geo-ecs-wire", unpacked(query("geo.gslb.example.", dns.TypeA, 1232, "10.1.2.0/24"))},
 		{"cname-chain", query("www.gslb.example.", dns.TypeA, 0, "")},
 		{"nxdomain", query("nope.gslb.example.", dns.TypeA, 0, "")},
 	} {
@@ -76,4 +79,17 @@ func BenchmarkServeDNS(b *testing.B) {
 			}
 		})
 	}
+}
+
+// unpacked returns m as a server receives it: packed, then unpacked.
+func unpacked(m *dns.Msg) *dns.Msg {
+	b, err := m.Pack()
+	if err != nil {
+		panic(err)
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(b); err != nil {
+		panic(err)
+	}
+	return r
 }

@@ -74,6 +74,20 @@ func remoteAddr(a net.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// MsgAcceptFunc decides, from its header alone, whether a message is
+// answered: responses are ignored, everything else is unpacked and goes
+// to the handler, which answers NOTIMP and FORMERR itself so that those
+// replies carry the question and the OPT record (miekg/dns's own reject
+// path drops both and copies every header bit). Only messages that do
+// not unpack still get miekg's FORMERR. Both listeners use it; a
+// dns.Server composed with Handler should too.
+func MsgAcceptFunc(dh dns.Header) dns.MsgAcceptAction {
+	if dh.Bits&(1<<15) != 0 { // QR: a response
+		return dns.MsgIgnore
+	}
+	return dns.MsgAccept
+}
+
 // Exchange answers query r from a resolver at src as of now, exactly as
 // the listeners do but without sockets and as if over TCP (the reply is
 // never truncated). It returns nil when r must not be answered (it is
@@ -90,16 +104,60 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 		return nil
 	}
 	m := &dns.Msg{}
+	// Header bits: RD and CD are copied from the query (RFC 1035 §4.1.1;
+	// RFC 4035 §3.1.6 and RFC 6840 §5.7 for CD). AD is never set, errors
+	// included: RFC 4035 §3.1.6 lets only a server that has checked the
+	// data as authentic set it, and Spillway does not validate (its zones
+	// are not signed).
 	m.Id, m.Response, m.Opcode = r.Id, true, r.Opcode
 	m.RecursionDesired, m.CheckingDisabled = r.RecursionDesired, r.CheckingDisabled
 	if len(r.Question) > 0 {
 		m.Question = r.Question[:1:1]
 	}
+	// RFC 6891 §7: a requester that sent an OPT record gets one back, in
+	// error replies too ("If this occurs, the response MUST include an
+	// OPT record"); one that did not gets none.
+	var reqOpt, opt *dns.OPT
+	opts := 0
+	for _, rr := range r.Extra {
+		if o, ok := rr.(*dns.OPT); ok {
+			reqOpt = o
+			opts++
+		}
+	}
+	if reqOpt != nil {
+		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		opt.SetUDPSize(MaxUDPSize)
+		// RFC 3225 §3: "The DO bit of the query MUST be copied in the
+		// response."
+		if reqOpt.Do() {
+			opt.SetDo()
+		}
+		m.Extra = append(m.Extra, opt)
+	}
 	if r.Opcode != dns.OpcodeQuery {
 		m.Rcode = dns.RcodeNotImplemented
 		return m
 	}
-	if len(r.Question) != 1 {
+	// One question, as RFC 9619 §3 requires of QUERY; at most one record
+	// in answer and authority and two in additional, as miekg/dns's
+	// DefaultMsgAcceptFunc (which MsgAcceptFunc replaces) insisted.
+	if len(r.Question) != 1 || len(r.Answer) > 1 || len(r.Ns) > 1 || len(r.Extra) > 2 {
+		m.Rcode = dns.RcodeFormatError
+		return m
+	}
+	// A question is QNAME, QTYPE and QCLASS (RFC 1035 §4.1.2). miekg/dns
+	// unpacks a question section that ends after the name, or after
+	// QTYPE, with the missing fields 0; 0 is a reserved type and class
+	// (RFC 6895 §3.1, §3.2) either way, so neither is a question to
+	// refuse but a malformed one.
+	if q := r.Question[0]; q.Qtype == 0 || q.Qclass == 0 {
+		m.Rcode = dns.RcodeFormatError
+		return m
+	}
+	// RFC 6891 §6.1.1: "If a query message with more than one OPT RR is
+	// received, a FORMERR (RCODE=1) MUST be returned." The reply has one.
+	if opts > 1 {
 		m.Rcode = dns.RcodeFormatError
 		return m
 	}
@@ -107,11 +165,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	udpSize := dns.MinMsgSize
 	client, useECS := src, false
 	var ecsIn *dns.EDNS0_SUBNET
-	var opt *dns.OPT
-	if reqOpt := r.IsEdns0(); reqOpt != nil {
-		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		opt.SetUDPSize(MaxUDPSize)
-		m.Extra = append(m.Extra, opt)
+	if reqOpt != nil {
 		if reqOpt.Version() != 0 {
 			m.Rcode = dns.RcodeBadVers
 			return m
@@ -123,7 +177,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 			}
 		}
 		if ecsIn != nil {
-			a, ok := ecsAddr(ecsIn)
+			a, ok := ecsAddr(ecsIn, ecsAddrLen(reqOpt, ecsIn))
 			if !ok {
 				m.Rcode = dns.RcodeFormatError
 				return m
@@ -252,10 +306,36 @@ func (s *Server) finish(m *dns.Msg, opt *dns.OPT, ecsIn *dns.EDNS0_SUBNET, scope
 	return m
 }
 
-// ecsAddr returns the client address of an ECS option (invalid when the
-// source prefix is 0) and whether the option is well formed (RFC 7871
-// §7.1.1: known family, prefix within the family, scope 0 in queries).
-func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
+// ecsAddrLen returns how many ADDRESS octets ecs, an option of opt, had
+// on the wire, or -1 when opt was not unpacked from the wire (Exchange's
+// callers build queries; their Rdlength is 0, which an OPT carrying ECS
+// never has on the wire). miekg/dns unpacks ADDRESS into a full-length
+// address, so the length is recovered from the OPT's RDLENGTH: without
+// other options, directly; with others, by what repacking them takes
+// (dns.Len packs each option: allocations, but only then).
+func ecsAddrLen(opt *dns.OPT, ecs *dns.EDNS0_SUBNET) int {
+	rdlen := int(opt.Hdr.Rdlength)
+	if rdlen == 0 {
+		return -1
+	}
+	if len(opt.Option) == 1 {
+		return rdlen - 8 // option code, option length, family, two prefix lengths
+	}
+	// dns.Len is the header (11 octets) plus every option as miekg packs
+	// it, ECS with exactly the octets its source prefix needs.
+	return (int(ecs.SourceNetmask)+7)/8 + rdlen - (dns.Len(opt) - 11)
+}
+
+// ecsAddr returns the client address of an ECS option whose ADDRESS had
+// addrLen octets on the wire (-1: unknown), invalid when the source
+// prefix is 0, and whether the option is well formed: a known family, a
+// source prefix within the family and a scope of 0 in queries (RFC 7871
+// §6, §7.1.1), and an ADDRESS of exactly the octets the source prefix
+// needs with no bit set beyond it (RFC 7871 §6: "A server receiving an
+// ECS option that uses either too few or too many ADDRESS octets, or that
+// has non-zero ADDRESS bits set beyond SOURCE PREFIX-LENGTH, SHOULD
+// return FORMERR to reject the packet").
+func ecsAddr(e *dns.EDNS0_SUBNET, addrLen int) (netip.Addr, bool) {
 	var bits int
 	switch e.Family {
 	case 1:
@@ -268,12 +348,12 @@ func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
 	if int(e.SourceNetmask) > bits || e.SourceScope != 0 {
 		return netip.Addr{}, false
 	}
-	if e.SourceNetmask == 0 {
-		return netip.Addr{}, true
+	if addrLen >= 0 && addrLen != (int(e.SourceNetmask)+7)/8 {
+		return netip.Addr{}, false
 	}
 	a, ok := netip.AddrFromSlice(e.Address)
 	if !ok {
-		return netip.Addr{}, false
+		return netip.Addr{}, e.SourceNetmask == 0
 	}
 	if bits == 32 {
 		a = a.Unmap()
@@ -282,8 +362,11 @@ func ecsAddr(e *dns.EDNS0_SUBNET) (netip.Addr, bool) {
 		}
 	}
 	p, err := a.Prefix(int(e.SourceNetmask))
-	if err != nil {
+	if err != nil || p.Addr() != a {
 		return netip.Addr{}, false
 	}
-	return p.Addr(), true
+	if e.SourceNetmask == 0 {
+		return netip.Addr{}, true
+	}
+	return a, true
 }

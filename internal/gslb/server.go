@@ -197,7 +197,7 @@ func (s *Server) Run(ctx context.Context) error {
 			// MaxTCPQueries -1: a connection carries any number of
 			// queries (RFC 7766 §6.2.1; miekg's default closed it after
 			// 128). It still ends after miekg's 8 s idle timeout.
-			&dns.Server{Listener: ln, Handler: s.Handler(), ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1})
+			&dns.Server{Listener: ln, Handler: s.Handler(), MsgAcceptFunc: MsgAcceptFunc, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1})
 		s.mu.Lock()
 		s.addrs[f.Name] = pc.LocalAddr().String()
 		s.mu.Unlock()

@@ -21,9 +21,9 @@ const udpWorkers = 4
 // which is most of a weighted answer's cost; here a few long-lived
 // workers each read, answer and write in a loop. What a query gets is
 // dns.Server's behaviour (checked side by side in TestUDPLoopAnswersAsDNSServer):
-// packets shorter than a header and responses are ignored, headers that
-// DefaultMsgAcceptFunc refuses and messages that do not unpack get
-// FORMERR (NOTIMP for other opcodes), the rest goes to the handler.
+// packets shorter than a header and responses are ignored (MsgAcceptFunc),
+// messages that do not unpack get miekg's FORMERR, the rest goes to the
+// handler.
 func (s *Server) serveUDP(pc *net.UDPConn) error {
 	var wg sync.WaitGroup
 	errs := make([]error, udpWorkers)
@@ -72,7 +72,7 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, out
 		Arcount: binary.BigEndian.Uint16(pkt[10:]),
 	}
 	req := new(dns.Msg)
-	action := dns.DefaultMsgAcceptFunc(dh)
+	action := MsgAcceptFunc(dh)
 	if action == dns.MsgAccept {
 		if err := req.Unpack(pkt); err != nil {
 			action = dns.MsgReject // req keeps what did unpack, as with dns.Server

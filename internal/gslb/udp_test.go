@@ -25,7 +25,7 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
+	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), MsgAcceptFunc: gslb.MsgAcceptFunc, UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
 	go srv.ActivateAndServe()
 	defer srv.Shutdown()
 	<-started
@@ -48,6 +48,18 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 	withCD := q("mail.gslb.example.", dns.TypeA)
 	withCD.CheckingDisabled, withCD.AuthenticatedData = true, true
 	good := pack(q("mail.gslb.example.", dns.TypeA))
+	withOPT2 := func(m *dns.Msg, do bool) *dns.Msg { m.SetEdns0(1232, do); return m }
+	withOPT := func(m *dns.Msg) *dns.Msg { return withOPT2(m, false) }
+	twoOPTs := withOPT2(q("mail.gslb.example.", dns.TypeA), true)
+	twoOPTs.Extra = append(twoOPTs.Extra, twoOPTs.Extra[0])
+	badECS := func(source uint8, address ...byte) *dns.Msg {
+		m := withOPT(q("geo.gslb.example.", dns.TypeA))
+		data := append([]byte{0, 1, source, 0}, address...)
+		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: dns.EDNS0SUBNET, Data: data}}
+		return m
+	}
+	notify := withOPT(q("mail.gslb.example.", dns.TypeA))
+	notify.Opcode, notify.AuthenticatedData = dns.OpcodeNotify, true
 
 	for _, tc := range []struct {
 		name  string
@@ -61,11 +73,20 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"REFUSED (not our zone)", pack(q("example.org.", dns.TypeA)), dns.RcodeRefused},
 		{"EDNS, big TXT truncated", pack(query("big.gslb.example.", dns.TypeTXT, 4096, "")), dns.RcodeSuccess},
 		{"plain UDP, big TXT truncated", pack(q("big.gslb.example.", dns.TypeTXT)), dns.RcodeSuccess},
+		{"DO bit", pack(withOPT2(q("mail.gslb.example.", dns.TypeA), true)), dns.RcodeSuccess},
+		{"two OPT records: FORMERR", pack(twoOPTs), dns.RcodeFormatError},
+		{"ECS with host bits set: FORMERR", pack(badECS(24, 10, 2, 0, 1)), dns.RcodeFormatError},
+		{"ECS address too short: FORMERR", pack(badECS(24, 10, 2)), dns.RcodeFormatError},
 		{"ECS on a GEO name", pack(query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24")), dns.RcodeSuccess},
 		{"flags", pack(withCD), dns.RcodeSuccess},
 		{"two questions: FORMERR", pack(twoQuestions), dns.RcodeFormatError},
 		{"UPDATE: NOTIMP", pack(update), dns.RcodeNotImplemented},
+		{"UPDATE with OPT: NOTIMP", pack(withOPT(update.Copy())), dns.RcodeNotImplemented},
+		{"NOTIFY with OPT and AD: NOTIMP", pack(notify), dns.RcodeNotImplemented},
+		{"two questions with OPT: FORMERR", pack(withOPT(twoQuestions.Copy())), dns.RcodeFormatError},
 		{"truncated message: FORMERR", good[:len(good)-3], dns.RcodeFormatError},
+		{"no QCLASS: FORMERR", good[:len(good)-2], dns.RcodeFormatError},
+		{"no QTYPE nor QCLASS: FORMERR", good[:len(good)-4], dns.RcodeFormatError},
 		{"trailing garbage", append(append([]byte{}, good...), 1, 2, 3), dns.RcodeSuccess},
 		{"a response: ignored", pack(response), -1},
 		{"runt: ignored", good[:7], -1},
