@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"slices"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/health"
@@ -116,4 +117,9 @@ func (l *Layered) Fail(detail string, now time.Time) {
 			l.states[i].Observe(false, detail, now, l.checks[i].Thresholds)
 		}
 	}
+}
+
+// clone returns a copy of l whose check states are its own.
+func (l Layered) clone() Layered {
+	return Layered{checks: l.checks, states: slices.Clone(l.states)}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 // The DNS GSLB answers from the same View as the proxy: when the US
@@ -81,4 +82,62 @@ dnsZones:
 	// failback ramp).
 	us.unready.Store(false)
 	waitFor(t, "US frontend answered again", func() bool { return ask() == "127.0.0.21" })
+}
+
+// A reload keeps the DNS members' health (issue 13, defect 2): a pool
+// member that is down stays unanswered right after the reload, instead
+// of being answered again until the new generation's probes catch up
+// (3 failures, about a second here).
+func TestDNSReloadKeepsMemberHealth(t *testing.T) {
+	be := startBackend(t, "a")
+	host, port, _ := net.SplitHostPort(be.addr)
+	cfg := fmt.Sprintf(`healthChecks:
+- {name: hc, type: HTTP, checkIntervalMs: 300, timeoutMs: 200, httpHealthCheck: {port: %s, requestPath: /healthz}}
+frontends:
+- {name: dns, address: "127.0.0.1:0", protocol: DNS}
+dnsZones:
+- name: gslb.example.
+  nameServers: [ns1.gslb.example.]
+  gslbNames:
+  - name: www
+    pool:
+      members:
+      - {name: a, address: %s, healthCheck: hc}
+      - {name: b, address: 192.0.2.2}
+`, port, host)
+	c, err := config.Parse([]byte(cfg), "dns.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := runServer(t, c, serve.Options{WatchInterval: -1})
+	addr := s.DNSAddr("dns")
+	// answersA reports whether any of n answers is member a.
+	answersA := func(n int) bool {
+		for range n {
+			m := new(dns.Msg)
+			m.SetQuestion("www.gslb.example.", dns.TypeA)
+			r, err := dns.Exchange(m, s.DNSAddr("dns"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rr := range r.Answer {
+				if a, ok := rr.(*dns.A); ok && a.A.String() == host {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	waitFor(t, "member a answered", func() bool { return answersA(20) })
+	be.unready.Store(true)
+	waitFor(t, "member a down", func() bool { return !answersA(40) })
+	if err := s.Reload(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if addr == "" || s.DNSAddr("dns") == "" {
+		t.Fatal("DNS frontend not bound")
+	}
+	if answersA(100) {
+		t.Fatal("member a, down before the reload, is answered right after it")
+	}
 }

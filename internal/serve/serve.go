@@ -573,7 +573,13 @@ func (s *Server) applyReload(req *reloadReq) error {
 		return err
 	}
 	// The DNS server restarts on the same addresses (a gap of a few
-	// milliseconds; resolvers retry).
+	// milliseconds; resolvers retry), with the member health, hysteresis
+	// and ramps of the generation it replaces.
+	s.mu.Lock()
+	if s.dns != nil && req.dns != nil {
+		req.dns.CarryState(s.dns.srv)
+	}
+	s.mu.Unlock()
 	if err := s.startDNS(s.runCtx, req.dns); err != nil {
 		s.log.Error("reload: DNS frontends", "err", err)
 		return err
