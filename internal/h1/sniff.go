@@ -26,6 +26,7 @@ type sniffConn struct {
 	armed atomic.Bool
 	mu    sync.Mutex
 	buf   []byte   // the heads read since arm, 1xx ones dropped
+	from  int      // where headLen resumes in buf (see headLen)
 	conn  []string // the final head's Connection values
 	done  bool     // the final head is complete
 }
@@ -45,7 +46,7 @@ func (c *sniffConn) arm() {
 	if cap(c.buf) > 16<<10 {
 		c.buf = nil // do not keep a large head's buffer on an idle connection
 	}
-	c.conn, c.done = nil, false
+	c.from, c.conn, c.done = 0, nil, false
 	c.mu.Unlock()
 	c.armed.Store(true)
 }
@@ -61,17 +62,21 @@ func (c *sniffConn) capture(b []byte) {
 	}
 	c.buf = append(c.buf, b...)
 	for {
-		n := headLen(c.buf, 0)
+		n := headLen(c.buf, c.from)
 		if n == 0 {
 			if len(c.buf) >= MaxResponseHeaderBytes {
 				c.stopLocked()
 			}
+			// The next bytes resume the search (a head trickled a byte
+			// at a time must not be rescanned from its start each time).
+			c.from = max(len(c.buf)-len(crlfEnd), 0)
 			return
 		}
 		head := c.buf[:n]
 		if len(head) >= 12 && head[9] == '1' && string(head[9:12]) != "101" {
 			// A 1xx informational head: the final one follows.
 			c.buf = append(c.buf[:0], c.buf[n:]...)
+			c.from = 0
 			continue
 		}
 		c.conn = connectionValues(head)
