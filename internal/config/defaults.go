@@ -18,6 +18,16 @@ const (
 	// serviceLbPolicies[].failoverConfig.failoverHealthThreshold when unset
 	// (70 for the global external Application Load Balancer).
 	DefaultFailoverHealthThreshold = 70
+	// NoPolicyFailoverHealthThreshold is the failover threshold of a
+	// backend service with no serviceLbPolicy: 50, Google's documented
+	// default for the classic Application Load Balancer (scheme EXTERNAL)
+	// and, for EXTERNAL_MANAGED, the value seed 000's no-policy rows
+	// measure (docs/semantics.md §2.2).
+	NoPolicyFailoverHealthThreshold = 50
+	// DefaultSecondLayerProxies is spillway.secondLayerProxies when unset:
+	// how many second-layer proxies of a region one client's requests
+	// pass through under WATERFALL_BY_REGION (docs/semantics.md §2.4).
+	DefaultSecondLayerProxies = 8
 	// DefaultBackendTimeoutSec is backendServices[].timeoutSec when unset.
 	DefaultBackendTimeoutSec = 30
 	// DefaultUndrainHoldSec is spillway.undrainHoldSec when unset: how long

@@ -54,6 +54,10 @@ type Tuning struct {
 	// over this many seconds (steps evenly spaced). 0 (the default) keeps
 	// Google's behaviour: full capacity at once.
 	UndrainRampSec *int `json:"undrainRampSec,omitempty"`
+	// SecondLayerProxies is how many of a region's second-layer proxies
+	// one client (one source address) reaches under WATERFALL_BY_REGION;
+	// each proxy favours one zone. Default 8, fitted to seed 000.
+	SecondLayerProxies *int `json:"secondLayerProxies,omitempty"`
 	// HTTP1Server picks the HTTP/1.1 server of every frontend (HTTP and
 	// HTTPS): SPILLWAY (a purpose-built loop, h1.Server) or NET_HTTP
 	// (Go's net/http server). HTTP/2 (h2 by ALPN, h2c) always uses

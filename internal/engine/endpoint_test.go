@@ -63,7 +63,7 @@ func TestPoliciesPickOnlyHealthyEndpoints(t *testing.T) {
 				case 1:
 					d = v.PickKey(0, -1, r.next(), r.next(), true)
 				default:
-					d = v.PickExcept(0, -1, r.next(), bs[0].Endpoints[0])
+					d = v.PickExcept(0, engine.Client{Region: -1}, r.next(), bs[0].Endpoints[0])
 				}
 				if d.Status != 0 {
 					t.Fatalf("status %d %s", d.Status, d.Reason)
@@ -295,7 +295,7 @@ func TestPickExceptAvoidsWithEveryPolicy(t *testing.T) {
 		for range 300 {
 			u := r.next()
 			d := v.Pick(0, -1, u)
-			if e := v.PickExcept(0, -1, u, d.Endpoint); e.Endpoint == d.Endpoint {
+			if e := v.PickExcept(0, engine.Client{Region: -1}, u, d.Endpoint); e.Endpoint == d.Endpoint {
 				t.Fatalf("%s: retry picked the avoided endpoint %s", pol, d.Endpoint.Addr)
 			}
 		}
@@ -303,7 +303,7 @@ func TestPickExceptAvoidsWithEveryPolicy(t *testing.T) {
 	// One healthy endpoint: the retry goes back to it.
 	p, st := lbBuild(t, "  localityLbPolicy: MAGLEV\n", 2)
 	probe(st, p.Endpoints[1], false)
-	d := engine.NewView(st).PickExcept(0, -1, 1, p.Endpoints[0])
+	d := engine.NewView(st).PickExcept(0, engine.Client{Region: -1}, 1, p.Endpoints[0])
 	if d.Endpoint != p.Endpoints[0] {
 		t.Errorf("got %v, want the only healthy endpoint", d.Endpoint)
 	}

@@ -349,7 +349,7 @@ func TestPickExceptMovesToTheNextBackend(t *testing.T) {
 	if first.Backend.Group.Zone != "asia-northeast2-a" {
 		t.Fatalf("first pick %s, want the nearest zone", first.Backend.Group.Zone)
 	}
-	retry := v.PickExcept(0, client, 2, first.Endpoint)
+	retry := v.PickExcept(0, engine.Client{Region: client}, 2, first.Endpoint)
 	if retry.Endpoint == first.Endpoint || retry.Backend.Group.Zone != "asia-northeast1-a" {
 		t.Errorf("retry went to %s (%s), want asia-northeast1-a, the next nearest", retry.Endpoint.Addr, retry.Backend.Group.Zone)
 	}
@@ -358,7 +358,7 @@ func TestPickExceptMovesToTheNextBackend(t *testing.T) {
 	v = engine.NewView(st)
 	for i := uint64(0); i < 50; i++ {
 		d := v.Pick(0, -1, i*0x9e3779b97f4a7c15)
-		r := v.PickExcept(0, -1, i*0x9e3779b97f4a7c15, d.Endpoint)
+		r := v.PickExcept(0, engine.Client{Region: -1}, i*0x9e3779b97f4a7c15, d.Endpoint)
 		if r.Endpoint == d.Endpoint {
 			t.Fatalf("retry %d landed on the failed endpoint %s", i, d.Endpoint.Addr)
 		}

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/spillwaylb/spillway/internal/plan"
+import (
+	"math"
+
+	"github.com/spillwaylb/spillway/internal/plan"
+)
 
 // Decision is where one request goes.
 type Decision struct {
@@ -17,11 +21,24 @@ type Decision struct {
 // unit maps a uniform uint64 to [0, 1).
 func unit(u uint64) float64 { return float64(u>>11) * (1.0 / (1 << 53)) }
 
+// Client is who a request comes from.
+type Client struct {
+	// Region is the client region's index in the plan (-1: none).
+	Region int
+	// Addr is HashKey of the client's IP address, when HasAddr. Under
+	// WATERFALL_BY_REGION it binds the client to its second-layer proxies
+	// and so to the zones they favour (docs/semantics.md §2.4); without
+	// it a request is picked from the split over all clients.
+	Addr    uint64
+	HasAddr bool
+}
+
 // Pick chooses a backend and endpoint of service for a client in
-// clientRegion (-1: none), from the uniform random number u, with the
-// service's localityLbPolicy and no affinity key. Pick does not allocate.
+// clientRegion (-1: none) whose address is not known, from the uniform
+// random number u, with the service's localityLbPolicy and no affinity
+// key. Pick does not allocate.
 func (v *View) Pick(service, clientRegion int, u uint64) Decision {
-	d, _, _ := v.pick(service, clientRegion, u, 0, false)
+	d, _, _ := v.pick(service, Client{Region: clientRegion}, u, 0, false)
 	return d
 }
 
@@ -34,14 +51,22 @@ func (v *View) Pick(service, clientRegion int, u uint64) Decision {
 // LEAST_REQUEST draw from u, and the hash policies use u as the key.
 // PickKey does not allocate.
 func (v *View) PickKey(service, clientRegion int, u uint64, key uint64, hasKey bool) Decision {
-	d, _, _ := v.pick(service, clientRegion, u, key, hasKey)
+	d, _, _ := v.pick(service, Client{Region: clientRegion}, u, key, hasKey)
 	return d
 }
 
-// pick is PickKey, also returning the chosen backend's view and the
+// PickClient is PickKey for a client whose address may be known: what
+// the proxy calls for every request. PickClient does not allocate.
+func (v *View) PickClient(service int, c Client, u uint64, key uint64, hasKey bool) Decision {
+	d, _, _ := v.pick(service, c, u, key, hasKey)
+	return d
+}
+
+// pick is PickClient, also returning the chosen backend's view and the
 // endpoint's index in its healthy list.
-func (v *View) pick(service, clientRegion int, u, key uint64, hasKey bool) (Decision, *backendView, int) {
+func (v *View) pick(service int, c Client, u, key uint64, hasKey bool) (Decision, *backendView, int) {
 	sv := &v.services[service]
+	clientRegion := c.Region
 	if clientRegion < 0 {
 		clientRegion = len(sv.splits) - 1
 	}
@@ -61,11 +86,12 @@ func (v *View) pick(service, clientRegion int, u, key uint64, hasKey bool) (Deci
 		h = mix64(key)
 	}
 	x := unit(draw)
-	i := 0
-	for i < len(sp.cum)-1 && x >= sp.cum[i] {
-		i++
+	i := search(sp.cum, x)
+	b := sp.backend[i]
+	if c.HasAddr && sp.client != nil && sp.client[i] >= 0 {
+		b = sp.clients[sp.client[i]].pick(c.Addr, x)
 	}
-	bv := sv.backends[sp.backend[i]]
+	bv := sv.backends[b]
 	k := v.endpoint(sv.policy, bv, u, h)
 	d.Backend = bv.b
 	d.Endpoint = bv.healthy[k]
@@ -79,8 +105,8 @@ func (v *View) pick(service, clientRegion int, u, key uint64, hasKey bool) (Deci
 // would use next (PREFERRED before DEFAULT, then the nearest region; not
 // drained, with capacity and a healthy endpoint), still inside the same
 // backend service. Only when there is none does it return `avoid` again.
-func (v *View) PickExcept(service, clientRegion int, u uint64, avoid *plan.Endpoint) Decision {
-	d, bv, k := v.pick(service, clientRegion, u, 0, false)
+func (v *View) PickExcept(service int, c Client, u uint64, avoid *plan.Endpoint) Decision {
+	d, bv, k := v.pick(service, c, u, 0, false)
 	if d.Status != 0 || d.Endpoint != avoid {
 		return d
 	}
@@ -95,12 +121,12 @@ func (v *View) PickExcept(service, clientRegion int, u uint64, avoid *plan.Endpo
 		return d
 	}
 	var best *backendView
-	for _, c := range sv.backends {
-		if c == bv || c.drain.Drained || c.b.ZeroCapacity() || len(c.healthy) == 0 {
+	for _, cand := range sv.backends {
+		if cand == bv || cand.drain.Drained || cand.b.ZeroCapacity() || len(cand.healthy) == 0 {
 			continue
 		}
-		if best == nil || v.closer(clientRegion, c.b, best.b) {
-			best = c
+		if best == nil || v.closer(c.Region, cand.b, best.b) {
+			best = cand
 		}
 	}
 	if best != nil {
@@ -123,4 +149,17 @@ func (v *View) closer(client int, a, b *plan.Backend) bool {
 		}
 	}
 	return a.Index < b.Index
+}
+
+// pick returns the backend a client with address hash addr reaches from
+// draw x, which fell in the level's span of the split: the draw's place
+// in the span picks one of the client's proxies and, within that, the
+// backend from the proxy's own distribution; the proxy's home zone is a
+// capacity-weighted draw from a hash of (client, region, proxy).
+func (cl *clientLevel) pick(addr uint64, x float64) int {
+	r := (x - cl.lo) / (cl.hi - cl.lo) * float64(cl.proxies)
+	j := min(int(r), cl.proxies-1)
+	r = min(r-float64(j), math.Nextafter(1, 0))
+	h := search(cl.home, unit(mix64(addr^cl.salt^uint64(j+1)*weyl)))
+	return cl.backends[search(cl.sub[h], r)]
 }

@@ -36,11 +36,32 @@ type Split struct {
 	draws   uint64
 	cum     []float64 // cumulative fractions, last = 1
 	backend []int
-	Shares  []Share
+	// client[k] is the index in clients of the level that entry k belongs
+	// to when that level's zone choice depends on the client, else -1.
+	// Nil when no level does.
+	client  []int32
+	clients []clientLevel
+	// Shares are the fractions over all clients of the region.
+	Shares []Share
 	// Status is 0 when the split can serve, else the HTTP status the
 	// balancer answers with (503) and Reason says why.
 	Status int
 	Reason string
+}
+
+// clientLevel is a WATERFALL_BY_REGION level whose zone choice depends on
+// the client: each client reaches `proxies` second-layer proxies of the
+// region, each homed in one zone (drawn in proportion to capacity from a
+// hash of the client, the region and the proxy), and a proxy sends to its
+// home zone what that zone can keep and spreads the rest (docs/semantics.md
+// §2.4).
+type clientLevel struct {
+	lo, hi   float64 // the level's span of Split.cum
+	salt     uint64  // hash of the level's region
+	proxies  int
+	backends []int       // the level's backends; home and sub index them
+	home     []float64   // cumulative homing probabilities
+	sub      [][]float64 // per home backend: cumulative fractions
 }
 
 // splitInput is what computeSplit needs besides the plan.
@@ -53,6 +74,143 @@ type splitInput struct {
 	salt      string
 }
 
+// rung is one step of a cascade: something that keeps up to `health` of
+// the traffic offered to the cascade, takes at most `capacity` (in the
+// unit of demand), and overfills in proportion to `weight`.
+type rung struct {
+	health, capacity, weight float64
+}
+
+// cascade hands one unit of traffic down an ordered list of rungs. Each
+// rung takes up to its health and what it cannot keep falls to the next;
+// when every rung is degraded (the takes add up to less than 1) they are
+// normalised, so traffic still goes wherever something is healthy. When
+// demand is known, a rung takes at most its capacity, the excess spills to
+// the next rung with health, then back up to any rung with room left (an
+// earlier rung can have room when a degraded later one overflowed), and
+// what no rung has room for overfills in proportion to weight. It returns
+// nil when no rung has health.
+func cascade(rs []rung, demand float64) []float64 {
+	out := make([]float64, len(rs))
+	rem, total := 1.0, 0.0
+	for k, r := range rs {
+		out[k] = math.Min(rem, r.health)
+		rem -= out[k]
+		total += out[k]
+	}
+	if total == 0 {
+		return nil
+	}
+	if rem > 1e-12 {
+		for k := range out {
+			out[k] /= total
+		}
+	}
+	if demand <= 0 {
+		return out
+	}
+	carry := 0.0
+	taken := make([]float64, len(rs))
+	for k, r := range rs {
+		want := out[k]*demand + carry
+		if r.health == 0 {
+			carry = want
+			continue
+		}
+		taken[k] = math.Min(want, math.Max(0, r.capacity))
+		carry = want - taken[k]
+	}
+	for k, r := range rs {
+		if carry <= 1e-9 {
+			break
+		}
+		if room := math.Max(0, r.capacity) - taken[k]; r.health > 0 && room > 0 {
+			add := math.Min(room, carry)
+			taken[k] += add
+			carry -= add
+		}
+	}
+	if carry > 1e-9 {
+		sum := 0.0
+		for _, r := range rs {
+			if r.health > 0 {
+				sum += r.weight
+			}
+		}
+		for k, r := range rs {
+			if r.health > 0 && sum > 0 {
+				taken[k] += carry * r.weight / sum
+			}
+		}
+	}
+	for k := range out {
+		out[k] = taken[k] / demand
+	}
+	return out
+}
+
+// fill caps a distribution x (fractions summing to 1) of `amount` at each
+// entry's room, moving the excess to entries with room in proportion to
+// weight w, and overfilling in proportion to w when every entry is full.
+// It reports whether any cap was reached. amount 0 means no demand is
+// known and x is returned as it is.
+func fill(x []float64, amount float64, room, w []float64) ([]float64, bool) {
+	if amount <= 0 {
+		return x, false
+	}
+	load := make([]float64, len(x))
+	over := false
+	for i := range x {
+		load[i] = x[i] * amount
+		if load[i] > math.Max(0, room[i])+1e-9 {
+			over = true
+		}
+	}
+	if !over {
+		return x, false
+	}
+	full := make([]bool, len(x))
+	for range x { // each round fills at least one more entry
+		excess := 0.0
+		for i := range load {
+			if r := math.Max(0, room[i]); !full[i] && load[i] > r+1e-9 {
+				excess += load[i] - r
+				load[i], full[i] = r, true
+			}
+		}
+		if excess <= 1e-9 {
+			break
+		}
+		sum := 0.0
+		for i := range load {
+			if !full[i] {
+				sum += w[i]
+			}
+		}
+		if sum == 0 { // everything full: overfill in proportion
+			for i := range load {
+				sum += w[i]
+			}
+			for i := range load {
+				if sum > 0 {
+					load[i] += excess * w[i] / sum
+				}
+			}
+			break
+		}
+		for i := range load {
+			if !full[i] {
+				load[i] += excess * w[i] / sum
+			}
+		}
+	}
+	out := make([]float64, len(x))
+	for i := range load {
+		out[i] = load[i] / amount
+	}
+	return out, true
+}
+
 // computeSplit turns health, drain, capacity and demand into a split. The
 // model (docs/semantics.md has the full derivation):
 //
@@ -61,18 +219,12 @@ type splitInput struct {
 //     backends are left out.
 //  2. Health (Google's failoverHealthThreshold T, read as Envoy's
 //     overprovisioning factor 1/T): a level's health is
-//     min(1, capacity-weighted healthy share / T). Levels take traffic in
-//     order, each up to its health; what a level cannot keep fails over to
-//     the next. If every level is degraded the shares are normalised, so
-//     traffic still goes wherever something is healthy.
+//     min(1, capacity-weighted healthy share / T), and the levels share
+//     the traffic by cascade.
 //  3. Capacity (only when a demand rate is known): a level takes at most
-//     its remaining RATE capacity; the excess spills to the next level
-//     with health, and when everything is full the excess overfills in
-//     proportion to capacity.
-//  4. Inside a level, SPRAY_TO_REGION spreads over backends in proportion
-//     to capacity × min(1, healthy share / T); the waterfall algorithms
-//     send to the proxy's home zone first (up to its health and capacity)
-//     and spread only what it cannot take.
+//     its remaining RATE capacity; the excess spills down the ladder and
+//     overfills in proportion to capacity when everything is full.
+//  4. Inside a level, by the service LB policy's algorithm: see inLevel.
 func computeSplit(in *splitInput, p *plan.Plan) Split {
 	svc := in.svc
 	T := svc.FailoverThreshold
@@ -117,9 +269,9 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 	// partly healthy backend: a level whose backends all ramp keeps only
 	// part of its traffic, while one ramping zone among healthy ones
 	// costs the level nothing it can absorb.
-	for _, l := range levels {
+	rungs := make([]rung, len(levels))
+	for k, l := range levels {
 		full, healthy := 0.0, 0.0
-		l.capacity = 0
 		for _, i := range l.backends {
 			bv := in.backends[i]
 			full += bv.b.Weight
@@ -130,121 +282,44 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		if full > 0 {
 			l.health = math.Min(1, healthy/full/T)
 		}
+		rungs[k] = rung{health: l.health, capacity: l.capacity, weight: l.weight * l.health}
 	}
-	rem, total := 1.0, 0.0
-	for _, l := range levels {
-		l.share = math.Min(rem, l.health)
-		rem -= l.share
-		total += l.share
-	}
-	if total == 0 {
+	shares := cascade(rungs, in.demand)
+	if shares == nil {
 		return Split{Status: 503, Reason: "no healthy backend in backend service " + svc.Name}
 	}
-	if rem > 1e-12 {
-		for _, l := range levels {
-			l.share /= total
-		}
-	}
 
-	// Capacity.
-	if in.demand > 0 {
-		carry := 0.0
-		taken := make([]float64, len(levels))
-		for k, l := range levels {
-			want := l.share*in.demand + carry
-			if l.health == 0 {
-				taken[k], carry = 0, want
-				continue
-			}
-			take := math.Min(want, math.Max(0, l.capacity))
-			taken[k], carry = take, want-take
-		}
-		// What spilled past the last level goes back up the ladder to
-		// any healthy level with room left (an earlier level can have
-		// room when a degraded later one overflowed), before overfilling.
-		for k, l := range levels {
-			if carry <= 1e-9 {
-				break
-			}
-			if l.health == 0 {
-				continue
-			}
-			room := math.Max(0, l.capacity) - taken[k]
-			if room > 0 {
-				add := math.Min(room, carry)
-				taken[k] += add
-				carry -= add
-			}
-		}
-		if carry > 1e-9 {
-			sum := 0.0
-			for _, l := range levels {
-				if l.health > 0 {
-					sum += l.weight * l.health
-				}
-			}
-			for k, l := range levels {
-				if l.health > 0 && sum > 0 {
-					taken[k] += carry * l.weight * l.health / sum
-				}
-			}
-		}
-		for k, l := range levels {
-			l.share = taken[k] / in.demand
-		}
-	}
-
-	// Inside each level.
 	var sp Split
-	add := func(i, lv int, f float64) {
-		if f <= 0 {
-			return
-		}
-		sp.Shares = append(sp.Shares, Share{Backend: i, Fraction: f, Level: lv})
-		if in.demand > 0 {
-			in.remaining[i] -= f * in.demand
-		}
-	}
 	for lv, l := range levels {
-		if l.share <= 0 {
+		if shares[lv] <= 0 {
 			continue
 		}
-		// avail is a backend's usable share: its health against the
-		// threshold, times its undrain ramp.
-		avail := func(i int) float64 {
-			bv := in.backends[i]
-			return math.Min(1, bv.share/T) * bv.weight / bv.b.Weight
-		}
-		spread := func(amount float64, skip int) {
-			sum := 0.0
-			for _, i := range l.backends {
-				if i != skip {
-					sum += in.backends[i].b.Weight * avail(i)
-				}
-			}
-			if sum == 0 {
-				if skip >= 0 {
-					add(skip, lv, amount)
-				}
-				return
-			}
-			for _, i := range l.backends {
-				if i != skip {
-					add(i, lv, amount*in.backends[i].b.Weight*avail(i)/sum)
+		x, cl := inLevel(in, p, l, shares[lv]*in.demand)
+		lo := len(sp.Shares)
+		for k, i := range l.backends {
+			if f := shares[lv] * x[k]; f > 0 {
+				sp.Shares = append(sp.Shares, Share{Backend: i, Fraction: f, Level: lv})
+				if in.demand > 0 {
+					in.remaining[i] -= f * in.demand
 				}
 			}
 		}
-		if svc.Algorithm == plan.SprayToRegion || len(l.backends) == 1 {
-			spread(l.share, -1)
-			continue
+		if cl != nil && len(sp.Shares) > lo {
+			if sp.client == nil {
+				sp.client = make([]int32, lo, len(sp.Shares))
+				for k := range sp.client {
+					sp.client[k] = -1
+				}
+			}
+			for range sp.Shares[lo:] {
+				sp.client = append(sp.client, int32(len(sp.clients)))
+			}
+			sp.clients = append(sp.clients, *cl)
+		} else if sp.client != nil {
+			for range sp.Shares[lo:] {
+				sp.client = append(sp.client, -1)
+			}
 		}
-		home := homeBackend(in, p, l)
-		keep := l.share * avail(home)
-		if in.demand > 0 {
-			keep = math.Min(keep, math.Max(0, in.remaining[home])/in.demand)
-		}
-		add(home, lv, keep)
-		spread(l.share-keep, home)
 	}
 	sum := 0.0
 	for _, s := range sp.Shares {
@@ -261,24 +336,181 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		sp.backend = append(sp.backend, sp.Shares[k].Backend)
 	}
 	sp.cum[len(sp.cum)-1] = 1
+	// Each client level's span of cum.
+	for k, c := range sp.client {
+		if c < 0 {
+			continue
+		}
+		cl := &sp.clients[c]
+		if k == 0 || sp.client[k-1] != c {
+			cl.lo = 0
+			if k > 0 {
+				cl.lo = sp.cum[k-1]
+			}
+		}
+		cl.hi = sp.cum[k]
+	}
 	return sp
 }
 
-// homeBackend is the backend in the zone a waterfall proxy favours in a
-// level's region. Spillway is one proxy; it models Google's second-layer
-// proxy for a region as sitting in one of that region's zones, chosen by a
-// stable hash of (client region, region), so a given deployment is
-// reproducible and different client regions favour different zones.
-func homeBackend(in *splitInput, p *plan.Plan, l *level) int {
-	idx := append([]int(nil), l.backends...)
-	sort.Slice(idx, func(a, b int) bool {
-		return in.backends[idx[a]].b.Group.Zone < in.backends[idx[b]].b.Group.Zone
-	})
-	h := fnv.New32a()
-	h.Write([]byte(in.salt))
-	h.Write([]byte{'/'})
-	h.Write([]byte(p.Regions[l.region]))
-	return idx[int(h.Sum32()%uint32(len(idx)))]
+// inLevel distributes a level's traffic (`amount` requests per second, 0
+// when no demand is known) over its backends, returning the fractions in
+// the order of l.backends and, for a WATERFALL_BY_REGION level whose zone
+// choice depends on the client, how a client's proxies pick:
+//
+//   - SPRAY_TO_REGION: in proportion to capacity × availability, where a
+//     backend's availability is min(1, healthy share / T) times its undrain
+//     ramp.
+//   - WATERFALL_BY_REGION: each client reaches plan.SecondLayerProxies
+//     proxies of the region, each homed in a zone in proportion to
+//     capacity; a proxy keeps at home what the home zone can keep (its
+//     availability) and spreads the rest like SPRAY_TO_REGION over the
+//     other zones. Over all clients every zone fills in proportion to
+//     capacity; one client uses the zones of its proxies.
+//   - WATERFALL_BY_ZONE: the zones are ordered for the client region (the
+//     "closest" zone first; Spillway does not know where zones are, so
+//     the order is a stable hash of client region and zone) and traffic
+//     cascades through them like levels: the first zone takes what it can
+//     keep and, when demand is known, up to its capacity, then the next.
+//
+// Capacity (when amount > 0): a backend takes at most its remaining RATE
+// capacity; the excess moves to backends with room, and when all are full
+// the excess overfills in proportion to capacity. A level where a cap binds
+// serves every client alike.
+func inLevel(in *splitInput, p *plan.Plan, l *level, amount float64) ([]float64, *clientLevel) {
+	n := len(l.backends)
+	T := in.svc.FailoverThreshold
+	avail := make([]float64, n) // usable share of each backend
+	w := make([]float64, n)     // overfill and spread weight
+	room := make([]float64, n)
+	for k, i := range l.backends {
+		bv := in.backends[i]
+		avail[k] = math.Min(1, bv.share/T) * bv.weight / bv.b.Weight
+		w[k] = bv.b.Weight * avail[k]
+		room[k] = in.remaining[i]
+	}
+	if n == 1 {
+		return []float64{1}, nil
+	}
+	switch in.svc.Algorithm {
+	case plan.WaterfallByZone:
+		order := zoneOrder(in, l)
+		rs := make([]rung, n)
+		for j, k := range order {
+			rs[j] = rung{health: avail[k], capacity: room[k], weight: w[k]}
+		}
+		y := cascade(rs, amount)
+		x := make([]float64, n)
+		for j, k := range order {
+			if y != nil {
+				x[k] = y[j]
+			}
+		}
+		return x, nil
+	case plan.SprayToRegion:
+		x, _ := fill(normalise(w), amount, room, w)
+		return x, nil
+	}
+	// WATERFALL_BY_REGION.
+	home := make([]float64, n)
+	for k, i := range l.backends {
+		home[k] = in.backends[i].b.Weight
+	}
+	home = normalise(home)
+	cl := &clientLevel{proxies: max(1, p.SecondLayerProxies), backends: l.backends, sub: make([][]float64, n)}
+	x := make([]float64, n)
+	for h := range n {
+		sub := make([]float64, n)
+		sub[h] = avail[h]
+		rest := 0.0
+		for k := range n {
+			if k != h {
+				rest += w[k]
+			}
+		}
+		for k := range n {
+			if k != h && rest > 0 {
+				sub[k] = (1 - avail[h]) * w[k] / rest
+			}
+		}
+		sub = normalise(sub)
+		for k := range n {
+			x[k] += home[h] * sub[k]
+		}
+		cl.sub[h] = cumulative(sub)
+	}
+	x = normalise(x)
+	if y, capped := fill(x, amount, room, w); capped {
+		return y, nil
+	}
+	cl.home = cumulative(home)
+	hs := fnv.New64a()
+	hs.Write([]byte(p.Regions[l.region]))
+	cl.salt = hs.Sum64()
+	return x, cl
+}
+
+// zoneOrder returns the positions in l.backends in WATERFALL_BY_ZONE
+// order for the split's client region: by a stable hash of (client
+// region, zone), so different client regions favour different zones and
+// a deployment is reproducible.
+func zoneOrder(in *splitInput, l *level) []int {
+	n := len(l.backends)
+	order := make([]int, n)
+	keys := make([]uint32, n)
+	for k, i := range l.backends {
+		order[k] = k
+		h := fnv.New32a()
+		h.Write([]byte(in.salt))
+		h.Write([]byte{'/'})
+		h.Write([]byte(in.backends[i].b.Group.Zone))
+		keys[k] = h.Sum32()
+	}
+	sort.SliceStable(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	return order
+}
+
+// normalise scales x to sum to 1 (all zeros stay zeros).
+func normalise(x []float64) []float64 {
+	sum := 0.0
+	for _, v := range x {
+		sum += v
+	}
+	if sum > 0 {
+		for i := range x {
+			x[i] /= sum
+		}
+	}
+	return x
+}
+
+// cumulative returns the running sums of x (which sums to 1), with every
+// entry from the last positive one on set to exactly 1, so a draw in
+// [0, 1) never lands on a zero-width entry.
+func cumulative(x []float64) []float64 {
+	c := make([]float64, len(x))
+	acc, last := 0.0, 0
+	for i, v := range x {
+		acc += v
+		c[i] = acc
+		if v > 0 {
+			last = i
+		}
+	}
+	for i := last; i < len(c); i++ {
+		c[i] = 1
+	}
+	return c
+}
+
+// search returns the index of the entry of cum that draw x in [0, 1)
+// falls in.
+func search(cum []float64, x float64) int {
+	i := 0
+	for i < len(cum)-1 && x >= cum[i] {
+		i++
+	}
+	return i
 }
 
 // weyl is 2⁶⁴/φ. The multiples k·weyl (mod 2⁶⁴), read as fractions of

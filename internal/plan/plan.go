@@ -69,6 +69,10 @@ type Plan struct {
 	// UndrainRamp is the gradual-failback period of an undrained group
 	// (spillway.undrainRampSec; 0 = Google's step).
 	UndrainRamp time.Duration
+	// SecondLayerProxies is how many second-layer proxies of a region one
+	// client reaches under WATERFALL_BY_REGION (spillway.secondLayerProxies,
+	// default 8).
+	SecondLayerProxies int
 }
 
 // HealthCheck is a compiled health check with defaults applied.
@@ -119,7 +123,9 @@ type Service struct {
 	Backends  []*Backend
 	Algorithm Algorithm
 	AutoDrain bool
-	// FailoverThreshold is failoverHealthThreshold as a fraction (0.70).
+	// FailoverThreshold is the failover threshold as a fraction: the
+	// policy's failoverHealthThreshold (default 0.70), or 0.50 for a
+	// service without a serviceLbPolicy.
 	FailoverThreshold float64
 	HealthCheck       *HealthCheck
 	// LocalityLbPolicy picks the endpoint inside a backend: ROUND_ROBIN
@@ -220,8 +226,13 @@ func Compile(c *config.Config) (*Plan, error) {
 		URLMaps:       map[string]*URLMap{},
 		UndrainHold:   time.Duration(config.DefaultUndrainHoldSec) * time.Second,
 		DemandWindow:  time.Second,
+
+		SecondLayerProxies: config.DefaultSecondLayerProxies,
 	}
 	if t := c.Spillway; t != nil {
+		if t.SecondLayerProxies != nil {
+			p.SecondLayerProxies = *t.SecondLayerProxies
+		}
 		if t.UndrainHoldSec != nil {
 			p.UndrainHold = time.Duration(*t.UndrainHoldSec) * time.Second
 		}
@@ -321,7 +332,7 @@ func Compile(c *config.Config) (*Plan, error) {
 			Name:              bs.Name,
 			Protocol:          orDefault(bs.Protocol, "HTTP"),
 			Timeout:           time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
-			FailoverThreshold: float64(config.DefaultFailoverHealthThreshold) / 100,
+			FailoverThreshold: float64(config.NoPolicyFailoverHealthThreshold) / 100,
 			Affinity:          compileAffinity(bs),
 			MinRingSize:       config.DefaultMinimumRingSize,
 			Config:            bs,
@@ -349,6 +360,7 @@ func Compile(c *config.Config) (*Plan, error) {
 				s.Algorithm = WaterfallByZone
 			}
 			s.AutoDrain = pol.AutoCapacityDrain != nil && pol.AutoCapacityDrain.Enable
+			s.FailoverThreshold = float64(config.DefaultFailoverHealthThreshold) / 100
 			if fc := pol.FailoverConfig; fc != nil && fc.FailoverHealthThreshold != nil {
 				s.FailoverThreshold = float64(*fc.FailoverHealthThreshold) / 100
 			}

@@ -9,11 +9,11 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 )
 
-// pick chooses the endpoint of svc for r: engine.View.PickKey with the
+// pick chooses the endpoint of svc for r: engine.View.PickClient with the
 // request's session-affinity key.
-func (h *handler) pick(w http.ResponseWriter, r *http.Request, snap *Snapshot, svc *plan.Service, region int) engine.Decision {
+func (h *handler) pick(w http.ResponseWriter, r *http.Request, snap *Snapshot, svc *plan.Service, c engine.Client) engine.Decision {
 	key, ok := h.affinityKey(w, r, svc)
-	return snap.View.PickKey(svc.ID, region, snap.View.NextDraw(svc.ID, region), key, ok)
+	return snap.View.PickClient(svc.ID, c, snap.View.NextDraw(svc.ID, c.Region), key, ok)
 }
 
 // affinityKey returns the session-affinity key of r for svc (ok false:

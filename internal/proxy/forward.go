@@ -390,7 +390,7 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 	if svc == nil {
 		return nil
 	}
-	d := snap.View.PickExcept(svc.ID, x.h.regionID(snap.Plan), x.h.rand(), avoid)
+	d := snap.View.PickExcept(svc.ID, x.h.client(snap.Plan, x.r), x.h.rand(), avoid)
 	if d.Status != 0 {
 		return nil
 	}

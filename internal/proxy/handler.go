@@ -234,6 +234,13 @@ func (h *handler) regionID(p *plan.Plan) int {
 	return -1
 }
 
+// client is who r comes from, for the engine: the frontend's region and
+// the client's address, which binds it to its second-layer proxies under
+// WATERFALL_BY_REGION.
+func (h *handler) client(p *plan.Plan, r *http.Request) engine.Client {
+	return engine.Client{Region: h.regionID(p), Addr: engine.HashKey(hostOnly(r.RemoteAddr)), HasAddr: true}
+}
+
 // scheme is the scheme the client used.
 func (h *handler) scheme(r *http.Request) string {
 	if h.https || r.TLS != nil {
@@ -310,9 +317,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lbError(w, http.StatusServiceUnavailable, sdFailedToPick, "")
 		return
 	}
-	region := h.regionID(snap.Plan)
-	snap.Demand.Add(svc.ID, region)
-	d := h.pick(w, r, snap, svc, region)
+	client := h.client(snap.Plan, r)
+	snap.Demand.Add(svc.ID, client.Region)
+	d := h.pick(w, r, snap, svc, client)
 	if d.Status != 0 {
 		h.log.Debug("no backend picked", "service", svc.Name, "status", d.Status, "reason", d.Reason)
 		lbError(w, d.Status, sdFailedToPick, "")
