@@ -35,6 +35,10 @@ func (v *validator) backendService(p string, bs *BackendService) {
 	}
 	if bs.ServiceLbPolicy != "" {
 		v.ref(p+".serviceLbPolicy", bs.ServiceLbPolicy, "service LB policy", map[string]map[string]int{"serviceLbPolicies": v.policies})
+		if bs.LoadBalancingScheme == "EXTERNAL" {
+			v.add(p+".serviceLbPolicy", "remove it, or use loadBalancingScheme EXTERNAL_MANAGED",
+				"serviceLbPolicy cannot be set with loadBalancingScheme EXTERNAL (the classic Application Load Balancer)")
+		}
 	}
 	v.enum(p+".localityLbPolicy", bs.LocalityLbPolicy,
 		"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "WEIGHTED_ROUND_ROBIN")

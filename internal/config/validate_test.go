@@ -184,6 +184,8 @@ func TestInvalidConfigs(t *testing.T) {
 			`test.yaml:26: backendServices[0].healthChecks[0]: unknown health check "hc-wbe" (fix: did you mean "hc-web"? known: hc-web)`},
 		{"service LB policy link to the wrong collection", []edit{{"serviceLbPolicy: policy-web", "serviceLbPolicy: projects/p/locations/global/healthChecks/policy-web"}},
 			`test.yaml:27: backendServices[0].serviceLbPolicy: "projects/p/locations/global/healthChecks/policy-web" is a link into healthChecks, not to a service LB policy (fix: link to …/serviceLbPolicies/policy-web, or write just the name)`},
+		{"service LB policy on a classic backend service", []edit{{"  serviceLbPolicy: policy-web\n", "  serviceLbPolicy: policy-web\n  loadBalancingScheme: EXTERNAL\n"}},
+			`test.yaml:27: backendServices[0].serviceLbPolicy: serviceLbPolicy cannot be set with loadBalancingScheme EXTERNAL (the classic Application Load Balancer) (fix: remove it, or use loadBalancingScheme EXTERNAL_MANAGED)`},
 		{"header affinity without header", []edit{{"  serviceLbPolicy: policy-web\n", "  sessionAffinity: HEADER_FIELD\n"}},
 			`test.yaml:27: backendServices[0].sessionAffinity: HEADER_FIELD needs consistentHash.httpHeaderName (fix: name the header to hash, e.g. consistentHash: {httpHeaderName: X-User})`},
 		{"misspelt enum", []edit{{"  serviceLbPolicy: policy-web\n", "  localityLbPolicy: ROUND_ROBBIN\n"}},
