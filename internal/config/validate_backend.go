@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-
+	"slices"
 	"strings"
 )
 
@@ -35,6 +35,10 @@ func (v *validator) backendService(p string, bs *BackendService) {
 	}
 	if bs.ServiceLbPolicy != "" {
 		v.ref(p+".serviceLbPolicy", bs.ServiceLbPolicy, "service LB policy", map[string]map[string]int{"serviceLbPolicies": v.policies})
+		if bs.LoadBalancingScheme == "EXTERNAL" {
+			v.add(p+".serviceLbPolicy", "remove it, or use loadBalancingScheme EXTERNAL_MANAGED",
+				"serviceLbPolicy cannot be set with loadBalancingScheme EXTERNAL (the classic Application Load Balancer)")
+		}
 	}
 	v.enum(p+".localityLbPolicy", bs.LocalityLbPolicy,
 		"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "WEIGHTED_ROUND_ROBIN")
@@ -156,7 +160,7 @@ func (v *validator) backends(p string, bs *BackendService) {
 				v.namedPort(p, bp, bs, name)
 			}
 		}
-		v.backend(bp, b, kind, len(bs.Backends), bs.LoadBalancingScheme)
+		v.backend(bp, b, kind, bs)
 	}
 }
 
@@ -190,9 +194,10 @@ func (v *validator) namedPort(p, bp string, bs *BackendService, group string) {
 	v.add(path, fix, "instance group %q has no named port %q", group, portName)
 }
 
-// backend validates one backends[] entry; kind is its group's kind
+// backend validates one backends[] entry of bs; kind is its group's kind
 // (kindUnknown when the group did not resolve).
-func (v *validator) backend(bp string, b *Backend, kind groupKind, nBackends int, scheme string) {
+func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendService) {
+	scheme, nBackends := bs.LoadBalancingScheme, len(bs.Backends)
 	mode := b.BalancingMode
 	switch mode {
 	case "":
@@ -202,16 +207,37 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, nBackends int
 		case kindNEG:
 			mode = "RATE"
 		}
-	case "RATE", "UTILIZATION", "CONNECTION":
+	case "RATE", "UTILIZATION":
 		if kind == kindNEG && mode == "UTILIZATION" {
-			v.add(bp+".balancingMode", "use RATE with maxRatePerEndpoint (or CONNECTION)",
+			v.add(bp+".balancingMode", "use RATE with maxRatePerEndpoint",
 				"UTILIZATION is not available for network endpoint groups")
 		}
+	case "CONNECTION":
+		// Google takes CONNECTION only for TCP, SSL and UDP backend
+		// services (proxy and passthrough Network Load Balancers); every
+		// protocol Spillway accepts is an HTTP one. An unknown protocol is
+		// reported on its own.
+		protocol := bs.Protocol
+		if protocol == "" {
+			protocol = "HTTP"
+		}
+		if slices.Contains([]string{"HTTP", "HTTPS", "HTTP2", "H2C"}, protocol) {
+			fix := "use RATE or UTILIZATION"
+			switch kind {
+			case kindNEG:
+				fix = "use RATE with maxRatePerEndpoint"
+			case kindInstanceGroup:
+				fix = "use RATE with maxRatePerInstance, or UTILIZATION"
+			}
+			v.add(bp+".balancingMode", fix+"; CONNECTION is for TCP, SSL and UDP backend services",
+				"CONNECTION is not available for backend services with protocol %s", protocol)
+		}
+		mode = ""
 	case "IN_FLIGHT", "CUSTOM_METRICS":
 		v.add(bp+".balancingMode", "use RATE or UTILIZATION", "%s is not supported yet", mode)
 		mode = ""
 	default:
-		v.enum(bp+".balancingMode", mode, "RATE", "UTILIZATION", "CONNECTION")
+		v.enum(bp+".balancingMode", mode, "RATE", "UTILIZATION")
 		mode = ""
 	}
 
@@ -268,7 +294,7 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, nBackends int
 	switch mode {
 	case "RATE":
 		if len(conns) > 0 {
-			v.add(bp+"."+conns[0], "remove it, or use balancingMode CONNECTION", "%s does not apply with balancingMode RATE", conns[0])
+			v.add(bp+"."+conns[0], "remove it; connection targets are for TCP, SSL and UDP backend services", "%s does not apply with balancingMode RATE", conns[0])
 		}
 		if len(rates) > 1 {
 			v.add(bp+"."+rates[1], "keep exactly one of "+targets("maxRate", "maxRatePerInstance", "maxRatePerEndpoint"),
@@ -276,17 +302,6 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, nBackends int
 		} else if len(rates) == 0 && b.BalancingMode == "RATE" {
 			v.add(bp+".balancingMode", "set one of "+targets("maxRate", "maxRatePerInstance", "maxRatePerEndpoint"),
 				"balancingMode RATE needs a target rate")
-		}
-	case "CONNECTION":
-		if len(rates) > 0 {
-			v.add(bp+"."+rates[0], "remove it, or use balancingMode RATE", "%s does not apply with balancingMode CONNECTION", rates[0])
-		}
-		if len(conns) > 1 {
-			v.add(bp+"."+conns[1], "keep exactly one of "+targets("maxConnections", "maxConnectionsPerInstance", "maxConnectionsPerEndpoint"),
-				"%s are both set; balancingMode CONNECTION takes one target", joinAnd(conns))
-		} else if len(conns) == 0 {
-			v.add(bp+".balancingMode", "set one of "+targets("maxConnections", "maxConnectionsPerInstance", "maxConnectionsPerEndpoint"),
-				"balancingMode CONNECTION needs a target number of connections")
 		}
 	}
 	if b.MaxUtilization != nil {

@@ -254,7 +254,9 @@ func (v *validator) routeAction(p string, ra *HTTPRouteAction) {
 	if ra == nil {
 		return
 	}
-	sum := 0
+	// sum counts only weights in range; an out-of-range weight is reported
+	// on its own and keeps the all-zero check quiet (1001 is not 0).
+	sum, outOfRange := 0, false
 	for j, w := range ra.WeightedBackendServices {
 		wp := at("%s.weightedBackendServices[%d]", p, j)
 		if w.BackendService == "" {
@@ -264,10 +266,12 @@ func (v *validator) routeAction(p string, ra *HTTPRouteAction) {
 		}
 		if v.inRange(wp+".weight", int64(w.Weight), 0, 1000) {
 			sum += w.Weight
+		} else {
+			outOfRange = true
 		}
 		v.headerAction(wp+".headerAction", w.HeaderAction)
 	}
-	if len(ra.WeightedBackendServices) > 0 && sum == 0 {
+	if len(ra.WeightedBackendServices) > 0 && sum == 0 && !outOfRange {
 		v.add(p+".weightedBackendServices", "give at least one backend service a weight above 0", "all weights are 0, so no traffic can be sent")
 	}
 	if rw := ra.URLRewrite; rw != nil {

@@ -4,10 +4,30 @@ import "fmt"
 
 // Warnings lists what Spillway accepts but Google Cloud's global external
 // Application Load Balancer would reject, so a config that works here may
-// not import there as is, and settings that leave a documented gap in the
-// edge's defences (docs/security.md). Each entry names the field path.
+// not import there as is; settings that leave a documented gap in the
+// edge's defences (docs/security.md); and settings both accept that leave
+// a backend service unable to serve. Each entry names the field path.
 func (c *Config) Warnings() []string {
 	var w []string
+	// Every backend at capacityScaler 0 is how a whole service is drained,
+	// so it is valid, but the service then has no capacity at all. A single
+	// backend at 0 is already an error.
+	for i := range c.BackendServices {
+		bs := &c.BackendServices[i]
+		if len(bs.Backends) < 2 {
+			continue
+		}
+		drained := true
+		for _, b := range bs.Backends {
+			if b.CapacityScaler == nil || *b.CapacityScaler != 0 {
+				drained = false
+				break
+			}
+		}
+		if drained {
+			w = append(w, fmt.Sprintf("backendServices[%d].backends: every backend of backend service %s has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0", i, bs.Name))
+		}
+	}
 	if c.Spillway != nil && c.Spillway.HTTP1Server == "NET_HTTP" {
 		for i := range c.Frontends {
 			if c.Frontends[i].Protocol == "HTTPS" {

@@ -81,3 +81,44 @@ frontends:
 		}
 	}
 }
+
+// Every backend of a service at capacityScaler 0 is how Google drains a
+// whole service, so it is accepted, but the service then answers 503 to
+// every request: a warning names it. One backend at 0 is not warned.
+func TestWarningsForServiceWithNoCapacity(t *testing.T) {
+	base := `
+networkEndpointGroups:
+- {name: neg-a, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}
+- {name: neg-b, zone: us-east1-c, endpoints: [{ipAddress: 10.0.0.2, port: 80}]}
+backendServices:
+- name: bs-other
+  backends: [{group: neg-a, balancingMode: RATE, maxRatePerEndpoint: 10}]
+- name: bs
+  backends:
+  - {group: neg-a, balancingMode: RATE, maxRatePerEndpoint: 10, capacityScaler: 0}
+  - {group: neg-b, balancingMode: RATE, maxRatePerEndpoint: 10, capacityScaler: %s}
+urlMaps: [{name: um, defaultService: bs}]
+`
+	for _, tc := range []struct {
+		scaler string
+		want   []string
+	}{
+		{"0", []string{"backendServices[1].backends: every backend of backend service bs has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0"}},
+		{"0.0", []string{"backendServices[1].backends: every backend of backend service bs has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0"}},
+		{"0.5", nil},
+	} {
+		c, err := Parse([]byte(strings.Replace(base, "%s", tc.scaler, 1)), "w.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range c.Warnings() {
+			if strings.HasPrefix(w, "backendServices") {
+				got = append(got, w)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("capacityScaler %s: warnings %q, want %q", tc.scaler, got, tc.want)
+		}
+	}
+}

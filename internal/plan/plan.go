@@ -181,7 +181,7 @@ type Backend struct {
 	Service   *Service
 	Group     *Group
 	Preferred bool
-	Mode      string // RATE, UTILIZATION, CONNECTION
+	Mode      string // RATE or UTILIZATION (config rejects CONNECTION)
 	Scaler    float64
 	// Endpoints are the configured members (healthy or not).
 	Endpoints []*Endpoint
@@ -497,17 +497,6 @@ func capacity(be *config.Backend, mode string, n int, scaler float64) (rate, wei
 		} else {
 			weight = rate
 		}
-	case "CONNECTION":
-		c := nf
-		switch {
-		case be.MaxConnections != nil:
-			c = float64(*be.MaxConnections)
-		case be.MaxConnectionsPerInstance != nil:
-			c = float64(*be.MaxConnectionsPerInstance) * nf
-		case be.MaxConnectionsPerEndpoint != nil:
-			c = float64(*be.MaxConnectionsPerEndpoint) * nf
-		}
-		weight = c * scaler
 	default: // UTILIZATION
 		u := 0.8
 		if be.MaxUtilization != nil {
