@@ -35,6 +35,13 @@ Examples:
   spillway simulate --config examples/seed-70-30/with-policy.yaml \
       --down us-south1-a,us-south1-b --requests 20000
 
+  # The no-policy rows as one client sees them (spillway lab sends from
+  # 127.0.0.1): WATERFALL_BY_REGION binds one client to its own
+  # second-layer proxies, so its zones are uneven; without --client-ip the
+  # split is over many clients, even by capacity:
+  spillway simulate --config examples/seed-70-30/no-policy.yaml \
+      --client-ip 127.0.0.1
+
   # 4,500 rps of European clients against 2 x 3,000 rps of RATE capacity:
   spillway simulate --config examples/spillover/config.yaml \
       --client-region europe-west1 --rate 4500 --duration 60s
@@ -93,6 +100,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	step := fs.Duration("step", 0, "timeline step in rate mode (default duration/10)")
 	seed := fs.Uint64("seed", 1, "random seed for probe timing, fault injection and random endpoint picks (weighted splits are drawn evenly, not at random: docs/semantics.md §2); the same seed gives the same result")
 	client := fs.String("client-region", "", "region the requests come from (default: the frontend's region)")
+	clientIP := fs.String("client-ip", "", "send every request from this one client `ADDRESS`, as a lab or a curl loop does: under WATERFALL_BY_REGION one client reaches only its own second-layer proxies and sees their zones (spillway lab's client is 127.0.0.1); default: many clients")
 	urlMap := fs.String("url-map", "", "URL map to use (default: the first frontend's)")
 	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")
 	path := fs.String("path", "/", "request path, matched against the URL map's path matchers")
@@ -124,7 +132,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	set := givenFlags(fs)
 	if *dnsName != "" {
-		for _, f := range []string{"client-region", "url-map", "host", "path", "requests"} {
+		for _, f := range []string{"client-region", "client-ip", "url-map", "host", "path", "requests"} {
 			if set[f] {
 				return fmt.Errorf("--%s is for HTTP requests; with --dns use --client-subnet and --queries", f)
 			}
@@ -148,7 +156,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	opts := sim.Options{
 		Requests: *requests, Rate: *rate, Duration: *duration, Step: *step, Seed: *seed,
-		ClientRegion: *client, URLMap: *urlMap, Host: *host, Path: *path, Down: down, Events: events,
+		ClientRegion: *client, ClientIP: *clientIP, URLMap: *urlMap, Host: *host, Path: *path, Down: down, Events: events,
 	}
 	res, err := sim.Run(p, opts)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,27 +240,82 @@ func TestLab(t *testing.T) {
 
 // TestSimulateAndLabAgree: the simulator and the real lab run the same
 // engine, so they must agree.
+// The lab (real proxy, real probes) and simulate agree zone by zone, for
+// SPRAY_TO_REGION and for WATERFALL_BY_REGION, where simulate is told the
+// lab's client address (127.0.0.1) so it binds to the same proxies.
 func TestSimulateAndLabAgree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
 	down := []string{"us-south1-a"}
-	rep, err := Run(context.Background(), Options{
-		Configs:   []Config{seedConfig(t, "with-policy")},
-		Scenarios: [][]string{down},
-		Requests:  300,
-	})
+	names := []string{"with-policy", "no-policy"}
+	var cfgs []Config
+	for _, n := range names {
+		cfgs = append(cfgs, seedConfig(t, n))
+	}
+	rep, err := Run(context.Background(), Options{Configs: cfgs, Scenarios: [][]string{down}, Requests: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := &rep.Scenarios[0]
-	simRes, err := sim.Run(seedPlan(t, "with-policy"), sim.Options{Requests: 20000, Seed: 1, Down: down})
-	if err != nil {
-		t.Fatal(err)
+	for i, n := range names {
+		got := &rep.Scenarios[i]
+		simRes, err := sim.Run(seedPlan(t, n), sim.Options{Requests: 20000, Seed: 1, Down: down, ClientIP: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for z, c := range simRes.Zones {
+			want := 100 * float64(c) / float64(simRes.Requests)
+			near(t, n+": lab vs simulate "+z, share(got, got.Zones[z]), want, 8)
+		}
+		if v := Verdict(got); v != "match" {
+			t.Errorf("%s %v: verdict %q, want match", n, down, v)
+		}
 	}
-	for z, n := range simRes.Zones {
-		want := 100 * float64(n) / float64(simRes.Requests)
-		near(t, "lab vs simulate "+z, share(got, got.Zones[z]), want, 8)
+}
+
+func TestWaterfallSpread(t *testing.T) {
+	for _, c := range []struct {
+		live, dead, proxies int
+		lo, hi              float64
+	}{
+		{3, 0, 8, 0.375, 0.875}, // P(busiest ≤ 6/8) = 0.9922 < 0.995
+		{2, 1, 8, 0.5, 0.875},
+		{3, 0, 1, 1, 1}, // one proxy: one zone
+		{2, 0, 2, 0.5, 1},
+	} {
+		lo, hi := WaterfallSpread(c.live, c.dead, c.proxies)
+		if math.Abs(lo-c.lo) > 1e-9 || math.Abs(hi-c.hi) > 1e-9 {
+			t.Errorf("WaterfallSpread(%d, %d, %d) = %v, %v; want %v, %v", c.live, c.dead, c.proxies, lo, hi, c.lo, c.hi)
+		}
+	}
+}
+
+// The seed's own no-policy rows are inside the model: each of its region
+// splits, read as a lab result, gets "match" with 8 proxies. With one
+// proxy (a region's share in one zone) none of them would.
+func TestSeedNoPolicyRowsFitTheModel(t *testing.T) {
+	prim, sec := seedZones()
+	for k := 0; k <= 3; k++ {
+		down := prim[:k]
+		ref := seedReference("no-policy", down)
+		zones := map[string]int{}
+		for i, z := range prim {
+			zones[z] = int(math.Round(10 * ref.primaryZones[i]))
+		}
+		for i, z := range sec {
+			zones[z] = int(math.Round(10 * ref.secondaryZones[i]))
+		}
+		r := seedResult("no-policy", slices.Clone(down), zones, 0)
+		for _, proxies := range []int{8, 1} {
+			r.Proxies = proxies
+			want := "match"
+			if proxies == 1 {
+				want = "DIFF"
+			}
+			if got := Verdict(&r); got != want {
+				t.Errorf("seed row %q with %d proxies: %s, want %s", ScenarioName(down), proxies, got, want)
+			}
+		}
 	}
 }
 
@@ -305,13 +361,21 @@ func TestVerdictAndReport(t *testing.T) {
 	base := seedResult("baseline", []string{"us-south1-a", "us-south1-b", "us-south1-c"}, map[string]int{
 		"us-south1-a": 0, "us-south1-b": 0, "us-south1-c": 0, "us-east4-a": 100, "us-east4-b": 100, "us-east4-c": 100,
 	}, 700)
+	// no-policy: a region's whole share in one zone (one proxy, the old
+	// model) is outside what 8 proxies give; an uneven mix inside it is
+	// a match.
 	np := seedResult("no-policy", nil, map[string]int{
 		"us-south1-a": 700, "us-south1-b": 0, "us-south1-c": 0, "us-east4-a": 300, "us-east4-b": 0, "us-east4-c": 0,
 	}, 0)
+	np.Proxies = 8
+	npOK := seedResult("no-policy", nil, map[string]int{
+		"us-south1-a": 175, "us-south1-b": 350, "us-south1-c": 175, "us-east4-a": 38, "us-east4-b": 75, "us-east4-c": 187,
+	}, 0)
+	npOK.Proxies = 8
 	for _, c := range []struct {
 		r    Result
 		want string
-	}{{ok, "match"}, {bad, "DIFF"}, {base, "match"}, {np, ""}} {
+	}{{ok, "match"}, {bad, "DIFF"}, {base, "match"}, {np, "DIFF"}, {npOK, "match"}} {
 		if got := Verdict(&c.r); got != c.want {
 			t.Errorf("Verdict(%s %v) = %q, want %q", c.r.Config, c.r.Down, got, c.want)
 		}

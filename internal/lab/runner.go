@@ -143,6 +143,10 @@ type Result struct {
 	Primary     string              `json:"-"`
 	RegionOrder []string            `json:"-"`
 	RegionZones map[string][]string `json:"-"`
+	// Proxies is the plan's spillway.secondLayerProxies when a backend
+	// service of the config uses WATERFALL_BY_REGION (0 when none does):
+	// the verdict then judges zones by the spread that many proxies give.
+	Proxies int `json:"-"`
 	// Converged is the time from failing the zones to a converged health
 	// view; Elapsed the scenario's wall time.
 	Converged time.Duration `json:"-"`
@@ -363,6 +367,11 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 		}
 	}
 	res.RegionOrder = regionOrder(rz, fe.Region)
+	for _, svc := range p.Services {
+		if svc.Algorithm == plan.WaterfallByRegion {
+			res.Proxies = p.SecondLayerProxies
+		}
+	}
 	zoneRegion := map[string]string{}
 	for _, g := range p.Groups {
 		zoneRegion[g.Zone] = g.Region

@@ -11,6 +11,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,11 @@ type Options struct {
 	// ClientRegion is where requests come from ("" = the frontend's
 	// region, or none).
 	ClientRegion string
+	// ClientIP, when set, is the one client address all requests come
+	// from, as in a lab or a curl loop: under WATERFALL_BY_REGION it binds
+	// them to that client's second-layer proxies and zones, as the proxy
+	// does. Empty: requests from many clients (the split over all of them).
+	ClientIP string
 	// URLMap names the URL map ("" = the first frontend's, or the only one).
 	URLMap string
 	// Host and Path are matched against the URL map (default "/" on any host).
@@ -128,7 +134,7 @@ type sim struct {
 	down   []bool // per endpoint
 	queue  eventQueue
 	table  *route.Table
-	client int
+	client engine.Client
 	req    route.Request
 	res    *Result
 	// lastChange is the virtual time of the last state change.
@@ -159,7 +165,14 @@ func newSim(p *plan.Plan, o Options) (*sim, error) {
 	if s.table, err = route.Compile(um.Config); err != nil {
 		return nil, fmt.Errorf("URL map %s: %w", um.Name, err)
 	}
-	s.client = -1
+	s.client = engine.Client{Region: -1}
+	if o.ClientIP != "" {
+		a, err := netip.ParseAddr(o.ClientIP)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ip %q: not an IP address (fix: give one address, such as 127.0.0.1 or ::1)", o.ClientIP)
+		}
+		s.client.Addr, s.client.HasAddr = engine.HashKey(a.Unmap().String()), true
+	}
 	region := o.ClientRegion
 	if region == "" && fe != nil {
 		region = fe.Region
@@ -169,7 +182,7 @@ func newSim(p *plan.Plan, o Options) (*sim, error) {
 		if !ok {
 			return nil, fmt.Errorf("--client-region %q: unknown region (fix: use one of %s, or add it to regions[] with a latitude and longitude)", region, strings.Join(p.Regions, ", "))
 		}
-		s.client = id
+		s.client.Region = id
 	}
 	s.req = route.Request{Host: o.Host, Path: o.Path, Method: "GET"}
 	if s.req.Path == "" {
@@ -406,7 +419,7 @@ func (s *sim) request(b *Bucket) int {
 			break
 		}
 		svcID = svc.ID
-		d = s.view.Pick(svc.ID, s.client, s.view.NextDraw(svc.ID, s.client))
+		d = s.view.PickClient(svc.ID, s.client, s.view.NextDraw(svc.ID, s.client.Region), 0, false)
 		if d.Status != 0 {
 			code = strconv.Itoa(d.Status)
 			s.reason(d.Reason)
@@ -481,7 +494,7 @@ func (s *sim) runRate() {
 			b = &s.res.Timeline[len(s.res.Timeline)-1]
 		}
 		if svc := s.request(b); svc >= 0 {
-			col := s.client
+			col := s.client.Region
 			if col < 0 {
 				col = len(s.p.Regions)
 			}
@@ -500,7 +513,7 @@ func (s *sim) primeDemand() {
 	}
 	for _, w := range a.Services {
 		if svc := s.p.ServiceByName[w.Name]; svc != nil && tot > 0 {
-			s.st.SetDemand(svc.ID, s.client, s.o.Rate*float64(w.Weight)/float64(tot), s.now)
+			s.st.SetDemand(svc.ID, s.client.Region, s.o.Rate*float64(w.Weight)/float64(tot), s.now)
 		}
 	}
 	s.refresh()
@@ -509,7 +522,7 @@ func (s *sim) primeDemand() {
 func (s *sim) explain() {
 	for _, svc := range s.p.Services {
 		ss := ServiceState{Name: svc.Name}
-		sp := s.view.Split(svc.ID, s.client)
+		sp := s.view.Split(svc.ID, s.client.Region)
 		for _, b := range svc.Backends {
 			st := s.view.Backend(svc.ID, b.Index)
 			bs := BackendState{Group: b.Group.Name, Zone: b.Group.Zone, Preferred: b.Preferred, Healthy: st.Healthy, Members: st.Members, Drained: st.Drained, DrainBlocked: st.DrainBlocked}
