@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/sim"
@@ -316,6 +318,56 @@ func TestSeedNoPolicyRowsFitTheModel(t *testing.T) {
 				t.Errorf("seed row %q with %d proxies: %s, want %s", ScenarioName(down), proxies, got, want)
 			}
 		}
+	}
+}
+
+// The default of spillway.secondLayerProxies is fitted to the seed: the
+// likelihood of the seed's six busiest-zone fractions is within two
+// log-units of the best P in 2..16 at P = 8, and one proxy per client (the
+// old model) is far worse. Each observation has its region's sampling
+// noise plus 3 points for the proxies' unequal shares of one client's
+// connections (without it the likelihood follows how close each
+// observation happens to sit to a multiple of 1/P). This is the
+// computation docs/semantics.md §2.4 quotes.
+func TestSecondLayerProxiesFitTheSeed(t *testing.T) {
+	obs := []struct {
+		live, dead int
+		busiest    float64
+		n          float64 // requests in the region
+	}{
+		{3, 0, 31.8 / 69.5, 695}, {3, 0, 23.1 / 30.5, 305}, // steady
+		{2, 1, 49.1 / 68.1, 681}, {3, 0, 18.4 / 31.9, 319}, // 1 down
+		{3, 0, 30.9 / 54.7, 547}, // 2 down (us-east4)
+		{3, 0, 49.6 / 100, 1000}, // all down (us-east4)
+	}
+	loglik := func(p int) float64 {
+		ll := 0.0
+		for _, o := range obs {
+			l := 0.0
+			for _, d := range Spread(o.live, o.dead, p) {
+				sd := math.Sqrt(math.Max(d.Busiest*(1-d.Busiest), 0.01)/o.n + 0.03*0.03)
+				z := (o.busiest - d.Busiest) / sd
+				l += d.P * math.Exp(-z*z/2) / (sd * math.Sqrt(2*math.Pi))
+			}
+			ll += math.Log(l)
+		}
+		return ll
+	}
+	best, bestP := math.Inf(-1), 0
+	var line []string
+	for p := 2; p <= 16; p++ {
+		ll := loglik(p)
+		line = append(line, fmt.Sprintf("%d:%.1f", p, ll))
+		if ll > best {
+			best, bestP = ll, p
+		}
+	}
+	t.Logf("log-likelihood by proxies: %s (best %d)", strings.Join(line, " "), bestP)
+	if ll := loglik(config.DefaultSecondLayerProxies); best-ll > 2 {
+		t.Errorf("default %d proxies: log-likelihood %.2f, more than 1 below the best (%d: %.2f)", config.DefaultSecondLayerProxies, ll, bestP, best)
+	}
+	if ll := loglik(1); best-ll < 10 {
+		t.Errorf("one proxy per client: log-likelihood %.2f, want far below the best %.2f", ll, best)
 	}
 }
 

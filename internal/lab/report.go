@@ -151,15 +151,37 @@ func spreadOK(r *Result, zones []string, counts []int, proxies int, tol float64)
 
 // WaterfallSpread returns the central 99% range of the busiest zone's
 // fraction of its region that one client sees under WATERFALL_BY_REGION,
-// for a region of live+dead zones of equal capacity: the client's proxies
-// are each homed in a zone with equal probability, a proxy homed in a
-// live zone keeps its traffic there, and one homed in a dead zone spreads
-// it evenly over the live zones (docs/semantics.md §2.4). Exact, by
-// enumerating how the proxies fall into zones.
+// for a region of live+dead zones of equal capacity (Spread gives the
+// whole distribution).
 func WaterfallSpread(live, dead, proxies int) (lo, hi float64) {
+	acc := 0.0
+	lo, hi = -1, 1
+	for _, o := range Spread(live, dead, proxies) {
+		acc += o.P
+		if lo < 0 && acc > 0.005 {
+			lo = o.Busiest
+		}
+		if acc >= 0.995-1e-12 {
+			hi = o.Busiest
+			break
+		}
+	}
+	return lo, hi
+}
+
+// Outcome is one value of the busiest zone's fraction and its probability.
+type Outcome struct{ Busiest, P float64 }
+
+// Spread is the distribution of the busiest zone's fraction of its region
+// for one client under WATERFALL_BY_REGION, in a region of live+dead zones
+// of equal capacity: the client's proxies are each homed in a zone with
+// equal probability, a proxy homed in a live zone keeps its traffic there,
+// and one homed in a dead zone spreads it evenly over the live zones
+// (docs/semantics.md §2.4). Exact, by enumerating how the proxies fall
+// into zones; sorted by Busiest.
+func Spread(live, dead, proxies int) []Outcome {
 	n := live + dead
-	type outcome struct{ busiest, p float64 }
-	var outs []outcome
+	var outs []Outcome
 	counts := make([]int, n)
 	var walk func(zone, left int, p float64)
 	walk = func(zone, left int, p float64) {
@@ -174,7 +196,7 @@ func WaterfallSpread(live, dead, proxies int) (lo, hi float64) {
 			for z := 0; z < live; z++ {
 				most = max(most, counts[z])
 			}
-			outs = append(outs, outcome{(float64(most) + float64(d)/float64(live)) / float64(proxies), p})
+			outs = append(outs, Outcome{(float64(most) + float64(d)/float64(live)) / float64(proxies), p})
 			return
 		}
 		for k := 0; k <= left; k++ {
@@ -183,20 +205,8 @@ func WaterfallSpread(live, dead, proxies int) (lo, hi float64) {
 		}
 	}
 	walk(0, proxies, factorial(proxies))
-	sort.Slice(outs, func(i, j int) bool { return outs[i].busiest < outs[j].busiest })
-	acc := 0.0
-	lo, hi = -1, 1
-	for _, o := range outs {
-		acc += o.p
-		if lo < 0 && acc > 0.005 {
-			lo = o.busiest
-		}
-		if acc >= 0.995-1e-12 {
-			hi = o.busiest
-			break
-		}
-	}
-	return lo, hi
+	sort.Slice(outs, func(i, j int) bool { return outs[i].Busiest < outs[j].Busiest })
+	return outs
 }
 
 func factorial(k int) float64 {
