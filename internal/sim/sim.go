@@ -144,11 +144,6 @@ func newCore(p *plan.Plan, seed uint64) *sim {
 }
 
 func newSim(p *plan.Plan, o Options) (*sim, error) {
-	s := newCore(p, o.Seed)
-	s.o = o
-	if o.Requests <= 0 && o.Rate <= 0 {
-		s.o.Requests = 1000
-	}
 	if o.Rate > 0 && o.Duration <= 0 {
 		return nil, fmt.Errorf("--rate needs --duration (for example --duration 60s)")
 	}
@@ -156,21 +151,29 @@ func newSim(p *plan.Plan, o Options) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.table, err = route.Compile(um.Config); err != nil {
+	table, err := route.Compile(um.Config)
+	if err != nil {
 		return nil, fmt.Errorf("URL map %s: %w", um.Name, err)
 	}
-	s.client = -1
+	client := -1
 	region := o.ClientRegion
 	if region == "" && fe != nil {
 		region = fe.Region
 	}
 	if region != "" {
-		id, ok := p.RegionIndex[region]
-		if !ok {
-			return nil, fmt.Errorf("--client-region %q: unknown region (fix: use one of %s, or add it to regions[] with a latitude and longitude)", region, strings.Join(p.Regions, ", "))
+		// Any built-in Google Cloud region may send the requests, not only
+		// the plan's regions: it joins a copy of the plan.
+		if p, client, err = p.WithClientRegion(region); err != nil {
+			return nil, fmt.Errorf("--client-region: %w", err)
 		}
-		s.client = id
 	}
+	s := newCore(p, o.Seed)
+	s.o = o
+	if o.Requests <= 0 && o.Rate <= 0 {
+		s.o.Requests = 1000
+	}
+	s.table = table
+	s.client = client
 	s.req = route.Request{Host: o.Host, Path: o.Path, Method: "GET"}
 	if s.req.Path == "" {
 		s.req.Path = "/"
