@@ -81,10 +81,9 @@ func TestProximityOrder(t *testing.T) {
 			want:    []string{"europe-southwest1", "europe-north1", "us-east1"},
 		},
 		{
-			// europe-north1 has no measured pair: its estimate goes
-			// through the measured backbone of its nearest measured
-			// region, so Tokyo still reaches Finland through the US or
-			// the long way, not along the great circle.
+			// europe-north1 has no measured pair: its estimate borrows
+			// the measured RTTs of its nearest measured region
+			// (europe-west4), not the great circle (7,800 km from Tokyo).
 			name: "asia-northeast1 to an estimated European region", client: "asia-northeast1",
 			others: []string{"europe-north1", "us-east1", "us-west1"},
 			want:   []string{"us-west1", "us-east1", "europe-north1"},
