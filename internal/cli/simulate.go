@@ -52,6 +52,11 @@ Examples:
       --rate 100 --duration 4m --step 15s \
       --at 30s:down=us-south1 --at 90s:up=us-south1
 
+--client-region is any region of the config or any built-in Google Cloud
+region (europe-north1, asia-northeast1, ...), with or without backends there:
+regions are ordered by round-trip time from it (regions[].rttMs, else the
+built-in inter-region RTT table; see docs/semantics.md §2.1).
+
 --down and --at targets are zones (us-south1-a), regions (us-south1), group
 names, instance names or ip:port endpoints. --json prints
 {"requests": N, "regions": {...}, "zones": {...}, "status": {"200": N, "503": N}, ...}
@@ -99,7 +104,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	duration := fs.Duration("duration", 0, "how long rate mode runs, e.g. 60s")
 	step := fs.Duration("step", 0, "timeline step in rate mode (default duration/10)")
 	seed := fs.Uint64("seed", 1, "random seed for probe timing, fault injection and random endpoint picks (weighted splits are drawn evenly, not at random: docs/semantics.md §2); the same seed gives the same result")
-	client := fs.String("client-region", "", "region the requests come from (default: the frontend's region)")
+	client := fs.String("client-region", "", "`REGION` the requests come from: a region of the config or any built-in Google Cloud region (default: the frontend's region)")
 	clientIP := fs.String("client-ip", "", "send every request from this one client `ADDRESS`, as a lab or a curl loop does: under WATERFALL_BY_REGION one client reaches only its own second-layer proxies and sees their zones (spillway lab's client is 127.0.0.1); default: many clients")
 	urlMap := fs.String("url-map", "", "URL map to use (default: the first frontend's)")
 	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")

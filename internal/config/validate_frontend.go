@@ -20,8 +20,8 @@ func (v *validator) regions() {
 		}
 		for _, other := range slices.Sorted(mapKeys(r.RTTMs)) {
 			op := p + ".rttMs." + other
-			if _, ok := v.regionNames[other]; !ok {
-				v.add(op, didYouMean(other, known, "region"), "unknown region %q", other)
+			if _, ok := v.regionNames[other]; !ok && !BuiltinRegion(other) {
+				v.add(op, RegionHint(other, known), "unknown region %q", other)
 			}
 			if ms := r.RTTMs[other]; ms < 0 {
 				v.add(op, "use 0 or more milliseconds", "%s is negative", fmtFloat(ms))
@@ -72,9 +72,11 @@ func (v *validator) frontends() {
 				v.add(cp+".privateKeyFile", "give the path of the PEM private key file", "a private key file is required")
 			}
 		}
-		if f.Region != "" && len(v.regionNames) > 0 {
+		// A built-in Google Cloud region needs no regions[] entry (nor
+		// backends of its own): its location and RTTs are known.
+		if f.Region != "" && len(v.regionNames) > 0 && !BuiltinRegion(RefName(f.Region)) {
 			if _, ok := v.regionNames[RefName(f.Region)]; !ok {
-				v.unknownRef(p+".region", RefName(f.Region), "region", "regions", v.regionNames)
+				v.add(p+".region", RegionHint(RefName(f.Region), slices.Sorted(mapKeys(v.regionNames))), "unknown region %q", RefName(f.Region))
 			}
 		}
 	}

@@ -100,6 +100,33 @@ func TestBaseConfigIsValid(t *testing.T) {
 	}
 }
 
+// TestBuiltinRegionsNeedNoEntry: a frontend in a built-in Google Cloud
+// region with no backends there, and rttMs to one, need no regions[]
+// entry of their own.
+func TestBuiltinRegionsNeedNoEntry(t *testing.T) {
+	for _, edits := range [][]edit{
+		{{"  urlMap: web-map\n", "  urlMap: web-map\n  region: europe-north1\n"}},
+		{{"  urlMap: web-map\n", "  urlMap: web-map\n  region: regions/asia-northeast1\n"}},
+		{{"longitude: -80.0}", "longitude: -80.0, rttMs: {europe-west1: 90}}"}},
+	} {
+		if _, err := Parse([]byte(apply(t, edits)), "test.yaml"); err != nil {
+			t.Errorf("%v: %v", edits, err)
+		}
+	}
+}
+
+func TestBuiltinRegionsSorted(t *testing.T) {
+	l := BuiltinRegions()
+	for i := 1; i < len(l); i++ {
+		if l[i-1] >= l[i] {
+			t.Fatalf("builtinRegions not sorted at %q, %q", l[i-1], l[i])
+		}
+	}
+	if !BuiltinRegion("europe-north1") || BuiltinRegion("us-east2") {
+		t.Error("BuiltinRegion(europe-north1) or BuiltinRegion(us-east2) wrong")
+	}
+}
+
 func TestInvalidConfigs(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -247,7 +274,9 @@ func TestInvalidConfigs(t *testing.T) {
 		{"frontend without URL map", []edit{{"  urlMap: web-map\n", "  region: us-east1\n"}},
 			`test.yaml:63: frontends[0].urlMap: a URL map is required for HTTP (fix: name the URL map that routes this frontend's requests)`},
 		{"frontend in unknown region", []edit{{"  urlMap: web-map\n", "  urlMap: web-map\n  region: us-east2\n"}},
-			`test.yaml:66: frontends[0].region: unknown region "us-east2" (fix: did you mean "us-east1"? known: us-east1)`},
+			`test.yaml:66: frontends[0].region: unknown region "us-east2" (fix: did you mean "us-east1"? use a region of this config (us-east1) or a built-in Google Cloud region such as us-east1, us-east4, us-east5, or add it to regions[] with a latitude and longitude or rttMs)`},
+		{"rttMs to an unknown region", []edit{{"longitude: -80.0}", "longitude: -80.0, rttMs: {mars-1: 5}}"}},
+			`test.yaml:61: regions[0].rttMs.mars-1: unknown region "mars-1" (fix: use a region of this config (us-east1) or a built-in Google Cloud region such as me-west1, us-east1, us-west1, or add it to regions[] with a latitude and longitude or rttMs)`},
 		{"tuning out of range", []edit{{"{undrainHoldSec: 60}", "{undrainHoldSec: 60, demandWindowSec: 0}"}},
 			`test.yaml:66: spillway.demandWindowSec: 0 is out of range (fix: use a value between 1 and 60)`},
 		{"several errors at once", []edit{{"capacityScaler: 1", "capacityScaler: 0.05"}, {"latitude: 33.2", "latitude: 91"}, {"failoverHealthThreshold: 70", "failoverHealthThreshold: 0"}},

@@ -3,7 +3,6 @@ package gslb
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -268,26 +267,10 @@ func tiersBy(members []int, key func(int) float64) [][]int {
 }
 
 // regionDistance returns the proximity metric between two regions: the
-// plan's matrix when it knows both, else great-circle distance from the
-// regions list or the built-in region locations, else +Inf.
+// engine's (plan.Plan.RTTMs: round-trip ms from rttMs, the built-in table
+// or coordinates; +Inf when unknown), also for regions outside the plan.
 func regionDistance(p *plan.Plan) func(a, b string) float64 {
-	loc := regionCoords(p)
-	return func(a, b string) float64 {
-		if a == b {
-			return 0
-		}
-		ia, oka := p.RegionIndex[a]
-		ib, okb := p.RegionIndex[b]
-		if oka && okb && !math.IsInf(p.Distance[ia][ib], 1) {
-			return p.Distance[ia][ib]
-		}
-		la, oa, ok1 := loc(a)
-		lb, ob, ok2 := loc(b)
-		if !ok1 || !ok2 {
-			return math.Inf(1)
-		}
-		return plan.DistanceKm(la, oa, lb, ob)
-	}
+	return p.RTTMs
 }
 
 // regionCoords returns a region's coordinates: from the regions list,

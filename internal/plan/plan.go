@@ -51,11 +51,14 @@ type Plan struct {
 	HealthChecks []*HealthCheck
 
 	// Regions lists every region the plan knows (from groups, frontends
-	// and the regions list), sorted by name; the index is the RegionID.
+	// and the regions list), sorted by name (a client region added by
+	// WithClientRegion comes last); the index is the RegionID.
 	Regions     []string
 	RegionIndex map[string]int
-	// Distance[a][b] is the proximity metric between regions a and b
-	// (RTT in ms when given, else great-circle km; +Inf when unknown).
+	// Distance[a][b] is the proximity metric between regions a and b: the
+	// round-trip time in ms, from regions[].rttMs, else the built-in table
+	// of Google Cloud regions (KnownRTT), else estimated from coordinates
+	// (FibreRTTMs); +Inf when unknown.
 	Distance [][]float64
 
 	URLMaps   map[string]*URLMap
@@ -272,7 +275,7 @@ func Compile(c *config.Config) (*Plan, error) {
 	}
 	for _, f := range c.Frontends {
 		if f.Region != "" {
-			regionSet[f.Region] = true
+			regionSet[config.RefName(f.Region)] = true
 		}
 	}
 	for _, r := range c.Regions {
@@ -414,7 +417,7 @@ func Compile(c *config.Config) (*Plan, error) {
 	}
 	for i := range c.Frontends {
 		f := &c.Frontends[i]
-		fe := &Frontend{Name: f.Name, Address: f.Address, Protocol: orDefault(f.Protocol, "HTTP"), Region: f.Region, RegionID: -1, Config: f}
+		fe := &Frontend{Name: f.Name, Address: f.Address, Protocol: orDefault(f.Protocol, "HTTP"), Region: config.RefName(f.Region), RegionID: -1, Config: f}
 		if f.URLMap != "" {
 			fe.URLMap = p.URLMaps[config.RefName(f.URLMap)]
 			if fe.URLMap == nil {
@@ -422,7 +425,7 @@ func Compile(c *config.Config) (*Plan, error) {
 			}
 		}
 		if f.Region != "" {
-			fe.RegionID = p.RegionIndex[f.Region]
+			fe.RegionID = p.RegionIndex[fe.Region]
 		}
 		p.Frontends = append(p.Frontends, fe)
 	}

@@ -1,16 +1,35 @@
 package plan
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/spillwaylb/spillway/internal/config"
 )
 
-// distances builds the proximity matrix. Explicit rttMs entries win; else
-// great-circle distance between coordinates (from the regions list, or
-// the built-in table of Google Cloud region locations); else +Inf, and the
-// tie is broken by region name wherever the matrix is used.
+// distances builds the proximity matrix: round-trip time in ms between
+// regions. An explicit rttMs entry (given on either region) wins; else the
+// built-in table of Google Cloud regions (KnownRTT: measured, or
+// estimated); else the fibre estimate (FibreRTTMs) from coordinates (the
+// regions list's, else the built-in location); else +Inf, and the tie is
+// broken by region name wherever the matrix is used.
 func distances(names []string, regions []config.Region) [][]float64 {
+	rtt := rttFunc(regions)
+	d := make([][]float64, len(names))
+	for i, a := range names {
+		d[i] = make([]float64, len(names))
+		for j, b := range names {
+			d[i][j] = rtt(a, b)
+		}
+	}
+	return d
+}
+
+// rttFunc returns the proximity metric of distances for any two region
+// names, given the regions list.
+func rttFunc(regions []config.Region) func(a, b string) float64 {
 	byName := map[string]*config.Region{}
 	for i := range regions {
 		byName[regions[i].Name] = &regions[i]
@@ -21,30 +40,28 @@ func distances(names []string, regions []config.Region) [][]float64 {
 		}
 		return KnownRegionLocation(n)
 	}
-	d := make([][]float64, len(names))
-	for i, a := range names {
-		d[i] = make([]float64, len(names))
-		for j, b := range names {
-			switch {
-			case i == j:
-				d[i][j] = 0
-			case rtt(byName, a, b) >= 0:
-				d[i][j] = rtt(byName, a, b)
-			default:
-				la, oa, ok1 := coords(a)
-				lb, ob, ok2 := coords(b)
-				if ok1 && ok2 {
-					d[i][j] = DistanceKm(la, oa, lb, ob)
-				} else {
-					d[i][j] = math.Inf(1)
-				}
-			}
+	return func(a, b string) float64 {
+		if a == b {
+			return 0
 		}
+		if v := override(byName, a, b); v >= 0 {
+			return v
+		}
+		if v, ok := KnownRTT(a, b); ok {
+			return v
+		}
+		la, oa, ok1 := coords(a)
+		lb, ob, ok2 := coords(b)
+		if ok1 && ok2 {
+			return FibreRTTMs(DistanceKm(la, oa, lb, ob))
+		}
+		return math.Inf(1)
 	}
-	return d
 }
 
-func rtt(byName map[string]*config.Region, a, b string) float64 {
+// override returns the rttMs given between a and b on either region, or
+// -1.
+func override(byName map[string]*config.Region, a, b string) float64 {
 	if r := byName[a]; r != nil {
 		if v, ok := r.RTTMs[b]; ok {
 			return v
@@ -56,6 +73,57 @@ func rtt(byName map[string]*config.Region, a, b string) float64 {
 		}
 	}
 	return -1
+}
+
+// RTTMs returns the proximity metric between two regions by name: the
+// plan's matrix when it knows both, else the same precedence computed on
+// the spot (so a region outside the plan is still comparable).
+func (p *Plan) RTTMs(a, b string) float64 {
+	ia, oka := p.RegionIndex[a]
+	ib, okb := p.RegionIndex[b]
+	if oka && okb {
+		return p.Distance[ia][ib]
+	}
+	return rttFunc(p.configRegions())(a, b)
+}
+
+func (p *Plan) configRegions() []config.Region {
+	if p.Config == nil {
+		return nil
+	}
+	return p.Config.Regions
+}
+
+// WithClientRegion returns a plan in which region has a RegionID, and the
+// ID. When p knows region that is p itself. A built-in Google Cloud region
+// p does not know (no backend, frontend or regions[] entry names it) is
+// appended: the copy shares everything with p but Regions, RegionIndex and
+// Distance, which gain one entry at the end, so every existing RegionID
+// (groups', frontends') stays valid. The engine computes a split per
+// region of the plan, so only the region asked for is added, never the
+// whole built-in list. Any other name is an error with hints.
+func (p *Plan) WithClientRegion(region string) (*Plan, int, error) {
+	if id, ok := p.RegionIndex[region]; ok {
+		return p, id, nil
+	}
+	if !config.BuiltinRegion(region) {
+		return nil, -1, fmt.Errorf("unknown region %q (fix: %s)", region, config.RegionHint(region, p.Regions))
+	}
+	q := *p
+	q.Regions = append(slices.Clone(p.Regions), region)
+	q.RegionIndex = maps.Clone(p.RegionIndex)
+	id := len(p.Regions)
+	q.RegionIndex[region] = id
+	rtt := rttFunc(p.configRegions())
+	q.Distance = make([][]float64, len(q.Regions))
+	for i := range p.Regions {
+		q.Distance[i] = append(slices.Clone(p.Distance[i]), rtt(p.Regions[i], region))
+	}
+	q.Distance[id] = make([]float64, len(q.Regions))
+	for j, r := range q.Regions {
+		q.Distance[id][j] = rtt(region, r)
+	}
+	return &q, id, nil
 }
 
 // DistanceKm is the great-circle (haversine) distance in km between two

@@ -150,11 +150,6 @@ func newCore(p *plan.Plan, seed uint64) *sim {
 }
 
 func newSim(p *plan.Plan, o Options) (*sim, error) {
-	s := newCore(p, o.Seed)
-	s.o = o
-	if o.Requests <= 0 && o.Rate <= 0 {
-		s.o.Requests = 1000
-	}
 	if o.Rate > 0 && o.Duration <= 0 {
 		return nil, fmt.Errorf("--rate needs --duration (for example --duration 60s)")
 	}
@@ -162,28 +157,36 @@ func newSim(p *plan.Plan, o Options) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.table, err = route.Compile(um.Config); err != nil {
+	table, err := route.Compile(um.Config)
+	if err != nil {
 		return nil, fmt.Errorf("URL map %s: %w", um.Name, err)
 	}
-	s.client = engine.Client{Region: -1}
+	client := engine.Client{Region: -1}
 	if o.ClientIP != "" {
 		a, err := netip.ParseAddr(o.ClientIP)
 		if err != nil {
 			return nil, fmt.Errorf("--client-ip %q: not an IP address (fix: give one address, such as 127.0.0.1 or ::1)", o.ClientIP)
 		}
-		s.client.Addr, s.client.HasAddr = engine.HashKey(a.Unmap().String()), true
+		client.Addr, client.HasAddr = engine.HashKey(a.Unmap().String()), true
 	}
 	region := o.ClientRegion
 	if region == "" && fe != nil {
 		region = fe.Region
 	}
 	if region != "" {
-		id, ok := p.RegionIndex[region]
-		if !ok {
-			return nil, fmt.Errorf("--client-region %q: unknown region (fix: use one of %s, or add it to regions[] with a latitude and longitude)", region, strings.Join(p.Regions, ", "))
+		// Any built-in Google Cloud region may send the requests, not only
+		// the plan's regions: it joins a copy of the plan.
+		if p, client.Region, err = p.WithClientRegion(region); err != nil {
+			return nil, fmt.Errorf("--client-region: %w", err)
 		}
-		s.client.Region = id
 	}
+	s := newCore(p, o.Seed)
+	s.o = o
+	if o.Requests <= 0 && o.Rate <= 0 {
+		s.o.Requests = 1000
+	}
+	s.table = table
+	s.client = client
 	s.req = route.Request{Host: o.Host, Path: o.Path, Method: "GET"}
 	if s.req.Path == "" {
 		s.req.Path = "/"

@@ -226,7 +226,8 @@ func TestBadTargetsAreClearErrors(t *testing.T) {
 		want string
 	}{
 		{sim.Options{Down: []string{"us-south9-a"}}, `--down: "us-south9-a" matches no zone, region, group, instance or ip:port endpoint (fix: use one of the zones us-east4-a, us-east4-b, us-east4-c, us-south1-a, us-south1-b, us-south1-c, or an endpoint address such as 127.1.1.1:18080)`},
-		{sim.Options{ClientRegion: "mars-1"}, `--client-region "mars-1": unknown region (fix: use one of us-east4, us-south1, or add it to regions[] with a latitude and longitude)`},
+		{sim.Options{ClientRegion: "mars-1"}, `--client-region: unknown region "mars-1" (fix: use a region of this config (us-east4, us-south1) or a built-in Google Cloud region such as me-west1, us-east1, us-west1, or add it to regions[] with a latitude and longitude or rttMs)`},
+		{sim.Options{ClientRegion: "europe-nort1"}, `--client-region: unknown region "europe-nort1" (fix: did you mean "europe-north1"? use a region of this config (us-east4, us-south1) or a built-in Google Cloud region such as europe-north1, europe-west1, europe-west10, or add it to regions[] with a latitude and longitude or rttMs)`},
 		{sim.Options{Rate: 10}, `--rate needs --duration (for example --duration 60s)`},
 		{sim.Options{URLMap: "um"}, `--url-map "um": unknown URL map (fix: use one of um-global-alb)`},
 	} {
@@ -274,5 +275,46 @@ urlMaps:
 	}
 	if r.Reasons["fault injection abort"] != r.Status["503"] {
 		t.Errorf("reasons %v", r.Reasons)
+	}
+}
+
+// TestAnyBuiltinClientRegion: --client-region takes any built-in Google
+// Cloud region, not only the config's (issue 12, finding 5).
+func TestAnyBuiltinClientRegion(t *testing.T) {
+	p := load(t, filepath.Join("..", "..", "examples", "seed-70-30", "with-policy.yaml"))
+	r, err := sim.Run(p, sim.Options{ClientRegion: "europe-north1", Requests: 1000, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PREFERRED backends come first wherever the client is: the seed's
+	// steady shares.
+	for i, want := range seedWithPolicy[0] {
+		if got := shares(r)[i]; math.Abs(got-want) > 2 {
+			t.Errorf("europe-north1 client: column %d = %.1f%%, want %.1f ± 2", i, got, want)
+		}
+	}
+	if len(p.Regions) != 2 {
+		t.Errorf("the plan gained regions: %v", p.Regions)
+	}
+
+	// Two DEFAULT regions at low load: all traffic goes to the region of
+	// least RTT from the client. By great-circle distance asia-northeast1
+	// was nearer europe-west1 (9,500 km) than us-east1 (11,300 km); by RTT
+	// (228 vs 160 ms measured) it is not.
+	p = load(t, filepath.Join("..", "..", "examples", "spillover", "config.yaml"))
+	for _, tc := range []struct{ client, want string }{
+		{"europe-north1", "europe-west1"},
+		{"europe-west1", "europe-west1"},
+		{"asia-northeast1", "us-east1"},
+		{"us-west2", "us-east1"},
+		{"southamerica-east1", "us-east1"},
+	} {
+		r, err := sim.Run(p, sim.Options{ClientRegion: tc.client, Requests: 500, Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.client, err)
+		}
+		if r.Regions[tc.want] != r.Requests || r.Status["200"] != r.Requests {
+			t.Errorf("client %s: regions %v, status %v; want all %d in %s", tc.client, r.Regions, r.Status, r.Requests, tc.want)
+		}
 	}
 }
