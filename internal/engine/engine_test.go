@@ -337,6 +337,18 @@ func TestPickDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { u = u*6364136223846793005 + 1; v.Pick(0, r, u) }); n != 0 {
 		t.Errorf("Pick allocates %v times", n)
 	}
+	// A client pick through WATERFALL_BY_REGION's proxies, as the proxy
+	// makes it (the address hashed per request).
+	p, st = build(t, "", group{zone: "us-east1-b", members: 3}, group{zone: "us-east1-c", members: 3})
+	v = engine.NewView(st)
+	addr := "203.0.113.7"
+	if n := testing.AllocsPerRun(1000, func() {
+		u = u*6364136223846793005 + 1
+		c := engine.Client{Region: r, Addr: engine.HashKey(addr), HasAddr: true}
+		v.PickClient(0, c, u, 0, false)
+	}); n != 0 {
+		t.Errorf("PickClient allocates %v times", n)
+	}
 }
 
 // A retry avoids the failed endpoint; when its backend has no other
