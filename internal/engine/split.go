@@ -3,6 +3,7 @@ package engine
 import (
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -408,7 +409,7 @@ func inLevel(in *splitInput, p *plan.Plan, l *level, amount float64) ([]float64,
 		}
 		return x, nil
 	case plan.SprayToRegion:
-		x, _ := fill(normalise(w), amount, room, w)
+		x, _ := fill(normalise(slices.Clone(w)), amount, room, w)
 		return x, nil
 	}
 	// WATERFALL_BY_REGION.
