@@ -9,7 +9,8 @@
 # the target (docker buildx build --platform linux/amd64,linux/arm64 ...).
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
-ARG TARGETOS TARGETARCH
+ARG TARGETOS
+ARG TARGETARCH
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
