@@ -23,16 +23,13 @@ Commands:
   simulate   predict how a config splits traffic under failures, on a virtual clock
   validate   check a config and run its URL map tests[]
   get-health print a running instance's health view (like gcloud get-health)
-  version    print the version
+  version    print the version, commit and Go toolchain of this build
 
 Configs use Google Cloud's REST field names (weightedBackendServices,
 preference, maxRatePerInstance, autoCapacityDrain, ...), so exported resources
 load as they are. Run 'spillway <command> --help' for a command's flags and
 examples; docs/ in the repository explains the model.
 `
-
-// Version is the program version.
-const Version = "0.1.0-dev"
 
 // Main runs the command line and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -46,7 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "simulate", "sim":
 		err = runSimulate(ctx, rest, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "spillway", Version)
+		err = runVersion(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
 			return Main(ctx, []string{rest[0], "--help"}, stdout, stderr)
