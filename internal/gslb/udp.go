@@ -3,12 +3,16 @@ package gslb
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // udpWorkers is how many goroutines read each UDP socket. Each owns its
@@ -24,22 +28,52 @@ const udpWorkers = 4
 // packets shorter than a header and responses are ignored (MsgAcceptFunc),
 // messages that do not unpack get miekg's FORMERR, the rest goes to the
 // handler.
+//
+// On a socket bound to a wildcard address (0.0.0.0, [::]) every reply
+// leaves from the address its query arrived on, as resolvers require: the
+// socket asks for each packet's destination (IP_PKTINFO, IPV6_RECVPKTINFO)
+// and the reply names it as its source, as miekg/dns's SessionUDP does.
 func (s *Server) serveUDP(pc *net.UDPConn) error {
+	pktinfo := false
+	if a, ok := pc.LocalAddr().(*net.UDPAddr); ok && a.IP.IsUnspecified() {
+		// One of the two fails on a single-family socket.
+		err6 := ipv6.NewPacketConn(pc).SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true)
+		err4 := ipv4.NewPacketConn(pc).SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true)
+		if err4 != nil && err6 != nil {
+			return fmt.Errorf("udp %s: ask for each query's destination address: %w", a, errors.Join(err4, err6))
+		}
+		pktinfo = true
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, udpWorkers)
 	for i := range udpWorkers {
-		wg.Go(func() { errs[i] = s.udpWorker(pc) })
+		wg.Go(func() { errs[i] = s.udpWorker(pc, pktinfo) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// udpWorker is one read-answer-write loop.
-func (s *Server) udpWorker(pc *net.UDPConn) error {
+// udpWorker is one read-answer-write loop. With pktinfo it reads each
+// packet's destination address and replies from it.
+func (s *Server) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 	in := make([]byte, dns.MaxMsgSize)
 	out := make([]byte, 0, 1024)
+	var oob []byte
+	var src replySource
+	if pktinfo {
+		oob = make([]byte, max(len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface)), len(ipv6.NewControlMessage(ipv6.FlagDst|ipv6.FlagInterface))))
+	}
 	for {
-		n, from, err := pc.ReadFromUDPAddrPort(in)
+		var (
+			n, oobn int
+			from    netip.AddrPort
+			err     error
+		)
+		if pktinfo {
+			n, oobn, _, from, err = pc.ReadMsgUDPAddrPort(in, oob)
+		} else {
+			n, from, err = pc.ReadFromUDPAddrPort(in)
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
@@ -54,12 +88,56 @@ func (s *Server) udpWorker(pc *net.UDPConn) error {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		out = s.answerUDP(pc, in[:n], from, out)
+		var reply []byte
+		if pktinfo {
+			reply = src.control(oob[:oobn])
+		}
+		out = s.answerUDP(pc, in[:n], from, reply, out)
 	}
 }
 
-// answerUDP answers one packet and returns the output buffer for reuse.
-func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, out []byte) []byte {
+// replySource turns the control message of a received packet into the
+// one that sends the reply from the packet's destination address. It
+// keeps the last one made: a socket's queries mostly arrive on one
+// address, so a reply costs no allocation.
+type replySource struct {
+	dst net.IP
+	oob []byte
+}
+
+// control returns the reply's control message (nil when the packet's
+// destination is unknown: the kernel then picks the source).
+func (r *replySource) control(in []byte) []byte {
+	var dst net.IP
+	var cm6 ipv6.ControlMessage
+	if cm6.Parse(in) == nil && cm6.Dst != nil {
+		dst = cm6.Dst
+	} else {
+		var cm4 ipv4.ControlMessage
+		if cm4.Parse(in) == nil && cm4.Dst != nil {
+			dst = cm4.Dst
+		}
+	}
+	if dst == nil {
+		return nil
+	}
+	if dst.Equal(r.dst) {
+		return r.oob
+	}
+	// IPv6 control messages ignore IPv4 addresses: an IPv4 destination
+	// (also on a dual-stack socket) gets an IP_PKTINFO.
+	if dst.To4() == nil {
+		r.oob = (&ipv6.ControlMessage{Src: dst}).Marshal()
+	} else {
+		r.oob = (&ipv4.ControlMessage{Src: dst}).Marshal()
+	}
+	r.dst = slices.Clone(dst)
+	return r.oob
+}
+
+// answerUDP answers one packet, from the source address that control
+// names when it is not nil, and returns the output buffer for reuse.
+func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, control, out []byte) []byte {
 	if len(pkt) < 12 {
 		return out // not even a header: no answer (as dns.Server)
 	}
@@ -103,7 +181,12 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, out
 	if b == nil {
 		return out
 	}
-	_, _ = pc.WriteToUDPAddrPort(b, from) // a failed write is the client's loss
+	// A failed write is the client's loss.
+	if control != nil {
+		_, _, _ = pc.WriteMsgUDPAddrPort(b, control, from)
+	} else {
+		_, _ = pc.WriteToUDPAddrPort(b, from)
+	}
 	if cap(b) > 64<<10 {
 		return out
 	}
