@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -66,7 +67,8 @@ type Server struct {
 	lastView atomic.Pointer[engine.View]
 	addrs    map[string]string
 	ready    chan struct{}
-	running  bool
+	running  bool // RunHealth started
+	ran      bool // Run started
 }
 
 // memberRef names one health check of one member of one name.
@@ -164,65 +166,48 @@ const viewPoll = time.Second
 // address), probes the pools' health checks and answers queries until ctx
 // is done; it then shuts the listeners down and returns nil. It returns
 // an error when a frontend cannot be bound or a listener fails. Run may
-// be called once.
+// be called once. (A composer that reloads configs uses Listen, Serve,
+// Swap and RunHealth instead, to keep the sockets across generations.)
 func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	ran := s.ran
+	s.ran = true
+	s.mu.Unlock()
+	if ran {
+		return errors.New("gslb: Run called twice")
+	}
+	f, err := Listen(s)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	maps.Copy(s.addrs, f.Addrs())
+	s.mu.Unlock()
+	close(s.ready)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	health := make(chan error, 1)
+	go func() { health <- s.RunHealth(ctx) }()
+	err = f.Serve(ctx)
+	cancel()
+	if herr := <-health; err == nil {
+		err = herr
+	}
+	return err
+}
+
+// RunHealth probes the pools' health checks and follows the engine's
+// View until ctx is done; it then returns nil. It may be called once.
+// Queries are answered by whatever serves the Server (Run, or a Front).
+func (s *Server) RunHealth(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
-		return errors.New("gslb: Run called twice")
+		return errors.New("gslb: Run or RunHealth called twice")
 	}
 	s.running = true
 	s.mu.Unlock()
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var servers []*dns.Server // TCP
-	var udps []*net.UDPConn
-	closeAll := func() {
-		for _, srv := range servers {
-			_ = srv.Listener.Close()
-		}
-		for _, pc := range udps {
-			_ = pc.Close()
-		}
-	}
-	for _, f := range s.frontends {
-		pc, ln, err := listenBoth(f.Address)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("gslb: frontend %s: %w", f.Name, err)
-		}
-		udps = append(udps, pc)
-		servers = append(servers,
-			// MaxTCPQueries -1: a connection carries any number of
-			// queries (RFC 7766 §6.2.1; miekg's default closed it after
-			// 128). It still ends after miekg's 8 s idle timeout.
-			&dns.Server{Listener: ln, Handler: s.Handler(), MsgAcceptFunc: MsgAcceptFunc, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1})
-		s.mu.Lock()
-		s.addrs[f.Name] = pc.LocalAddr().String()
-		s.mu.Unlock()
-		s.log.Info("frontend listening", "frontend", f.Name, "address", pc.LocalAddr().String(), "protocol", "DNS")
-	}
-	close(s.ready)
-
-	errc := make(chan error, len(servers)+len(udps)+2)
 	var wg sync.WaitGroup
-	for _, pc := range udps {
-		wg.Go(func() {
-			if err := s.serveUDP(pc); err != nil && ctx.Err() == nil {
-				errc <- fmt.Errorf("gslb: serve udp: %w", err)
-				cancel()
-			}
-		})
-	}
-	for _, srv := range servers {
-		wg.Go(func() {
-			if err := srv.ActivateAndServe(); err != nil && ctx.Err() == nil {
-				errc <- fmt.Errorf("gslb: serve: %w", err)
-				cancel()
-			}
-		})
-	}
 	wg.Go(func() { _ = s.prober.Run(ctx) })
 	if s.view != nil {
 		wg.Go(func() {
@@ -239,21 +224,8 @@ func (s *Server) Run(ctx context.Context) error {
 		})
 	}
 	<-ctx.Done()
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	for _, srv := range servers {
-		_ = srv.ShutdownContext(sctx)
-	}
-	for _, pc := range udps {
-		_ = pc.Close()
-	}
 	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return nil
 }
 
 // listenBoth binds UDP and TCP on the same address. With port 0 the TCP

@@ -20,42 +20,48 @@ import (
 const udpWorkers = 4
 
 // serveUDP answers the queries that arrive on pc until pc is closed (it
-// then returns nil). It replaces dns.Server for UDP: miekg/dns starts a
-// goroutine and allocates a read buffer and a response writer per packet,
-// which is most of a weighted answer's cost; here a few long-lived
-// workers each read, answer and write in a loop. What a query gets is
-// dns.Server's behaviour (checked side by side in TestUDPLoopAnswersAsDNSServer):
-// packets shorter than a header and responses are ignored (MsgAcceptFunc),
+// then returns nil), each with the Server answering at the time. It
+// replaces dns.Server for UDP: miekg/dns starts a goroutine and allocates
+// a read buffer and a response writer per packet, which is most of a
+// weighted answer's cost; here a few long-lived workers each read, answer
+// and write in a loop. What a query gets is dns.Server's behaviour
+// (checked side by side in TestUDPLoopAnswersAsDNSServer): packets
+// shorter than a header and responses are ignored (MsgAcceptFunc),
 // messages that do not unpack get miekg's FORMERR, the rest goes to the
-// handler.
-//
-// On a socket bound to a wildcard address (0.0.0.0, [::]) every reply
-// leaves from the address its query arrived on, as resolvers require: the
-// socket asks for each packet's destination (IP_PKTINFO, IPV6_RECVPKTINFO)
-// and the reply names it as its source, as miekg/dns's SessionUDP does.
-func (s *Server) serveUDP(pc *net.UDPConn) error {
-	pktinfo := false
-	if a, ok := pc.LocalAddr().(*net.UDPAddr); ok && a.IP.IsUnspecified() {
-		// One of the two fails on a single-family socket.
-		err6 := ipv6.NewPacketConn(pc).SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true)
-		err4 := ipv4.NewPacketConn(pc).SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true)
-		if err4 != nil && err6 != nil {
-			return fmt.Errorf("udp %s: ask for each query's destination address: %w", a, errors.Join(err4, err6))
-		}
-		pktinfo = true
-	}
+// handler. With pktinfo (see askDestination) every reply leaves from the
+// address its query arrived on.
+func (f *Front) serveUDP(pc *net.UDPConn, pktinfo bool) error {
 	var wg sync.WaitGroup
 	errs := make([]error, udpWorkers)
 	for i := range udpWorkers {
-		wg.Go(func() { errs[i] = s.udpWorker(pc, pktinfo) })
+		wg.Go(func() { errs[i] = f.udpWorker(pc, pktinfo) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
+// askDestination makes a socket bound to a wildcard address (0.0.0.0,
+// [::]) report each packet's destination address (IP_PKTINFO,
+// IPV6_RECVPKTINFO), so that replies can leave from it, as resolvers
+// require and miekg/dns's SessionUDP does. It reports whether it did;
+// a socket bound to one address needs nothing.
+func askDestination(pc *net.UDPConn) (bool, error) {
+	a, ok := pc.LocalAddr().(*net.UDPAddr)
+	if !ok || !a.IP.IsUnspecified() {
+		return false, nil
+	}
+	// One of the two fails on a single-family socket.
+	err6 := ipv6.NewPacketConn(pc).SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true)
+	err4 := ipv4.NewPacketConn(pc).SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true)
+	if err4 != nil && err6 != nil {
+		return false, fmt.Errorf("udp %s: ask for each query's destination address: %w", a, errors.Join(err4, err6))
+	}
+	return true, nil
+}
+
 // udpWorker is one read-answer-write loop. With pktinfo it reads each
 // packet's destination address and replies from it.
-func (s *Server) udpWorker(pc *net.UDPConn, pktinfo bool) error {
+func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 	in := make([]byte, dns.MaxMsgSize)
 	out := make([]byte, 0, 1024)
 	var oob []byte
@@ -84,7 +90,7 @@ func (s *Server) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 			}
 			// Anything else: keep serving (a DNS server should not stop
 			// over one bad read), but do not spin on a lasting error.
-			s.log.Warn("gslb: udp read failed; retrying", "err", err)
+			f.log.Warn("gslb: udp read failed; retrying", "err", err)
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
@@ -92,7 +98,7 @@ func (s *Server) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 		if pktinfo {
 			reply = src.control(oob[:oobn])
 		}
-		out = s.answerUDP(pc, in[:n], from, reply, out)
+		out = f.cur.Load().answerUDP(pc, in[:n], from, reply, out)
 	}
 }
 

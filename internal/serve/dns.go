@@ -33,33 +33,60 @@ func (s *Server) newDNS(cfg *config.Config, p *plan.Plan) (*gslb.Server, error) 
 	return g, nil
 }
 
-// startDNS runs g under ctx, replacing (stopping first) any running
-// generation. A nil g only stops the old one.
+// startDNS makes g the DNS server, replacing the running one. When g's
+// DNS frontends are the ones already bound, g takes over their sockets:
+// queued UDP queries and open TCP connections carry on, answered by g
+// from then on; the old generation's health checks stop. Otherwise the
+// old sockets close and g's are bound anew. A nil g stops everything.
 func (s *Server) startDNS(ctx context.Context, g *gslb.Server) error {
 	s.mu.Lock()
 	old := s.dns
-	s.dns = nil
 	s.mu.Unlock()
+	if g != nil && old != nil && old.front.Swap(g) {
+		hctx, hcancel := context.WithCancel(ctx)
+		health := make(chan error, 1)
+		go func() { health <- g.RunHealth(hctx) }()
+		s.mu.Lock()
+		oldHealth, oldDone := old.healthCancel, old.healthDone
+		old.srv, old.healthCancel, old.healthDone = g, hcancel, health
+		s.mu.Unlock()
+		oldHealth()
+		<-oldDone
+		return nil
+	}
 	if old != nil {
-		old.cancel()
-		<-old.done
+		s.mu.Lock()
+		s.dns = nil
+		s.mu.Unlock()
+		old.stop()
 	}
 	if g == nil {
 		return nil
 	}
-	dctx, cancel := context.WithCancel(ctx)
-	d := &dnsServer{srv: g, cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- g.Run(dctx) }()
-	select {
-	case <-g.Ready():
-	case err := <-d.done:
-		cancel()
+	f, err := gslb.Listen(g)
+	if err != nil {
 		return fmt.Errorf("DNS frontend: %w", err)
 	}
+	fctx, fcancel := context.WithCancel(ctx)
+	hctx, hcancel := context.WithCancel(ctx)
+	done, health := make(chan error, 1), make(chan error, 1)
+	d := &dnsServer{srv: g, front: f, cancel: fcancel, done: done, healthCancel: hcancel, healthDone: health}
+	// The goroutines hold the channels, not d: a swap replaces
+	// d.healthDone while this generation's health checks still run.
+	go func() { done <- f.Serve(fctx) }()
+	go func() { health <- g.RunHealth(hctx) }()
 	s.mu.Lock()
 	s.dns = d
 	s.mu.Unlock()
 	return nil
+}
+
+// stop ends a DNS generation: its sockets and its health checks.
+func (d *dnsServer) stop() {
+	d.cancel()
+	<-d.done
+	d.healthCancel()
+	<-d.healthDone
 }
 
 // DNSAddr returns the bound address of a DNS frontend ("" if none).
@@ -69,5 +96,5 @@ func (s *Server) DNSAddr(name string) string {
 	if s.dns == nil {
 		return ""
 	}
-	return s.dns.srv.Addr(name)
+	return s.dns.front.Addr(name)
 }

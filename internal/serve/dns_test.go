@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -139,5 +140,100 @@ dnsZones:
 	}
 	if answersA(100) {
 		t.Fatal("member a, down before the reload, is answered right after it")
+	}
+}
+
+// Issue 13, defect 4: a reload keeps the DNS sockets. An open TCP
+// connection carries on across reloads (answered by the new config: a
+// record added by the reload resolves on the same connection), and UDP
+// queries sent back to back during a run of reloads are all answered,
+// where rebinding the sockets dropped some and closed every connection.
+func TestDNSReloadKeepsSockets(t *testing.T) {
+	const base = `frontends:
+- {name: dns, address: "127.0.0.1:0", protocol: DNS}
+dnsZones:
+- name: gslb.example.
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: a, type: A, rrdatas: ["192.0.2.1"]}
+`
+	parse := func(extra string) *config.Config {
+		c, err := config.Parse([]byte(base+extra), "dns.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	s := runServer(t, parse(""), serve.Options{WatchInterval: -1})
+	addr := s.DNSAddr("dns")
+
+	conn, err := dns.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ask := func(c *dns.Conn, name string) (*dns.Msg, error) {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if err := c.WriteMsg(m); err != nil {
+			return nil, err
+		}
+		return c.ReadMsg()
+	}
+	if r, err := ask(conn, "a.gslb.example."); err != nil || len(r.Answer) != 1 {
+		t.Fatalf("before the reload: %v %v", r, err)
+	}
+
+	// UDP, back to back, while reloading 5 times.
+	udp, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	reloads := make(chan error, 1)
+	go func() {
+		for i := range 5 {
+			time.Sleep(20 * time.Millisecond)
+			if err := s.Reload(t.Context(), parse(fmt.Sprintf("  - {name: r%d, type: A, rrdatas: [\"192.0.2.%d\"]}\n", i, 10+i))); err != nil {
+				reloads <- err
+				return
+			}
+		}
+		reloads <- nil
+	}()
+	lost := 0
+	buf := make([]byte, 512)
+	for i := range 300 {
+		m := new(dns.Msg)
+		m.SetQuestion("a.gslb.example.", dns.TypeA)
+		m.Id = uint16(i)
+		b, _ := m.Pack()
+		udp.SetDeadline(time.Now().Add(time.Second))
+		if _, err := udp.Write(b); err != nil {
+			lost++
+			continue
+		}
+		if _, err := udp.Read(buf); err != nil {
+			lost++
+		}
+	}
+	if err := <-reloads; err != nil {
+		t.Fatal(err)
+	}
+	if lost > 0 {
+		t.Errorf("%d of 300 UDP queries lost during 5 reloads; the sockets must stay open", lost)
+	}
+	// The TCP connection opened before the reloads still works, and sees
+	// the last config.
+	r, err := ask(conn, "r4.gslb.example.")
+	if err != nil {
+		t.Fatalf("TCP connection after the reloads: %v", err)
+	}
+	if len(r.Answer) != 1 {
+		t.Errorf("r4, added by the last reload, on the old connection: %v", r)
+	}
+	if s.DNSAddr("dns") != addr {
+		t.Errorf("address changed from %s to %s", addr, s.DNSAddr("dns"))
 	}
 }

@@ -70,15 +70,18 @@ func (s *Server) samplePassive() {
 	if m == nil || len(*m) == 0 {
 		return
 	}
+	var srv *gslb.Server
 	s.mu.Lock()
-	d := s.dns
+	if s.dns != nil {
+		srv = s.dns.srv
+	}
 	s.mu.Unlock()
-	if d == nil {
+	if srv == nil {
 		return
 	}
 	samples := make(map[string]gslb.PassiveSample, len(*m))
 	for name, c := range *m {
 		samples[name] = c.Sample()
 	}
-	d.srv.ObservePassive(samples)
+	srv.ObservePassive(samples)
 }

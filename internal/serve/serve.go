@@ -111,12 +111,18 @@ type Server struct {
 	outliers *outliers
 }
 
-// dnsServer is one generation of the DNS GSLB server: a reload stops the
-// old one and starts a new one on the same addresses.
+// dnsServer is the running DNS GSLB server: the sockets (front, served
+// until cancel; done reports) and the Server answering on them (srv,
+// whose health checks run until healthCancel; healthDone reports). A
+// reload replaces srv and keeps front when the DNS frontends are the
+// same.
 type dnsServer struct {
-	srv    *gslb.Server
-	cancel context.CancelFunc
-	done   chan error
+	srv          *gslb.Server
+	front        *gslb.Front
+	cancel       context.CancelFunc
+	done         chan error
+	healthCancel context.CancelFunc
+	healthDone   chan error
 }
 
 type frontend struct {
@@ -572,9 +578,9 @@ func (s *Server) applyReload(req *reloadReq) error {
 		s.log.Error("reload: frontend listeners", "err", err)
 		return err
 	}
-	// The DNS server restarts on the same addresses (a gap of a few
-	// milliseconds; resolvers retry), with the member health, hysteresis
-	// and ramps of the generation it replaces.
+	// The new DNS generation takes over the sockets (when its frontends
+	// are the same) with the member health, hysteresis and ramps of the
+	// generation it replaces.
 	s.mu.Lock()
 	if s.dns != nil && req.dns != nil {
 		req.dns.CarryState(s.dns.srv)

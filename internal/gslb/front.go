@@ -1,0 +1,149 @@
+package gslb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Front is the sockets of a DNS GSLB server's frontends (UDP and TCP on
+// each address) and the loops that serve them. The Server that answers
+// can be replaced while they run (Swap): a config reload then keeps every
+// socket, the UDP queries queued in them and every open TCP connection,
+// and the next query is answered by the new Server.
+type Front struct {
+	cur   atomic.Pointer[Server]
+	log   *slog.Logger
+	key   []string          // the frontends' "name=address", as configured
+	addrs map[string]string // frontend name → bound address
+	udps  []*net.UDPConn
+	tcps  []*dns.Server
+	pkt   []bool // per UDP socket: read destinations (wildcard bind)
+}
+
+// Listen binds every DNS frontend of s (UDP and TCP on the same address)
+// and returns them ready to Serve, answering with s.
+func Listen(s *Server) (*Front, error) {
+	f := &Front{log: s.log, key: frontendKey(s), addrs: map[string]string{}}
+	f.cur.Store(s)
+	for _, fe := range s.frontends {
+		pc, ln, err := listenBoth(fe.Address)
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("gslb: frontend %s: %w", fe.Name, err)
+		}
+		pktinfo, err := askDestination(pc)
+		if err != nil {
+			_ = pc.Close()
+			_ = ln.Close()
+			f.close()
+			return nil, fmt.Errorf("gslb: frontend %s: %w", fe.Name, err)
+		}
+		f.udps = append(f.udps, pc)
+		f.pkt = append(f.pkt, pktinfo)
+		f.tcps = append(f.tcps,
+			// MaxTCPQueries -1: a connection carries any number of
+			// queries (RFC 7766 §6.2.1; miekg's default closed it after
+			// 128). It still ends after miekg's 8 s idle timeout.
+			&dns.Server{Listener: ln, Handler: dns.HandlerFunc(f.serveDNS), MsgAcceptFunc: MsgAcceptFunc,
+				ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1})
+		f.addrs[fe.Name] = pc.LocalAddr().String()
+		s.log.Info("frontend listening", "frontend", fe.Name, "address", pc.LocalAddr().String(), "protocol", "DNS")
+	}
+	return f, nil
+}
+
+// frontendKey lists s's DNS frontends as configured.
+func frontendKey(s *Server) []string {
+	var k []string
+	for _, fe := range s.frontends {
+		k = append(k, fe.Name+"="+fe.Address)
+	}
+	return k
+}
+
+// Addr returns the address frontend is bound to ("" if none).
+func (f *Front) Addr(frontend string) string { return f.addrs[frontend] }
+
+// Addrs returns every frontend's bound address by name.
+func (f *Front) Addrs() map[string]string { return f.addrs }
+
+// Server returns the Server answering now.
+func (f *Front) Server() *Server { return f.cur.Load() }
+
+// Swap makes s answer every query from now on. It reports false, and
+// changes nothing, when s's DNS frontends (names and configured
+// addresses) differ from the ones f is bound to: the caller must then
+// Listen anew.
+func (f *Front) Swap(s *Server) bool {
+	if !slices.Equal(frontendKey(s), f.key) {
+		return false
+	}
+	f.cur.Store(s)
+	return true
+}
+
+// serveDNS answers a TCP query with the current Server.
+func (f *Front) serveDNS(w dns.ResponseWriter, r *dns.Msg) { f.cur.Load().serveDNS(w, r) }
+
+// Serve answers queries on every socket until ctx is done, then shuts the
+// listeners down (open TCP connections get up to 5 s to finish) and
+// returns nil; or returns the error of a listener that fails.
+func (f *Front) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(f.tcps)+len(f.udps))
+	var wg sync.WaitGroup
+	for i, pc := range f.udps {
+		wg.Go(func() {
+			if err := f.serveUDP(pc, f.pkt[i]); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("gslb: serve udp: %w", err)
+				cancel()
+			}
+		})
+	}
+	for _, srv := range f.tcps {
+		wg.Go(func() {
+			if err := srv.ActivateAndServe(); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("gslb: serve: %w", err)
+				cancel()
+			}
+		})
+	}
+	<-ctx.Done()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	for _, srv := range f.tcps {
+		_ = srv.ShutdownContext(sctx)
+	}
+	for _, pc := range f.udps {
+		_ = pc.Close()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// close closes the sockets of a Front that never served.
+func (f *Front) close() {
+	var errs []error
+	for _, srv := range f.tcps {
+		errs = append(errs, srv.Listener.Close())
+	}
+	for _, pc := range f.udps {
+		errs = append(errs, pc.Close())
+	}
+	_ = errors.Join(errs...)
+}
