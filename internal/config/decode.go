@@ -179,6 +179,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // null means "not set", as in JSON exports
 	}
+	if v.Type() == reflect.TypeFor[Ignored]() {
+		return // any content: see Ignored
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		elem := reflect.New(v.Type().Elem())
@@ -337,18 +340,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		d.typeError(n, path, v.Type())
 		return
 	}
-	t := v.Type()
-	var names []string
-	index := map[string]int{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := jsonName(f)
-		if name == "" {
-			continue
-		}
-		names = append(names, name)
-		index[name] = i
-	}
+	names, index := structFields(v.Type())
 	seen := map[string]int{}
 	for _, kv := range d.entries(n, path) {
 		key := kv.key.Value
@@ -364,8 +356,42 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		if !d.firstTime(seen, kv, key, p) {
 			continue
 		}
-		d.entryValue(kv, v.Field(i), p)
+		d.entryValue(kv, v.FieldByIndex(i), p)
 	}
+}
+
+// structFields lists the decoded names of struct type t's fields, in
+// order, with each one's index. The fields of an embedded struct without
+// a json name (OutputOnly) count as t's own, after t's direct fields, and
+// a direct field shadows an embedded one of the same name, as in
+// encoding/json.
+func structFields(t reflect.Type) (names []string, index map[string][]int) {
+	index = map[string][]int{}
+	var embedded []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && strings.Split(f.Tag.Get("json"), ",")[0] == "" {
+			embedded = append(embedded, i)
+			continue
+		}
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		names = append(names, name)
+		index[name] = []int{i}
+	}
+	for _, i := range embedded {
+		inner, innerIndex := structFields(t.Field(i).Type)
+		for _, name := range inner {
+			if _, shadowed := index[name]; shadowed {
+				continue
+			}
+			names = append(names, name)
+			index[name] = append([]int{i}, innerIndex[name]...)
+		}
+	}
+	return names, index
 }
 
 // jsonName is the decoded name of a struct field: the json tag before the
@@ -402,7 +428,7 @@ func (d *decoder) unknownField(key *yaml.Node, path, name string, known []string
 // pasted exports get a clearer message than "unknown field".
 func unsupportedGoogleField(name string) bool {
 	switch name {
-	case "corsPolicy", "logConfig", "cdnPolicy", "iap", "securityPolicy", "edgeSecurityPolicy",
+	case "corsPolicy", "securityPolicy", "edgeSecurityPolicy",
 		"circuitBreakers", "compressionMode", "ipAddressSelectionPolicy", "maxStreamDuration",
 		"customErrorResponsePolicy", "defaultCustomErrorResponsePolicy", "metadataFilters",
 		"strongSessionAffinityCookie", "localityLbPolicies", "customMetrics", "subsetting",
