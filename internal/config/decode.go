@@ -434,7 +434,7 @@ func unsupportedGoogleField(name string) bool {
 		"strongSessionAffinityCookie", "localityLbPolicies", "customMetrics", "subsetting",
 		"tlsSettings", "sourceRegions", "grpcHealthCheck", "grpcTlsHealthCheck", "sslHealthCheck",
 		"maxInFlightRequests", "maxInFlightRequestsPerInstance", "maxInFlightRequestsPerEndpoint",
-		"trafficDuration", "cachePolicy", "network", "subnetwork":
+		"trafficDuration", "cachePolicy":
 		return true
 	}
 	return false

@@ -6,8 +6,7 @@ import (
 )
 
 // outputOnly is the block of output-only fields Google Cloud writes on a
-// resource it returns, indented for a list item of baseConfig; %s is the
-// resource's collection and REGION its region link.
+// resource it returns, indented for a list item of baseConfig.
 func outputOnly(kind, collection, region string) string {
 	return `  kind: compute#` + kind + `
   id: "5972612387331298101"
@@ -21,6 +20,12 @@ func outputOnly(kind, collection, region string) string {
 `
 }
 
+// described is what describe adds to a group: where it is and its size.
+const described = `  network: https://www.googleapis.com/compute/v1/projects/my-gcp-project/global/networks/default
+  subnetwork: https://www.googleapis.com/compute/v1/projects/my-gcp-project/regions/us-east1/subnetworks/default
+  size: 1
+`
+
 // Every resource kind accepts the output-only fields of an export (id,
 // kind, selfLink, creationTimestamp, fingerprint, region, usedBy) and
 // ignores them.
@@ -32,8 +37,8 @@ func TestOutputOnlyFieldsAcceptedOnEveryKind(t *testing.T) {
 		{"healthChecks", edit{"- name: hc-web\n", "- name: hc-web\n" + outputOnly("healthCheck", "healthChecks", "us-east1")}},
 		{"serviceLbPolicies", edit{"- name: policy-web\n", "- name: policy-web\n" + outputOnly("serviceLbPolicy", "serviceLbPolicies", "us-east1") + "  createTime: \"2026-01-12T16:14:03.512Z\"\n"}},
 		// On groups region places the group, so it must agree with the zone.
-		{"networkEndpointGroups", edit{"- name: neg-east\n", "- name: neg-east\n" + outputOnly("networkEndpointGroup", "networkEndpointGroups", "us-east1")}},
-		{"instanceGroups", edit{"- name: ig-west\n", "- name: ig-west\n" + outputOnly("instanceGroup", "instanceGroups", "us-west1")}},
+		{"networkEndpointGroups", edit{"- name: neg-east\n", "- name: neg-east\n" + outputOnly("networkEndpointGroup", "networkEndpointGroups", "us-east1") + described}},
+		{"instanceGroups", edit{"- name: ig-west\n", "- name: ig-west\n" + outputOnly("instanceGroup", "instanceGroups", "us-west1") + described}},
 		{"backendServices", edit{"- name: bs-east-pref\n", "- name: bs-east-pref\n" + outputOnly("backendService", "backendServices", "us-east1")}},
 		{"urlMaps", edit{"- name: web-map\n", "- name: web-map\n" + outputOnly("urlMap", "urlMaps", "us-east1")}},
 		{"sslPolicies", edit{"- {name: tls12, profile: MODERN, minTlsVersion: TLS_1_2}\n", "- name: tls12\n  profile: MODERN\n  minTlsVersion: TLS_1_2\n" + outputOnly("sslPolicy", "sslPolicies", "us-east1") + "  enabledFeatures: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n"}},

@@ -216,6 +216,11 @@ type NetworkEndpointGroup struct {
 	NetworkEndpointType string            `json:"networkEndpointType,omitempty"`
 	DefaultPort         int               `json:"defaultPort,omitempty"`
 	Endpoints           []NetworkEndpoint `json:"endpoints,omitempty"`
+	// Network, Subnetwork and Size are accepted so described groups load;
+	// Spillway reaches endpoints by address and ignores them.
+	Network    string `json:"network,omitempty"`
+	Subnetwork string `json:"subnetwork,omitempty"`
+	Size       int    `json:"size,omitempty"`
 }
 
 // NetworkEndpoint is one NEG endpoint.
@@ -235,6 +240,11 @@ type InstanceGroup struct {
 	Region     string      `json:"region,omitempty"`
 	NamedPorts []NamedPort `json:"namedPorts,omitempty"`
 	Instances  []Instance  `json:"instances,omitempty"`
+	// Network, Subnetwork and Size are accepted so described groups load;
+	// Spillway reaches instances by address and ignores them.
+	Network    string `json:"network,omitempty"`
+	Subnetwork string `json:"subnetwork,omitempty"`
+	Size       int    `json:"size,omitempty"`
 }
 
 // NamedPort maps a port name to a number.
