@@ -115,7 +115,7 @@ func (v *validator) outlierDetection(p string, od *OutlierDetection) {
 func (v *validator) customHeader(path, h string) {
 	name, _, ok := strings.Cut(h, ":")
 	if !ok || !isToken(strings.TrimSpace(name)) {
-		v.add(path, `write it as "Name: value", e.g. "X-Client-Region: {client_region}"`, "%q is not of the form \"Name: value\"", h)
+		v.add(path, `write it as "Name: value", e.g. "X-TLS-Version: {tls_version}"`, "%q is not of the form \"Name: value\"", h)
 	}
 }
 
