@@ -220,10 +220,19 @@ func TestInputKinds(t *testing.T) {
 {"type": "google_compute_instance_group", "name": "ig", "values": {"name": "ig", "zone": "us-east1-b", "named_port": [{"name": "http", "port": 80}], "instances": ["projects/p/zones/us-east1-b/instances/vm-1"]}},
 {"type": "google_compute_instance", "mode": "data", "name": "vm", "values": {"name": "vm-1", "zone": "us-east1-b", "network_interface": [{"network_ip": "10.0.0.9"}]}}]}}}`, nil,
 			map[string]string{"instanceGroups": "namedPorts:\n  - {name: http, port: 80}\n  instances:\n  - {name: vm-1, ipAddress: 10.0.0.9}"}},
+		{"terraform managed instance group and list-instances", `{"format_version": "1.0", "values": {"root_module": {"resources": [
+{"type": "google_compute_instance_group_manager", "name": "mig", "values": {"name": "mig", "zone": "us-east1-b", "base_instance_name": "web", "target_size": 1, "named_port": [{"name": "http", "port": 8080}], "version": [{"instance_template": "t"}]}},
+{"type": "google_compute_instance", "name": "vm", "values": {"name": "web-x1", "zone": "us-east1-b", "network_interface": [{"network_ip": "10.0.0.5"}]}}]}}}`,
+			[]gcpimport.Endpoints{{Group: "mig", Source: gcpimport.Source{Name: "mig.json", Data: []byte(`[{"instance": "projects/p/zones/us-east1-b/instances/web-x1", "status": "RUNNING"}]`)}}},
+			map[string]string{"instanceGroups": "namedPorts:\n  - {name: http, port: 8080}\n  instances:\n  - {name: web-x1, ipAddress: 10.0.0.5}"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := mustImport(t, gcpimport.Options{Files: []gcpimport.Source{{Name: "in.yaml", Data: []byte(tt.data)}}, Endpoints: tt.eps})
+			// A NEG described without its list is the one note expected.
+			if len(res.Notes) > 0 && (tt.name != "NEG describe" || len(res.Notes) != 1 || !strings.Contains(res.Notes[0].Reason, "no endpoints")) {
+				t.Errorf("notes: %v", res.Notes)
+			}
 			var doc map[string]any
 			if err := yaml.Unmarshal(res.Config, &doc); err != nil {
 				t.Fatalf("output is not YAML: %v\n%s", err, res.Config)

@@ -119,7 +119,7 @@ func (p *pruner) mapping(n *yaml.Node, t reflect.Type, path string, top bool) *y
 		}
 		idx, ok := index[name]
 		if !ok || (top && isOutputOnlyField(t, idx)) {
-			if !zero(val) {
+			if !zero(val) && !offByDefault(name, val) {
 				p.im.note(p.src, path+"."+name, "Spillway does not support this field; dropped (it behaves as if the field were unset)")
 			}
 			continue
@@ -132,6 +132,12 @@ func (p *pruner) mapping(n *yaml.Node, t reflect.Type, path string, top bool) *y
 		return nil
 	}
 	return out
+}
+
+// offByDefault reports whether an unsupported field holds the value
+// that means "off", so dropping it changes nothing.
+func offByDefault(name string, val *yaml.Node) bool {
+	return name == "compressionMode" && scalar(val) == "DISABLED"
 }
 
 // isOutputOnlyField reports whether the field at idx is in an embedded

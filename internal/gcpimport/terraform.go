@@ -56,6 +56,16 @@ func (im *importer) tfResource(src string, r *yaml.Node) {
 		return
 	}
 	switch typ {
+	case "google_compute_instance_group_manager":
+		// A managed group: its name, zone and named ports; its instances
+		// are not in the state.
+		g := &yaml.Node{Kind: yaml.MappingNode}
+		for _, k := range []string{"name", "zone", "named_port"} {
+			if val := get(v, k); val != nil {
+				set(g, k, val)
+			}
+		}
+		im.resource(src, "instanceGroups", g, true)
 	case "google_compute_instance":
 		ip := ""
 		if nics := seq(get(v, "network_interface")); len(nics) > 0 {
