@@ -39,10 +39,33 @@ func Parse(data []byte, file string) (*Config, error) {
 		return nil, sortAndCap(d.errs)
 	}
 	cfg.File = file
+	shortenResourceNames(cfg)
 	if errs := validate(cfg, d.pos); len(errs) > 0 {
 		return nil, errs
 	}
 	return cfg, nil
+}
+
+// shortenResourceNames reduces the full resource names that describe
+// writes for networkservices, networksecurity and certificatemanager
+// resources (name: projects/P/locations/global/serviceLbPolicies/NAME) to
+// NAME, so that such output loads as it is. A name whose collection is not
+// the list's own is left alone, for validation to report.
+func shortenResourceNames(cfg *Config) {
+	shorten := func(name *string, collection string) {
+		if strings.Contains(*name, "/") && refCollection(*name) == collection {
+			*name = RefName(*name)
+		}
+	}
+	for i := range cfg.ServiceLbPolicies {
+		shorten(&cfg.ServiceLbPolicies[i].Name, "serviceLbPolicies")
+	}
+	for i := range cfg.ServerTLSPolicies {
+		shorten(&cfg.ServerTLSPolicies[i].Name, "serverTlsPolicies")
+	}
+	for i := range cfg.TrustConfigs {
+		shorten(&cfg.TrustConfigs[i].Name, "trustConfigs")
+	}
 }
 
 // aliasBudget bounds how many values one Parse decodes through aliases

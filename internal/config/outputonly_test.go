@@ -92,6 +92,25 @@ func TestDisabledFeaturesAccepted(t *testing.T) {
 	}
 }
 
+// Service LB policies, server TLS policies and trust configs may carry the
+// full resource name describe writes.
+func TestFullResourceNames(t *testing.T) {
+	src := strings.Replace(apply(t, tlsEdits), "- name: policy-web\n", "- name: projects/my-gcp-project/locations/global/serviceLbPolicies/policy-web\n", 1)
+	src = strings.Replace(src, "- name: mtls\n", "- name: projects/my-gcp-project/locations/global/serverTlsPolicies/mtls\n", 1)
+	src = strings.Replace(src, "- name: cas\n", "- name: projects/my-gcp-project/locations/global/trustConfigs/cas\n", 1)
+	c, err := Parse([]byte(src), "export.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ServiceLbPolicies[0].Name != "policy-web" || c.ServerTLSPolicies[0].Name != "mtls" || c.TrustConfigs[0].Name != "cas" {
+		t.Errorf("names not shortened: %q %q %q", c.ServiceLbPolicies[0].Name, c.ServerTLSPolicies[0].Name, c.TrustConfigs[0].Name)
+	}
+	bad := strings.Replace(baseConfig, "- name: policy-web\n", "- name: projects/p/global/backendServices/policy-web\n", 1)
+	if _, err := Parse([]byte(bad), "export.yaml"); err == nil || !strings.Contains(err.Error(), "is not a valid name") {
+		t.Errorf("a link to another collection as a name: %v", err)
+	}
+}
+
 // A field an embedded OutputOnly block defines is still subject to strict
 // decoding: misspellings get a did-you-mean.
 func TestOutputOnlyMisspelled(t *testing.T) {
