@@ -68,7 +68,7 @@ are); without it the output ends with a commented template.
 The config goes to --out (or stdout). It is then validated as 'spillway
 validate' would: exit status 0 when it is valid, 1 with the problems listed
 on stderr when it is not (the file is still written, to be fixed by hand),
-2 for bad usage or unreadable input.
+2 for bad usage or unreadable input. docs/import.md explains each choice.
 
 Examples:
   gcloud compute url-maps export um-global-alb --destination url-map.yaml
