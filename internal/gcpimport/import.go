@@ -678,7 +678,14 @@ func (im *importer) render(o Options) ([]byte, error) {
 		if len(urlMaps) > 0 {
 			um = urlMaps[0]
 		}
-		template = fmt.Sprintf("frontends (a Spillway extension: a forwarding rule plus a target proxy in\nGoogle Cloud) cannot come from gcloud's exports; serve needs one. Uncomment\nand edit, or run spillway import again with --frontend ADDRESS --region REGION:\nfrontends:\n- {name: fe-http, address: \"127.0.0.1:8080\", protocol: HTTP, urlMap: %s, region: us-central1}", um)
+		region := "us-central1"
+		for _, r := range im.resources {
+			if z := scalar(get(r.node, "zone")); z != "" {
+				region = config.RegionOfZone(z) // the first group's, as a guess
+				break
+			}
+		}
+		template = fmt.Sprintf("frontends (a Spillway extension: a forwarding rule plus a target proxy in\nGoogle Cloud) cannot come from gcloud's exports; serve needs one. Uncomment\nand edit, or run spillway import again with --frontend ADDRESS --region REGION:\nfrontends:\n- {name: fe-http, address: \"127.0.0.1:8080\", protocol: HTTP, urlMap: %s, region: %s}", um, region)
 	}
 	plain(root)
 	root.HeadComment = im.header(o)
