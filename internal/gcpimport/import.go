@@ -688,6 +688,7 @@ func (im *importer) render(o Options) ([]byte, error) {
 		template = fmt.Sprintf("frontends (a Spillway extension: a forwarding rule plus a target proxy in\nGoogle Cloud) cannot come from gcloud's exports; serve needs one. Uncomment\nand edit, or run spillway import again with --frontend ADDRESS --region REGION:\nfrontends:\n- {name: fe-http, address: \"127.0.0.1:8080\", protocol: HTTP, urlMap: %s, region: %s}", um, region)
 	}
 	plain(root)
+	root.Style = 0
 	root.HeadComment = im.header(o)
 	root.FootComment = template
 	var buf bytes.Buffer
@@ -757,16 +758,22 @@ func (im *importer) header(o Options) string {
 	return b.String()
 }
 
-// plain clears the flow style of mappings and sequences read from JSON,
-// keeping the flow style set on small entries (endpoints, instances).
+// plain sets one layout whatever the input's: short mappings of scalars
+// (an endpoint, a named port, autoCapacityDrain) on one line, everything
+// else in block style, and no comments from the input.
 func plain(n *yaml.Node) {
-	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
-		if n.Style == yaml.FlowStyle && !small(n) {
-			n.Style = 0
+	switch n.Kind {
+	case yaml.MappingNode:
+		n.Style = 0
+		if short(n) {
+			n.Style = yaml.FlowStyle
 		}
-	}
-	if n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
-		n.Style = 0 // the encoder quotes what needs quoting
+	case yaml.SequenceNode:
+		n.Style = 0
+	case yaml.ScalarNode:
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			n.Style = 0 // the encoder quotes what needs quoting
+		}
 	}
 	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
 	for _, c := range n.Content {
@@ -774,18 +781,20 @@ func plain(n *yaml.Node) {
 	}
 }
 
-// small reports whether n is a mapping of scalars or a short sequence of
-// scalars, which read well on one line.
-func small(n *yaml.Node) bool {
+// short reports whether mapping n holds at most four scalars, 72
+// characters in all, which read well on one line.
+func short(n *yaml.Node) bool {
 	if len(n.Content) > 8 {
 		return false
 	}
+	size := 0
 	for _, c := range n.Content {
 		if c.Kind != yaml.ScalarNode {
 			return false
 		}
+		size += len(c.Value) + 2
 	}
-	return true
+	return size <= 72
 }
 
 // get returns the value of key in mapping n, or nil.
