@@ -418,7 +418,6 @@ func (im *importer) endpointList(e Endpoints) error {
 			ep := resolve(get(item, "networkEndpoint"))
 			p := &pruner{im: im, src: e.Name}
 			if out := p.prune(ep, reflect.TypeFor[config.NetworkEndpoint](), fmt.Sprintf("networkEndpointGroups[%s].endpoints[%d]", e.Group, i), false); out != nil {
-				out.Style = yaml.FlowStyle
 				im.endpoints[e.Group] = append(im.endpoints[e.Group], out)
 			}
 		case "member":
@@ -561,6 +560,9 @@ func (im *importer) groups() {
 				im.note(r.src, "networkEndpointGroups["+r.name+"].endpoints", "no endpoints: pass `gcloud compute network-endpoint-groups list-network-endpoints %s --zone=ZONE --format=json` as --endpoints %s=FILE", r.name, r.name)
 			}
 		case "instanceGroups":
+			if lg, ok := im.listed[r.name]; ok && lg.coll == "networkEndpointGroups" {
+				im.note(lg.src, "instanceGroups["+r.name+"]", "the list given for this instance group is a network endpoint group's list-network-endpoints output; ignored")
+			}
 			im.instanceGroup(r, ports[r.name], portNames[r.name])
 		}
 	}
@@ -579,7 +581,7 @@ func (im *importer) instanceGroup(r *resource, port int, portName string) {
 				set(r.node, "namedPorts", np)
 			}
 		case port > 0:
-			np := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			np := &yaml.Node{Kind: yaml.MappingNode}
 			set(np, "name", str(portName))
 			set(np, "port", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(port)})
 			set(r.node, "namedPorts", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{np}})
@@ -609,7 +611,7 @@ func (im *importer) instanceGroup(r *resource, port int, portName string) {
 			im.note(r.src, path+".instances["+m.name+"]", "no address: the instance is not in any `gcloud compute instances list --format=json` output (or terraform google_compute_instance) given; not imported")
 			continue
 		}
-		in := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		in := &yaml.Node{Kind: yaml.MappingNode}
 		set(in, "name", str(m.name))
 		set(in, "ipAddress", str(a.ip))
 		out = append(out, in)

@@ -120,7 +120,7 @@ func tfCollection(typ string) string {
 
 // tfEndpoint adds one terraform network endpoint to its group.
 func (im *importer) tfEndpoint(src, neg string, v *yaml.Node) {
-	ep := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	ep := &yaml.Node{Kind: yaml.MappingNode}
 	if ip := scalar(get(v, "ip_address")); ip != "" {
 		set(ep, "ipAddress", str(ip))
 	}
