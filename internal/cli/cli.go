@@ -22,6 +22,7 @@ Commands:
   serve      run the proxy: HTTP/1.1 + HTTP/2 frontends, health checks, hot reload
   simulate   predict how a config splits traffic under failures, on a virtual clock
   validate   check a config and run its URL map tests[]
+  import     write a config from gcloud exports and lists, or terraform show -json
   get-health print a running instance's health view (like gcloud get-health)
   version    print the version, commit and Go toolchain of this build
 

@@ -18,6 +18,8 @@ func extraCommands(name string) (command, bool) {
 		return runGetHealth, true
 	case "validate":
 		return runValidate, true
+	case "import":
+		return runImport, true
 	}
 	return nil, false
 }

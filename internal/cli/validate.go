@@ -24,7 +24,12 @@ with one line per problem naming the file, the field or test, and the fix.
 
 It also prints, without failing:
   warning: what Google Cloud's global external Application Load Balancer
-           would reject (so the config will not import there as is);
+           would reject (so the config will not import there as is), and
+           every field that is set and accepted but has no effect in
+           Spillway, with what Google Cloud would do (connectionDraining
+           shorter than the request timeout, header variables such as
+           {client_region} that expand to empty, isolationConfig, ...;
+           docs/semantics.md §7);
   advice:  operational caveats of a valid config — a region holding more
            than half of a service's groups (auto-capacity drain stops at
            50%), groups shared by services with balancingMode UTILIZATION,

@@ -39,10 +39,33 @@ func Parse(data []byte, file string) (*Config, error) {
 		return nil, sortAndCap(d.errs)
 	}
 	cfg.File = file
+	shortenResourceNames(cfg)
 	if errs := validate(cfg, d.pos); len(errs) > 0 {
 		return nil, errs
 	}
 	return cfg, nil
+}
+
+// shortenResourceNames reduces the full resource names that describe
+// writes for networkservices, networksecurity and certificatemanager
+// resources (name: projects/P/locations/global/serviceLbPolicies/NAME) to
+// NAME, so that such output loads as it is. A name whose collection is not
+// the list's own is left alone, for validation to report.
+func shortenResourceNames(cfg *Config) {
+	shorten := func(name *string, collection string) {
+		if strings.Contains(*name, "/") && refCollection(*name) == collection {
+			*name = RefName(*name)
+		}
+	}
+	for i := range cfg.ServiceLbPolicies {
+		shorten(&cfg.ServiceLbPolicies[i].Name, "serviceLbPolicies")
+	}
+	for i := range cfg.ServerTLSPolicies {
+		shorten(&cfg.ServerTLSPolicies[i].Name, "serverTlsPolicies")
+	}
+	for i := range cfg.TrustConfigs {
+		shorten(&cfg.TrustConfigs[i].Name, "trustConfigs")
+	}
 }
 
 // aliasBudget bounds how many values one Parse decodes through aliases
@@ -178,6 +201,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // null means "not set", as in JSON exports
+	}
+	if v.Type() == reflect.TypeFor[Ignored]() {
+		return // any content: see Ignored
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -337,18 +363,7 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		d.typeError(n, path, v.Type())
 		return
 	}
-	t := v.Type()
-	var names []string
-	index := map[string]int{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := jsonName(f)
-		if name == "" {
-			continue
-		}
-		names = append(names, name)
-		index[name] = i
-	}
+	names, index := structFields(v.Type())
 	seen := map[string]int{}
 	for _, kv := range d.entries(n, path) {
 		key := kv.key.Value
@@ -364,8 +379,42 @@ func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 		if !d.firstTime(seen, kv, key, p) {
 			continue
 		}
-		d.entryValue(kv, v.Field(i), p)
+		d.entryValue(kv, v.FieldByIndex(i), p)
 	}
+}
+
+// structFields lists the decoded names of struct type t's fields, in
+// order, with each one's index. The fields of an embedded struct without
+// a json name (OutputOnly) count as t's own, after t's direct fields, and
+// a direct field shadows an embedded one of the same name, as in
+// encoding/json.
+func structFields(t reflect.Type) (names []string, index map[string][]int) {
+	index = map[string][]int{}
+	var embedded []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && strings.Split(f.Tag.Get("json"), ",")[0] == "" {
+			embedded = append(embedded, i)
+			continue
+		}
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		names = append(names, name)
+		index[name] = []int{i}
+	}
+	for _, i := range embedded {
+		inner, innerIndex := structFields(t.Field(i).Type)
+		for _, name := range inner {
+			if _, shadowed := index[name]; shadowed {
+				continue
+			}
+			names = append(names, name)
+			index[name] = append([]int{i}, innerIndex[name]...)
+		}
+	}
+	return names, index
 }
 
 // jsonName is the decoded name of a struct field: the json tag before the
@@ -402,13 +451,13 @@ func (d *decoder) unknownField(key *yaml.Node, path, name string, known []string
 // pasted exports get a clearer message than "unknown field".
 func unsupportedGoogleField(name string) bool {
 	switch name {
-	case "corsPolicy", "logConfig", "cdnPolicy", "iap", "securityPolicy", "edgeSecurityPolicy",
+	case "corsPolicy", "securityPolicy", "edgeSecurityPolicy",
 		"circuitBreakers", "compressionMode", "ipAddressSelectionPolicy", "maxStreamDuration",
 		"customErrorResponsePolicy", "defaultCustomErrorResponsePolicy", "metadataFilters",
 		"strongSessionAffinityCookie", "localityLbPolicies", "customMetrics", "subsetting",
 		"tlsSettings", "sourceRegions", "grpcHealthCheck", "grpcTlsHealthCheck", "sslHealthCheck",
 		"maxInFlightRequests", "maxInFlightRequestsPerInstance", "maxInFlightRequestsPerEndpoint",
-		"trafficDuration", "cachePolicy", "network", "subnetwork":
+		"trafficDuration", "cachePolicy":
 		return true
 	}
 	return false

@@ -14,8 +14,7 @@ import (
 type SslPolicy struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	Kind        string `json:"kind,omitempty"`
-	SelfLink    string `json:"selfLink,omitempty"`
+	OutputOnly
 	// Profile is COMPATIBLE (the default), MODERN, RESTRICTED or CUSTOM.
 	Profile string `json:"profile,omitempty"`
 	// MinTLSVersion is TLS_1_0 (the default), TLS_1_1, TLS_1_2 or TLS_1_3.
@@ -24,10 +23,7 @@ type SslPolicy struct {
 	CustomFeatures []string `json:"customFeatures,omitempty"`
 	// EnabledFeatures is output only in Google Cloud; it is accepted so
 	// exported policies load, and ignored.
-	EnabledFeatures   []string `json:"enabledFeatures,omitempty"`
-	Fingerprint       string   `json:"fingerprint,omitempty"`
-	CreationTimestamp string   `json:"creationTimestamp,omitempty"`
-	ID                string   `json:"id,omitempty"`
+	EnabledFeatures []string `json:"enabledFeatures,omitempty"`
 }
 
 // ServerTLSPolicy is a networksecurity ServerTlsPolicy. A frontend names
@@ -39,6 +35,7 @@ type ServerTLSPolicy struct {
 	MTLSPolicy  *MTLSPolicy `json:"mtlsPolicy,omitempty"`
 	CreateTime  string      `json:"createTime,omitempty"`
 	UpdateTime  string      `json:"updateTime,omitempty"`
+	OutputOnly
 }
 
 // MTLSPolicy is serverTlsPolicies[].mtlsPolicy.
@@ -60,6 +57,7 @@ type TrustConfig struct {
 	TrustStores []TrustStore `json:"trustStores,omitempty"`
 	CreateTime  string       `json:"createTime,omitempty"`
 	UpdateTime  string       `json:"updateTime,omitempty"`
+	OutputOnly
 }
 
 // TrustStore is trustConfigs[].trustStores[].

@@ -80,6 +80,48 @@ type Tuning struct {
 	PathWithEscapedSlashesAction string `json:"pathWithEscapedSlashesAction,omitempty"`
 }
 
+// OutputOnly holds the fields Google Cloud sets on the resources it
+// returns (describe, export, list): every resource type embeds it, so an
+// exported resource loads as it is. Spillway ignores them all; on network
+// endpoint and instance groups, region is not output only (it places the
+// group) and the group's own Region field wins.
+type OutputOnly struct {
+	Kind              string   `json:"kind,omitempty"`
+	ID                string   `json:"id,omitempty"`
+	SelfLink          string   `json:"selfLink,omitempty"`
+	SelfLinkWithID    string   `json:"selfLinkWithId,omitempty"`
+	CreationTimestamp string   `json:"creationTimestamp,omitempty"`
+	Fingerprint       string   `json:"fingerprint,omitempty"`
+	Region            string   `json:"region,omitempty"`
+	UsedBy            []UsedBy `json:"usedBy,omitempty"`
+}
+
+// UsedBy is one usedBy[] entry of an exported resource (output only).
+type UsedBy struct {
+	Reference string `json:"reference,omitempty"`
+}
+
+// Ignored is a field that is accepted with any content and not read: a
+// Google Cloud block Spillway tolerates in exports (see where it is used).
+type Ignored struct{}
+
+// Iap is backendService.iap. Only enabled: false is accepted.
+type Iap struct {
+	Enabled                  bool   `json:"enabled"`
+	Oauth2ClientID           string `json:"oauth2ClientId,omitempty"`
+	Oauth2ClientSecret       string `json:"oauth2ClientSecret,omitempty"`
+	Oauth2ClientSecretSha256 string `json:"oauth2ClientSecretSha256,omitempty"`
+}
+
+// LogConfig is the logConfig block of backend services and health checks.
+// Spillway does not write Cloud Logging logs; it is accepted and ignored.
+type LogConfig struct {
+	Enable         bool     `json:"enable"`
+	SampleRate     *float64 `json:"sampleRate,omitempty"`
+	OptionalMode   string   `json:"optionalMode,omitempty"`
+	OptionalFields []string `json:"optionalFields,omitempty"`
+}
+
 // Duration is Google's protobuf Duration as it appears in REST JSON.
 type Duration struct {
 	Seconds int64 `json:"seconds,omitempty"`
@@ -88,10 +130,9 @@ type Duration struct {
 
 // HealthCheck is a compute#healthCheck.
 type HealthCheck struct {
-	Name               string `json:"name"`
-	Description        string `json:"description,omitempty"`
-	Kind               string `json:"kind,omitempty"`
-	SelfLink           string `json:"selfLink,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	OutputOnly
 	Type               string `json:"type,omitempty"`
 	CheckIntervalSec   *int   `json:"checkIntervalSec,omitempty"`
 	TimeoutSec         *int   `json:"timeoutSec,omitempty"`
@@ -107,6 +148,10 @@ type HealthCheck struct {
 	// the second-granular fields, for fast labs and tests.
 	CheckIntervalMs *int `json:"checkIntervalMs,omitempty"`
 	TimeoutMs       *int `json:"timeoutMs,omitempty"`
+
+	// LogConfig is accepted so exports load; Spillway writes no health
+	// check logs (Config.Warnings says so when enable is true).
+	LogConfig *LogConfig `json:"logConfig,omitempty"`
 }
 
 // HTTPHealthCheck is the httpHealthCheck / httpsHealthCheck / http2HealthCheck block.
@@ -141,6 +186,7 @@ type ServiceLbPolicy struct {
 	IsolationConfig        *IsolationConfig   `json:"isolationConfig,omitempty"`
 	CreateTime             string             `json:"createTime,omitempty"`
 	UpdateTime             string             `json:"updateTime,omitempty"`
+	OutputOnly
 }
 
 // AutoCapacityDrain is serviceLbPolicy.autoCapacityDrain.
@@ -162,14 +208,19 @@ type IsolationConfig struct {
 // NetworkEndpointGroup is a zonal NEG with its endpoints inline (in Google
 // Cloud they are attached by a separate call).
 type NetworkEndpointGroup struct {
-	Name                string            `json:"name"`
-	Description         string            `json:"description,omitempty"`
-	SelfLink            string            `json:"selfLink,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	OutputOnly
 	Zone                string            `json:"zone"`
 	Region              string            `json:"region,omitempty"`
 	NetworkEndpointType string            `json:"networkEndpointType,omitempty"`
 	DefaultPort         int               `json:"defaultPort,omitempty"`
 	Endpoints           []NetworkEndpoint `json:"endpoints,omitempty"`
+	// Network, Subnetwork and Size are accepted so described groups load;
+	// Spillway reaches endpoints by address and ignores them.
+	Network    string `json:"network,omitempty"`
+	Subnetwork string `json:"subnetwork,omitempty"`
+	Size       int    `json:"size,omitempty"`
 }
 
 // NetworkEndpoint is one NEG endpoint.
@@ -182,13 +233,18 @@ type NetworkEndpoint struct {
 // InstanceGroup is a zonal (unmanaged or managed) instance group with its
 // instances inline.
 type InstanceGroup struct {
-	Name        string      `json:"name"`
-	Description string      `json:"description,omitempty"`
-	SelfLink    string      `json:"selfLink,omitempty"`
-	Zone        string      `json:"zone"`
-	Region      string      `json:"region,omitempty"`
-	NamedPorts  []NamedPort `json:"namedPorts,omitempty"`
-	Instances   []Instance  `json:"instances,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	OutputOnly
+	Zone       string      `json:"zone"`
+	Region     string      `json:"region,omitempty"`
+	NamedPorts []NamedPort `json:"namedPorts,omitempty"`
+	Instances  []Instance  `json:"instances,omitempty"`
+	// Network, Subnetwork and Size are accepted so described groups load;
+	// Spillway reaches instances by address and ignores them.
+	Network    string `json:"network,omitempty"`
+	Subnetwork string `json:"subnetwork,omitempty"`
+	Size       int    `json:"size,omitempty"`
 }
 
 // NamedPort maps a port name to a number.
@@ -205,10 +261,9 @@ type Instance struct {
 
 // BackendService is a global compute#backendService.
 type BackendService struct {
-	Name                 string            `json:"name"`
-	Description          string            `json:"description,omitempty"`
-	Kind                 string            `json:"kind,omitempty"`
-	SelfLink             string            `json:"selfLink,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	OutputOnly
 	LoadBalancingScheme  string            `json:"loadBalancingScheme,omitempty"`
 	Protocol             string            `json:"protocol,omitempty"`
 	PortName             string            `json:"portName,omitempty"`
@@ -228,9 +283,15 @@ type BackendService struct {
 	CustomRequestHeaders  []string `json:"customRequestHeaders,omitempty"`
 	CustomResponseHeaders []string `json:"customResponseHeaders,omitempty"`
 	EnableCDN             bool     `json:"enableCDN,omitempty"`
-	Fingerprint           string   `json:"fingerprint,omitempty"`
-	CreationTimestamp     string   `json:"creationTimestamp,omitempty"`
-	ID                    string   `json:"id,omitempty"`
+	// CdnPolicy is accepted (and ignored) only while enableCDN is false,
+	// so exports of services without Cloud CDN load.
+	CdnPolicy *Ignored `json:"cdnPolicy,omitempty"`
+	// Iap is accepted only with enabled: false: Spillway has no
+	// Identity-Aware Proxy.
+	Iap *Iap `json:"iap,omitempty"`
+	// LogConfig is accepted so exports load; Spillway writes no Cloud
+	// Logging request logs (Config.Warnings says so when enable is true).
+	LogConfig *LogConfig `json:"logConfig,omitempty"`
 }
 
 // Backend is one backends[] entry of a backend service.
@@ -278,10 +339,9 @@ type OutlierDetection struct {
 
 // URLMap is a compute#urlMap.
 type URLMap struct {
-	Name               string              `json:"name"`
-	Description        string              `json:"description,omitempty"`
-	Kind               string              `json:"kind,omitempty"`
-	SelfLink           string              `json:"selfLink,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	OutputOnly
 	DefaultService     string              `json:"defaultService,omitempty"`
 	DefaultRouteAction *HTTPRouteAction    `json:"defaultRouteAction,omitempty"`
 	DefaultURLRedirect *HTTPRedirectAction `json:"defaultUrlRedirect,omitempty"`
@@ -289,9 +349,6 @@ type URLMap struct {
 	HostRules          []HostRule          `json:"hostRules,omitempty"`
 	PathMatchers       []PathMatcher       `json:"pathMatchers,omitempty"`
 	Tests              []URLMapTest        `json:"tests,omitempty"`
-	Fingerprint        string              `json:"fingerprint,omitempty"`
-	CreationTimestamp  string              `json:"creationTimestamp,omitempty"`
-	ID                 string              `json:"id,omitempty"`
 }
 
 // HostRule maps hosts to a path matcher.

@@ -79,6 +79,10 @@ func (v *validator) backendService(p string, bs *BackendService) {
 	if bs.EnableCDN {
 		v.add(p+".enableCDN", "remove it, or set it to false", "Spillway has no CDN")
 	}
+	if bs.Iap != nil && bs.Iap.Enabled {
+		v.add(p+".iap.enabled", "set it to false, or remove iap, and put an authenticating proxy in front of the backends",
+			"Spillway has no Identity-Aware Proxy: with IAP on, the backends would be served without the identity check")
+	}
 	v.backends(p, bs)
 }
 
@@ -111,7 +115,7 @@ func (v *validator) outlierDetection(p string, od *OutlierDetection) {
 func (v *validator) customHeader(path, h string) {
 	name, _, ok := strings.Cut(h, ":")
 	if !ok || !isToken(strings.TrimSpace(name)) {
-		v.add(path, `write it as "Name: value", e.g. "X-Client-Region: {client_region}"`, "%q is not of the form \"Name: value\"", h)
+		v.add(path, `write it as "Name: value", e.g. "X-TLS-Version: {tls_version}"`, "%q is not of the form \"Name: value\"", h)
 	}
 }
 

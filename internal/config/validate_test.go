@@ -218,7 +218,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"misspelt enum", []edit{{"  serviceLbPolicy: policy-web\n", "  localityLbPolicy: ROUND_ROBBIN\n"}},
 			`test.yaml:27: backendServices[0].localityLbPolicy: unknown value "ROUND_ROBBIN" (fix: did you mean "ROUND_ROBIN"? use one of ROUND_ROBIN, LEAST_REQUEST, RING_HASH, RANDOM, MAGLEV, WEIGHTED_ROUND_ROBIN)`},
 		{"custom header without colon", []edit{{"  serviceLbPolicy: policy-web\n", "  customRequestHeaders: [X-Region-us]\n"}},
-			`test.yaml:27: backendServices[0].customRequestHeaders[0]: "X-Region-us" is not of the form "Name: value" (fix: write it as "Name: value", e.g. "X-Client-Region: {client_region}")`},
+			`test.yaml:27: backendServices[0].customRequestHeaders[0]: "X-Region-us" is not of the form "Name: value" (fix: write it as "Name: value", e.g. "X-TLS-Version: {tls_version}")`},
 		{"outlier percentage", []edit{{"  serviceLbPolicy: policy-web\n", "  outlierDetection: {maxEjectionPercent: 101}\n"}},
 			`test.yaml:27: backendServices[0].outlierDetection.maxEjectionPercent: 101 is out of range (fix: use a value between 0 and 100)`},
 		{"all weights zero", []edit{{"bs-south-pref, weight: 50}", "bs-south-pref, weight: 0}"}, {"bs-east-pref, weight: 50}", "bs-east-pref, weight: 0}"}},

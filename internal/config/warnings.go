@@ -6,7 +6,9 @@ import "fmt"
 // Application Load Balancer would reject, so a config that works here may
 // not import there as is; settings that leave a documented gap in the
 // edge's defences (docs/security.md); and settings both accept that leave
-// a backend service unable to serve. Each entry names the field path.
+// a backend service unable to serve; and fields that are set and accepted
+// but have no effect in Spillway (or less than in Google Cloud), with what
+// Google Cloud would do. Each entry names the field path.
 func (c *Config) Warnings() []string {
 	var w []string
 	// Every backend at capacityScaler 0 is how a whole service is drained,
@@ -64,5 +66,5 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
-	return w
+	return append(w, c.ignoredWarnings()...)
 }

@@ -122,3 +122,73 @@ urlMaps: [{name: um, defaultService: bs}]
 		}
 	}
 }
+
+// Fields that are set, accepted and have no effect (or less than in
+// Google Cloud) are warned, each once, with what Google Cloud would do;
+// settings Spillway honours are not.
+func TestWarningsForIgnoredFields(t *testing.T) {
+	tests := []struct {
+		name  string
+		edits []edit
+		want  []string // warning prefixes, in order
+	}{
+		{"nothing ignored", nil, nil},
+		{"draining shorter than the timeout", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  connectionDraining: {drainingTimeoutSec: 10}\n"}},
+			[]string{"backendServices[0].connectionDraining.drainingTimeoutSec: Spillway does not cut requests in flight"}},
+		{"draining as long as the timeout", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  timeoutSec: 30\n  connectionDraining: {drainingTimeoutSec: 300}\n"}}, nil},
+		{"header variables", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  customRequestHeaders: [\"X-Geo: {client_region},{client_city}\", \"X-TLS: {tls_version}\", \"X-Odd: {colour}\"]\n  customResponseHeaders: [\"X-RTT: {client_rtt_msec}\"]\n"}},
+			[]string{
+				"backendServices[0].customRequestHeaders[0]: Spillway cannot know {client_region}, {client_city}",
+				"backendServices[0].customRequestHeaders[2]: {colour} is not a Google Cloud header variable",
+				"backendServices[0].customResponseHeaders[0]: Spillway cannot know {client_rtt_msec}",
+			}},
+		{"logging", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  logConfig: {enable: true}\n"}, {"- name: hc-web\n", "- name: hc-web\n  logConfig: {enable: true}\n"}},
+			[]string{"healthChecks[0].logConfig.enable:", "backendServices[0].logConfig.enable:"}},
+		{"logging off", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  logConfig: {enable: false}\n"}}, nil},
+		{"isolation", []edit{{"  failoverConfig: {failoverHealthThreshold: 70}\n", "  failoverConfig: {failoverHealthThreshold: 70}\n  isolationConfig: {isolationGranularity: REGION, isolationMode: NEAREST}\n"}},
+			[]string{"serviceLbPolicies[0].isolationConfig: accepted and not enforced"}},
+		{"failover backend", []edit{{"    maxRatePerEndpoint: 100\n  - group: neg-south\n", "    maxRatePerEndpoint: 100\n    failover: true\n  - group: neg-south\n"}},
+			[]string{"backendServices[0].backends[0].failover:"}},
+		{"weighted round robin", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  localityLbPolicy: WEIGHTED_ROUND_ROBIN\n"}},
+			[]string{"backendServices[0].localityLbPolicy: WEIGHTED_ROUND_ROBIN"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(apply(t, tt.edits)), "w.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := c.Warnings()
+			if len(w) != len(tt.want) {
+				t.Fatalf("got %d warnings, want %d: %q", len(w), len(tt.want), w)
+			}
+			for i := range tt.want {
+				if !strings.HasPrefix(w[i], tt.want[i]) {
+					t.Errorf("warning %d = %q, want prefix %q", i, w[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestHeaderVariables(t *testing.T) {
+	tests := []struct {
+		value string
+		want  string
+	}{
+		{"plain", ""},
+		{"{client_region},{client_city}", "client_region client_city"},
+		{"{a}{b} {unclosed", "a b"},
+		{"{} {x y} {ok}", "ok"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(HeaderVariables(tt.value), " "); got != tt.want {
+			t.Errorf("HeaderVariables(%q) = %q, want %q", tt.value, got, tt.want)
+		}
+	}
+	for name, want := range map[string]HeaderVariableSupport{"tls_version": HeaderVariableExpanded, "client_region": HeaderVariableEmpty, "colour": HeaderVariableLiteral} {
+		if got := HeaderVariable(name); got != want {
+			t.Errorf("HeaderVariable(%q) = %d, want %d", name, got, want)
+		}
+	}
+}

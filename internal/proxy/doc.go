@@ -98,8 +98,11 @@
 //     the weighted service's headerAction, then the route's actions in
 //     route.Action order, so URL-map actions win on a clash. Per action,
 //     removals come before additions; replace (default true) sets, false
-//     appends. Header value variables ({client_region}, …) are sent
-//     literally.
+//     appends. In custom header values, the variables Spillway knows
+//     (TLS version, cipher suite and SNI, client protocol, encryption,
+//     client certificate presence and fingerprint) are filled in, the
+//     other Google Cloud variables ({client_region}, …) expand to empty,
+//     and any other {text} is sent as written (config.HeaderVariable).
 //   - Fault injection: delay then abort; an unset percentage means 100.
 //     Aborts are not retried. The delay does not count towards the route
 //     timeout.

@@ -327,7 +327,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	x := exchange{h: h, w: w, r: r, svc: svc}
-	x.hp = headerPlan{svc: svc.Config, weight: a.Services[wi].HeaderAction, actions: a.HeaderActions}
+	x.hp = headerPlan{req: r, svc: svc.Config, weight: a.Services[wi].HeaderAction, actions: a.HeaderActions}
 	x.host, x.path = a.RewriteURL(&ad.req)
 	if x.path == ad.req.Path {
 		// Not rewritten: forward the normalised path, escapes kept.

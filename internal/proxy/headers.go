@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -47,15 +51,17 @@ func splitCustomHeader(s string) (name, value string, ok bool) {
 }
 
 // applyCustom sets a backend service's customRequestHeaders or
-// customResponseHeaders (each "Name: value"). Two entries with one name
-// both appear.
-func applyCustom(h http.Header, custom []string) {
+// customResponseHeaders (each "Name: value") for a request from r, with
+// the {variables} in values expanded. Two entries with one name both
+// appear.
+func applyCustom(h http.Header, custom []string, r *http.Request) {
 	var set []string // names set so far, so a repeated name appends
 	for _, c := range custom {
 		name, value, ok := splitCustomHeader(c)
 		if !ok {
 			continue
 		}
+		value = expandVariables(value, r)
 		seen := false
 		for _, s := range set {
 			if s == name {
@@ -69,6 +75,89 @@ func applyCustom(h http.Header, custom []string) {
 			set = append(set, name)
 		}
 	}
+}
+
+// expandVariables replaces the {variables} of a custom header value
+// (config.HeaderVariable): those Spillway knows by their value for r,
+// those Google Cloud defines and Spillway cannot know by "" (what Google
+// Cloud sends when it cannot determine a value), and leaves any other
+// {text} as it is.
+func expandVariables(value string, r *http.Request) string {
+	if strings.IndexByte(value, '{') < 0 {
+		return value
+	}
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(value, '{')
+		end := -1
+		if open >= 0 {
+			end = strings.IndexByte(value[open:], '}')
+		}
+		if end < 0 {
+			b.WriteString(value)
+			return b.String()
+		}
+		name := value[open+1 : open+end]
+		b.WriteString(value[:open])
+		switch config.HeaderVariable(name) {
+		case config.HeaderVariableExpanded:
+			b.WriteString(variable(name, r))
+		case config.HeaderVariableEmpty:
+		default:
+			b.WriteString(value[open : open+end+1])
+		}
+		value = value[open+end+1:]
+	}
+}
+
+// variable is the value of one expanded header variable, in Google
+// Cloud's format: tls_version TLSv1.2 or TLSv1.3, tls_cipher_suite the
+// IANA id in four hex digits (C02F), client_protocol HTTP/1.1 or HTTP/2,
+// client_encrypted and client_cert_present true or false,
+// client_cert_sha256_fingerprint the base64 SHA-256 of the leaf. TLS
+// variables are empty on cleartext connections.
+func variable(name string, r *http.Request) string {
+	if r == nil {
+		return ""
+	}
+	cs := r.TLS
+	switch name {
+	case "client_encrypted":
+		return fmt.Sprint(cs != nil)
+	case "client_protocol":
+		if r.ProtoMajor == 2 {
+			return "HTTP/2"
+		}
+		return r.Proto
+	case "client_cert_present":
+		return fmt.Sprint(cs != nil && len(cs.PeerCertificates) > 0)
+	}
+	if cs == nil {
+		return ""
+	}
+	switch name {
+	case "tls_sni_hostname":
+		return cs.ServerName
+	case "tls_version":
+		switch cs.Version {
+		case tls.VersionTLS10:
+			return "TLSv1"
+		case tls.VersionTLS11:
+			return "TLSv1.1"
+		case tls.VersionTLS12:
+			return "TLSv1.2"
+		case tls.VersionTLS13:
+			return "TLSv1.3"
+		}
+	case "tls_cipher_suite":
+		return fmt.Sprintf("%04X", cs.CipherSuite)
+	case "client_cert_sha256_fingerprint":
+		if len(cs.PeerCertificates) > 0 {
+			sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
+			return base64.StdEncoding.EncodeToString(sum[:])
+		}
+	}
+	return ""
 }
 
 // applyAdds removes then adds headers as one header action side says.
@@ -92,6 +181,7 @@ func applyAdds(h http.Header, remove []string, add []config.HTTPHeaderOption) {
 // action, then the route's header actions in order (route rule, path
 // matcher, URL map), so URL-map actions win over custom headers on a clash.
 type headerPlan struct {
+	req     *http.Request // the client's, for custom header variables
 	svc     *config.BackendService
 	weight  *config.HTTPHeaderAction
 	actions []*config.HTTPHeaderAction
@@ -116,7 +206,7 @@ func (p *headerPlan) rewritesRequest() bool {
 // request applies the plan to the headers sent to the backend.
 func (p *headerPlan) request(h http.Header) {
 	if p.svc != nil && len(p.svc.CustomRequestHeaders) > 0 {
-		applyCustom(h, p.svc.CustomRequestHeaders)
+		applyCustom(h, p.svc.CustomRequestHeaders, p.req)
 	}
 	if a := p.weight; a != nil {
 		applyAdds(h, a.RequestHeadersToRemove, a.RequestHeadersToAdd)
@@ -129,7 +219,7 @@ func (p *headerPlan) request(h http.Header) {
 // response applies the plan to the headers sent to the client.
 func (p *headerPlan) response(h http.Header) {
 	if p.svc != nil && len(p.svc.CustomResponseHeaders) > 0 {
-		applyCustom(h, p.svc.CustomResponseHeaders)
+		applyCustom(h, p.svc.CustomResponseHeaders, p.req)
 	}
 	if a := p.weight; a != nil {
 		applyAdds(h, a.ResponseHeadersToRemove, a.ResponseHeadersToAdd)

@@ -1,0 +1,293 @@
+package gcpimport_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/gcpimport"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml")
+
+var seedZones = []string{"us-south1-a", "us-south1-b", "us-south1-c", "us-east4-a", "us-east4-b", "us-east4-c"}
+
+func read(t testing.TB, path string) gcpimport.Source {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gcpimport.Source{Name: filepath.Base(path), Data: data}
+}
+
+// gcloudOptions is the seed's with-policy topology as gcloud writes it:
+// exports and describes, the instance-group list, every instance, and
+// one list-instances output per group.
+func gcloudOptions(t testing.TB) gcpimport.Options {
+	dir := filepath.Join("testdata", "gcloud")
+	o := gcpimport.Options{Frontend: "127.0.0.1:8080", Region: "us-south1"}
+	for _, f := range []string{"url-map.yaml", "backend-services.yaml", "health-check.yaml", "service-lb-policy.yaml", "instance-groups.json", "instances.json"} {
+		o.Files = append(o.Files, read(t, filepath.Join(dir, f)))
+	}
+	for _, z := range seedZones {
+		o.Endpoints = append(o.Endpoints, gcpimport.Endpoints{Group: "mig-" + z, Source: read(t, filepath.Join(dir, "mig-"+z+".instances.json"))})
+	}
+	return o
+}
+
+// terraformOptions is the same topology over NEGs, as terraform show
+// -json writes its state (NEGs and endpoints in a child module).
+func terraformOptions(t testing.TB) gcpimport.Options {
+	return gcpimport.Options{Frontend: "127.0.0.1:8080", Region: "us-south1",
+		Files: []gcpimport.Source{read(t, filepath.Join("testdata", "terraform", "state.json"))}}
+}
+
+func mustImport(t *testing.T, o gcpimport.Options) *gcpimport.Result {
+	t.Helper()
+	r, err := gcpimport.Import(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The round trip: export fixtures → import → validate → simulate gives
+// the with-policy rows of the seed table (internal/sim's golden, 20,000
+// requests from 127.0.0.1), for gcloud's and terraform's output alike.
+func TestRoundTripGivesSeedTable(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("..", "sim", "testdata", "seed-table.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, line := range strings.Split(string(golden), "\n") {
+		if strings.HasPrefix(line, "with-policy ") {
+			want = append(want, strings.TrimSpace(strings.TrimPrefix(line, "with-policy ")))
+		}
+	}
+	if len(want) != 4 {
+		t.Fatalf("the golden has %d with-policy rows, want 4", len(want))
+	}
+	scenarios := []struct {
+		name string
+		down []string
+	}{
+		{"steady", nil},
+		{"us-south1-a down", []string{"us-south1-a"}},
+		{"us-south1-a,b down", []string{"us-south1-a", "us-south1-b"}},
+		{"all us-south1 down", []string{"us-south1-a", "us-south1-b", "us-south1-c"}},
+	}
+	for _, tt := range []struct {
+		name string
+		opts func(testing.TB) gcpimport.Options
+	}{{"gcloud", gcloudOptions}, {"terraform", terraformOptions}} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustImport(t, tt.opts(t))
+			c, err := config.Parse(res.Config, tt.name+".yaml")
+			if err != nil {
+				t.Fatalf("the imported config does not validate: %v\n%s", err, res.Config)
+			}
+			p, err := plan.Compile(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, sc := range scenarios {
+				r, err := sim.Run(p, sim.Options{Requests: 20000, Seed: 1, Down: sc.down, ClientIP: "127.0.0.1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got strings.Builder
+				fmt.Fprintf(&got, "%-20s", sc.name)
+				for _, z := range seedZones {
+					fmt.Fprintf(&got, " %11.1f", 100*float64(r.Zones[z])/float64(r.Requests))
+				}
+				fmt.Fprintf(&got, " %11.1f", 100*float64(r.Status["503"])/float64(r.Requests))
+				if got.String() != want[i] {
+					t.Errorf("%s:\n got %s\nwant %s", sc.name, got.String(), want[i])
+				}
+			}
+		})
+	}
+}
+
+// The imported configs are golden files: a change in what is carried
+// shows up in review.
+func TestImportGolden(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts func(testing.TB) gcpimport.Options
+	}{{"gcloud", gcloudOptions}, {"terraform", terraformOptions}} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustImport(t, tt.opts(t))
+			path := filepath.Join("testdata", tt.name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(path, res.Config, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/gcpimport -update to create it)", err)
+			}
+			if string(want) != string(res.Config) {
+				t.Errorf("%s changed; got:\n%s\n(run with -update if the change is intended)", path, res.Config)
+			}
+		})
+	}
+}
+
+// What cannot be carried is reported, each with the reason; disabled
+// features and output-only fields are dropped without a note.
+func TestUncarriedFeaturesAreReported(t *testing.T) {
+	dir := filepath.Join("testdata", "uncarried")
+	o := gcpimport.Options{
+		Files: []gcpimport.Source{read(t, filepath.Join(dir, "url-map.yaml")), read(t, filepath.Join(dir, "backend-service.yaml")), read(t, filepath.Join(dir, "health-check.json"))},
+		Endpoints: []gcpimport.Endpoints{{Group: "neg-static-us-central1-b",
+			Source: read(t, filepath.Join(dir, "neg-static-us-central1-b.json"))}},
+	}
+	res := mustImport(t, o)
+	want := []struct{ path, reason string }{
+		{"backendServices[bs-static].compressionMode", "does not support this field"},
+		{"backendServices[bs-static].edgeSecurityPolicy", "Cloud Armor policy edge-geo-block is not enforced"},
+		{"backendServices[bs-static].enableCDN", "Spillway has no CDN"},
+		{"backendServices[bs-static].iap", "Spillway has no IAP"},
+		{"backendServices[bs-static].logConfig", "writes no Cloud Logging logs"},
+		{"backendServices[bs-static].securityPolicy", "Cloud Armor policy armor-owasp is not enforced"},
+		{"healthChecks[hc-static].logConfig", "writes no Cloud Logging logs"},
+	}
+	if len(res.Notes) != len(want) {
+		t.Fatalf("got %d notes, want %d: %v", len(res.Notes), len(want), res.Notes)
+	}
+	for i, w := range want {
+		n := res.Notes[i]
+		if n.Path != w.path || !strings.Contains(n.Reason, w.reason) {
+			t.Errorf("note %d = %v, want %s: …%s…", i, n, w.path, w.reason)
+		}
+	}
+	if res.Dropped["cdnPolicy"] != 1 || res.Dropped["id"] != 2 {
+		t.Errorf("dropped %v, want cdnPolicy ×1 and id ×2", res.Dropped)
+	}
+	c, err := config.Parse(res.Config, "uncarried.yaml")
+	if err != nil {
+		t.Fatalf("does not validate: %v\n%s", err, res.Config)
+	}
+	bs := c.BackendServices[0]
+	if bs.EnableCDN || bs.Iap != nil || bs.CdnPolicy != nil || bs.LogConfig != nil || len(c.Frontends) != 0 {
+		t.Errorf("carried a feature it reported: %+v", bs)
+	}
+	if len(c.NetworkEndpointGroups) != 1 || c.NetworkEndpointGroups[0].Zone != "us-central1-b" || len(c.NetworkEndpointGroups[0].Endpoints) != 2 {
+		t.Errorf("NEG from list-network-endpoints and the backend's link: %+v", c.NetworkEndpointGroups)
+	}
+	for _, s := range []string{"# Not carried:", "#   backend-service.yaml: backendServices[bs-static].iap:", "# frontends:", "urlMap: um-static"} {
+		if !strings.Contains(string(res.Config), s) {
+			t.Errorf("output lacks %q:\n%s", s, res.Config)
+		}
+	}
+}
+
+// Each kind of input is recognised, with or without kind:, and lands in
+// its collection.
+func TestInputKinds(t *testing.T) {
+	tests := []struct {
+		name, data string
+		eps        []gcpimport.Endpoints
+		want       map[string]string // collection → YAML fragment of the output
+	}{
+		{"url map export (no kind)", "name: um\ndefaultService: bs\n", nil, map[string]string{"urlMaps": "name: um"}},
+		{"url map describe", "kind: compute#urlMap\nname: um\nhostRules: [{hosts: ['*'], pathMatcher: pm}]\npathMatchers: [{name: pm, defaultService: bs}]\n", nil, map[string]string{"urlMaps": "pathMatcher: pm"}},
+		{"backend service export", "name: bs\nbackends: []\nprotocol: HTTP\n", nil, map[string]string{"backendServices": "protocol: HTTP"}},
+		{"health check JSON", `{"kind": "compute#healthCheck", "name": "hc", "type": "TCP", "tcpHealthCheck": {"port": 80}}`, nil, map[string]string{"healthChecks": "tcpHealthCheck"}},
+		{"service LB policy describe", "name: projects/p/locations/global/serviceLbPolicies/slp\nloadBalancingAlgorithm: SPRAY_TO_REGION\n", nil, map[string]string{"serviceLbPolicies": "name: slp"}},
+		{"NEG describe", "kind: compute#networkEndpointGroup\nname: neg\nzone: https://www.googleapis.com/compute/v1/projects/p/zones/us-east1-b\nnetworkEndpointType: GCE_VM_IP_PORT\ndefaultPort: 8080\nsize: 0\n", nil,
+			map[string]string{"networkEndpointGroups": "zone: us-east1-b"}},
+		{"NEG list-network-endpoints", "name: bs\nbackends: [{group: projects/p/zones/us-east1-b/networkEndpointGroups/neg}]\n",
+			[]gcpimport.Endpoints{{Group: "neg", Source: gcpimport.Source{Name: "neg.json", Data: []byte(`[{"networkEndpoint": {"ipAddress": "10.0.0.2", "port": 80}}]`)}}},
+			map[string]string{"networkEndpointGroups": "{ipAddress: 10.0.0.2, port: 80}"}},
+		{"instance group list-instances and instances list", `[{"kind": "compute#instance", "name": "vm-1", "zone": "projects/p/zones/us-east1-b", "networkInterfaces": [{"networkIP": "10.0.0.7"}]}]`,
+			[]gcpimport.Endpoints{{Group: "ig", Zone: "us-east1-b", Source: gcpimport.Source{Name: "ig.json", Data: []byte(`[{"instance": "https://www.googleapis.com/compute/v1/projects/p/zones/us-east1-b/instances/vm-1", "status": "RUNNING", "namedPorts": [{"name": "http", "port": 80}]}]`)}}},
+			map[string]string{"instanceGroups": "{name: vm-1, ipAddress: 10.0.0.7}"}},
+		{"several documents", "name: um\ndefaultService: bs\n---\nname: bs\nbackends: []\n", nil, map[string]string{"urlMaps": "name: um", "backendServices": "name: bs"}},
+		{"terraform instance group", `{"format_version": "1.0", "values": {"root_module": {"resources": [
+{"type": "google_compute_instance_group", "name": "ig", "values": {"name": "ig", "zone": "us-east1-b", "named_port": [{"name": "http", "port": 80}], "instances": ["projects/p/zones/us-east1-b/instances/vm-1"]}},
+{"type": "google_compute_instance", "mode": "data", "name": "vm", "values": {"name": "vm-1", "zone": "us-east1-b", "network_interface": [{"network_ip": "10.0.0.9"}]}}]}}}`, nil,
+			map[string]string{"instanceGroups": "namedPorts:\n  - {name: http, port: 80}\n  instances:\n  - {name: vm-1, ipAddress: 10.0.0.9}"}},
+		{"terraform managed instance group and list-instances", `{"format_version": "1.0", "values": {"root_module": {"resources": [
+{"type": "google_compute_instance_group_manager", "name": "mig", "values": {"name": "mig", "zone": "us-east1-b", "base_instance_name": "web", "target_size": 1, "named_port": [{"name": "http", "port": 8080}], "version": [{"instance_template": "t"}]}},
+{"type": "google_compute_instance", "name": "vm", "values": {"name": "web-x1", "zone": "us-east1-b", "network_interface": [{"network_ip": "10.0.0.5"}]}}]}}}`,
+			[]gcpimport.Endpoints{{Group: "mig", Source: gcpimport.Source{Name: "mig.json", Data: []byte(`[{"instance": "projects/p/zones/us-east1-b/instances/web-x1", "status": "RUNNING"}]`)}}},
+			map[string]string{"instanceGroups": "namedPorts:\n  - {name: http, port: 8080}\n  instances:\n  - {name: web-x1, ipAddress: 10.0.0.5}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustImport(t, gcpimport.Options{Files: []gcpimport.Source{{Name: "in.yaml", Data: []byte(tt.data)}}, Endpoints: tt.eps})
+			// A NEG described without its list is the one note expected.
+			if len(res.Notes) > 0 && (tt.name != "NEG describe" || len(res.Notes) != 1 || !strings.Contains(res.Notes[0].Reason, "no endpoints")) {
+				t.Errorf("notes: %v", res.Notes)
+			}
+			var doc map[string]any
+			if err := yaml.Unmarshal(res.Config, &doc); err != nil {
+				t.Fatalf("output is not YAML: %v\n%s", err, res.Config)
+			}
+			for coll, frag := range tt.want {
+				if doc[coll] == nil || !strings.Contains(string(res.Config), frag) {
+					t.Errorf("want %s with %q; got:\n%s", coll, frag, res.Config)
+				}
+			}
+		})
+	}
+}
+
+// Input that cannot be read at all is an error naming the file and the
+// fix.
+func TestImportErrors(t *testing.T) {
+	tests := []struct {
+		name, data string
+		eps        []gcpimport.Endpoints
+		want       string
+	}{
+		{"not YAML", "a: [b", nil, "in.yaml: not YAML or JSON"},
+		{"empty", "", nil, "in.yaml: the file is empty"},
+		{"unrecognised", "colour: blue\n", nil, "cannot tell which resource this is"},
+		{"scalar", "42\n", nil, "want a resource"},
+		{"member list as a file", `[{"networkEndpoint": {"ipAddress": "10.0.0.1"}}]`, nil, "pass it as --endpoints GROUP[@ZONE]=in.yaml"},
+		{"terraform without values", `{"format_version": "1.0", "values": {}}`, nil, "without values.root_module"},
+		{"bad member list", "name: um\ndefaultService: bs\n", []gcpimport.Endpoints{{Group: "g", Source: gcpimport.Source{Name: "g.json", Data: []byte(`[{"colour": "blue"}]`)}}}, "g.json[0]: not an entry of list-network-endpoints"},
+		{"group twice", "name: um\ndefaultService: bs\n", []gcpimport.Endpoints{
+			{Group: "g", Zone: "us-east1-b", Source: gcpimport.Source{Name: "a.json", Data: []byte(`[]`)}},
+			{Group: "g", Zone: "us-east1-b", Source: gcpimport.Source{Name: "b.json", Data: []byte(`[]`)}}}, "given twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := gcpimport.Import(gcpimport.Options{Files: []gcpimport.Source{{Name: "in.yaml", Data: []byte(tt.data)}}, Endpoints: tt.eps})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Instances without an address and groups without members are reported,
+// not invented.
+func TestMissingMembersReported(t *testing.T) {
+	res := mustImport(t, gcpimport.Options{
+		Files:     []gcpimport.Source{{Name: "bs.yaml", Data: []byte("name: bs\nportName: http\nport: 80\nbackends:\n- {group: projects/p/zones/us-east1-b/instanceGroups/ig}\n- {group: projects/p/zones/us-east1-c/networkEndpointGroups/neg}\n")}},
+		Endpoints: []gcpimport.Endpoints{{Group: "ig", Source: gcpimport.Source{Name: "ig.json", Data: []byte(`[{"instance": "projects/p/zones/us-east1-b/instances/vm-9", "status": "RUNNING"}]`)}}},
+	})
+	var got []string
+	for _, n := range res.Notes {
+		got = append(got, n.Path)
+	}
+	want := "instanceGroups[ig].namedPorts instanceGroups[ig].instances[vm-9] networkEndpointGroups[neg].endpoints"
+	if strings.Join(got, " ") != want {
+		t.Errorf("notes on %v, want %s", got, want)
+	}
+}
