@@ -1,8 +1,10 @@
 package gslb
 
 import (
+	"context"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -314,4 +316,58 @@ func regionHealthy(v *engine.View, service, region string) bool {
 		}
 	}
 	return false
+}
+
+// PrimeWait bounds how long a fresh server waits for its first probes
+// before it answers (Prime).
+const PrimeWait = 2 * time.Second
+
+// primeParallel bounds the probes Prime runs at once.
+const primeParallel = 64
+
+// Prime probes every member health check once, concurrently, and waits
+// up to wait for the results, so a fresh server does not answer a dead
+// member until its first scheduled probe (which comes at a random offset
+// within the check's interval, up to minutes away). A member's first
+// result sets its health directly, as in the proxy. Probes still running
+// at the deadline are abandoned and say nothing: their members stay
+// unknown, answered as healthy, until the prober's first result. Members
+// that already have a state (carried over a reload) are not probed.
+func (s *Server) Prime(ctx context.Context, wait time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	sem := make(chan struct{}, primeParallel)
+	var wg sync.WaitGroup
+	for _, t := range s.checks {
+		if s.known(t) {
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			r := s.prober.Check(ctx, t)
+			if ctx.Err() != nil {
+				return // cut short by the deadline: no verdict
+			}
+			s.report(r)
+		})
+	}
+	wg.Wait()
+}
+
+// known reports whether every member check target t decides has a
+// result already.
+func (s *Server) known(t probe.Target) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ref := range s.targets[t] {
+		if !ref.name.layers[ref.member].Known(ref.check) {
+			return false
+		}
+	}
+	return true
 }

@@ -66,6 +66,9 @@ func (l *Layered) Observe(i int, ok bool, detail string, now time.Time) bool {
 	return l.Healthy() != h || l.Factor() != f
 }
 
+// Known reports whether check i has had a result.
+func (l *Layered) Known(i int) bool { return l.states[i].Known() }
+
 // Healthy reports whether every shallow check is up.
 func (l *Layered) Healthy() bool {
 	for i := range l.states {

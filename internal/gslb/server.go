@@ -180,6 +180,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Bound but not yet answering: queries wait in the sockets while the
+	// first probes run.
+	s.Prime(ctx, PrimeWait)
 	s.mu.Lock()
 	maps.Copy(s.addrs, f.Addrs())
 	s.mu.Unlock()

@@ -67,6 +67,9 @@ func (s *Server) startDNS(ctx context.Context, g *gslb.Server) error {
 	if err != nil {
 		return fmt.Errorf("DNS frontend: %w", err)
 	}
+	// Bound but not yet answering: queries wait in the sockets while the
+	// members nobody has probed get their first probe.
+	g.Prime(ctx, gslb.PrimeWait)
 	fctx, fcancel := context.WithCancel(ctx)
 	hctx, hcancel := context.WithCancel(ctx)
 	done, health := make(chan error, 1), make(chan error, 1)

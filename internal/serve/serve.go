@@ -269,6 +269,20 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
+	if g != nil {
+		// Members the running generation knows take its state (again,
+		// fresher, when the loop swaps g in); the new ones are probed
+		// now, so the reload does not answer a dead new member until its
+		// first scheduled probe.
+		s.mu.Lock()
+		var old *gslb.Server
+		if s.dns != nil {
+			old = s.dns.srv
+		}
+		s.mu.Unlock()
+		g.CarryState(old)
+		g.Prime(ctx, gslb.PrimeWait)
+	}
 	// Certificates are read from disk on every reload, so files replaced
 	// in place are picked up; any that fail reject the reload.
 	tlsStates, err := loadFrontendTLS(p)
