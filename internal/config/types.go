@@ -78,6 +78,42 @@ type Tuning struct {
 	// path_with_escaped_slashes_action). Read only while NormalizePath is
 	// on.
 	PathWithEscapedSlashesAction string `json:"pathWithEscapedSlashesAction,omitempty"`
+	// AccessLog writes one line per request (docs/operations.md). Off
+	// when absent. Which requests are logged is decided per backend
+	// service by its logConfig; requests that reach no backend service
+	// are logged at AccessLog.SampleRate.
+	AccessLog *AccessLog `json:"accessLog,omitempty"`
+}
+
+// AccessLog is spillway.accessLog, Spillway's request log.
+type AccessLog struct {
+	// Enable turns the log on.
+	Enable bool `json:"enable,omitempty"`
+	// Path is the file the log is appended to, or "stdout" (the default).
+	// A reload that changes it reopens the log.
+	Path string `json:"path,omitempty"`
+	// Format is JSON (the default: Google's log entry shape) or TEXT
+	// (one key=value line).
+	Format string `json:"format,omitempty"`
+	// SampleRate is the fraction (0-1) of requests logged that no backend
+	// service's logConfig decides (requests answered before a backend
+	// service was chosen, and services without a logConfig). Default 1.
+	SampleRate *float64 `json:"sampleRate,omitempty"`
+	// BufferSize is how many records may wait for the writer; past it
+	// records are dropped and counted
+	// (spillway_access_log_dropped_total). Default 8192.
+	BufferSize *int `json:"bufferSize,omitempty"`
+}
+
+// LogConfig is backendService.logConfig (Google's): whether and how often
+// the service's requests are logged.
+type LogConfig struct {
+	Enable     bool     `json:"enable,omitempty"`
+	SampleRate *float64 `json:"sampleRate,omitempty"`
+	// OptionalMode and OptionalFields are accepted for compatibility with
+	// Google exports; Spillway's log lines always carry every field.
+	OptionalMode   string   `json:"optionalMode,omitempty"`
+	OptionalFields []string `json:"optionalFields,omitempty"`
 }
 
 // Duration is Google's protobuf Duration as it appears in REST JSON.
@@ -225,12 +261,13 @@ type BackendService struct {
 	ConnectionDraining   *struct {
 		DrainingTimeoutSec int `json:"drainingTimeoutSec,omitempty"`
 	} `json:"connectionDraining,omitempty"`
-	CustomRequestHeaders  []string `json:"customRequestHeaders,omitempty"`
-	CustomResponseHeaders []string `json:"customResponseHeaders,omitempty"`
-	EnableCDN             bool     `json:"enableCDN,omitempty"`
-	Fingerprint           string   `json:"fingerprint,omitempty"`
-	CreationTimestamp     string   `json:"creationTimestamp,omitempty"`
-	ID                    string   `json:"id,omitempty"`
+	CustomRequestHeaders  []string   `json:"customRequestHeaders,omitempty"`
+	CustomResponseHeaders []string   `json:"customResponseHeaders,omitempty"`
+	EnableCDN             bool       `json:"enableCDN,omitempty"`
+	LogConfig             *LogConfig `json:"logConfig,omitempty"`
+	Fingerprint           string     `json:"fingerprint,omitempty"`
+	CreationTimestamp     string     `json:"creationTimestamp,omitempty"`
+	ID                    string     `json:"id,omitempty"`
 }
 
 // Backend is one backends[] entry of a backend service.
