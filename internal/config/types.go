@@ -83,6 +83,10 @@ type Tuning struct {
 	// service by its logConfig; requests that reach no backend service
 	// are logged at AccessLog.SampleRate.
 	AccessLog *AccessLog `json:"accessLog,omitempty"`
+	// RequestMetrics turns the per-request Prometheus metrics
+	// (spillway_requests_total and the others in docs/operations.md) on
+	// or off. Default true.
+	RequestMetrics *bool `json:"requestMetrics,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.

@@ -146,3 +146,11 @@ func CodeClass(code int) string {
 	}
 	return "0"
 }
+
+// RemoteIP returns the client's IP address: r.RemoteAddr without the
+// port.
+func RemoteIP(r *http.Request) string { return hostOnly(r.RemoteAddr) }
+
+// ServerIP returns the IP address the request arrived on ("" when
+// unknown).
+func ServerIP(r *http.Request) string { return localIP(r) }

@@ -19,6 +19,8 @@ type metrics struct {
 	// certReloads and certReloadFailures count the watcher's reloads of
 	// changed certificate, key and CA files.
 	certReloads, certReloadFailures atomic.Uint64
+	// ops counts probes and outlier ejections (opsmetrics.go).
+	ops opsCounters
 
 	endpointHealthy *prometheus.Desc
 	endpointEjected *prometheus.Desc
@@ -58,6 +60,12 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc} {
 		ch <- d
 	}
+	for _, d := range requestDescs() {
+		ch <- d
+	}
+	for _, d := range opsDescs() {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector from the published report.
@@ -93,6 +101,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.reloadFailDesc, prometheus.CounterValue, float64(m.reloadFailures.Load()))
 	ch <- prometheus.MustNewConstMetric(m.certReloadsDesc, prometheus.CounterValue, float64(m.certReloads.Load()))
 	ch <- prometheus.MustNewConstMetric(m.certFailDesc, prometheus.CounterValue, float64(m.certReloadFailures.Load()))
+	m.s.reqMetrics.collect(ch)
+	m.collectOps(ch)
 }
 
 // handler returns the /metrics handler over a registry of its own (no

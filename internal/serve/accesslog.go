@@ -1,0 +1,371 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/proxy"
+)
+
+// The access log (spillway.accessLog, docs/operations.md): requests are
+// copied into a bounded channel on the request path and formatted and
+// written by one goroutine through a bufio.Writer. When the channel is
+// full the line is dropped and counted, never waited for.
+
+// defaultAccessLogBuffer is spillway.accessLog.bufferSize's default.
+const defaultAccessLogBuffer = 8192
+
+// logEntry is what a log line needs from a proxy.Record: strings (which
+// may be kept) and numbers, copied by value into the channel.
+type logEntry struct {
+	start                             time.Time
+	method, scheme, host, uri, proto  string
+	userAgent, referer                string
+	remoteIP, serverIP                string
+	frontend, urlMap, route           string
+	service, group, zone, endpoint    string
+	details, reason                   string
+	status, retries                   int
+	reqSize, respSize                 int64
+	latency, backendLatency           time.Duration
+	trace                             proxy.TraceContext
+	hasBackendLatency, traceGenerated bool
+}
+
+func newLogEntry(rec *proxy.Record) logEntry {
+	r := rec.Request
+	e := logEntry{
+		start: rec.Start, method: r.Method, host: r.Host, uri: r.RequestURI, proto: r.Proto,
+		remoteIP: proxy.RemoteIP(r), serverIP: proxy.ServerIP(r),
+		urlMap: rec.URLMap, route: rec.Route,
+		details: rec.Details, reason: rec.Reason,
+		status: rec.Status, retries: rec.Retries(),
+		reqSize: rec.RequestSize, respSize: rec.ResponseSize,
+		latency: rec.Latency, backendLatency: rec.BackendLatency, hasBackendLatency: rec.Attempts > 0,
+		trace: rec.Trace,
+	}
+	e.scheme = "http"
+	if r.TLS != nil || rec.Frontend != nil && rec.Frontend.Protocol == "HTTPS" {
+		e.scheme = "https"
+	}
+	if rec.Frontend != nil {
+		e.frontend = rec.Frontend.Name
+	}
+	if ua := r.Header["User-Agent"]; len(ua) > 0 {
+		e.userAgent = ua[0]
+	}
+	if ref := r.Header["Referer"]; len(ref) > 0 {
+		e.referer = ref[0]
+	}
+	if rec.Service != nil {
+		e.service = rec.Service.Name
+	}
+	if b := rec.Backend; b != nil {
+		e.group, e.zone = b.Group.Name, b.Group.Zone
+	}
+	if ep := rec.Endpoint; ep != nil {
+		e.endpoint = ep.Addr
+		if ep.Group != nil {
+			e.group, e.zone = ep.Group.Name, ep.Group.Zone
+		}
+	}
+	return e
+}
+
+// accessLogSettings are spillway.accessLog's resolved values.
+type accessLogSettings struct {
+	path   string // "stdout" or a file
+	text   bool
+	buffer int
+}
+
+func accessLogConfig(c *config.Config) (accessLogSettings, float64, bool) {
+	if c.Spillway == nil || c.Spillway.AccessLog == nil || !c.Spillway.AccessLog.Enable {
+		return accessLogSettings{}, 0, false
+	}
+	al := c.Spillway.AccessLog
+	st := accessLogSettings{path: al.Path, text: al.Format == "TEXT", buffer: defaultAccessLogBuffer}
+	if st.path == "" {
+		st.path = "stdout"
+	}
+	if al.BufferSize != nil {
+		st.buffer = *al.BufferSize
+	}
+	rate := 1.0
+	if al.SampleRate != nil {
+		rate = *al.SampleRate
+	}
+	return st, rate, true
+}
+
+// accessLog is one generation of the writer: a reload that changes the
+// settings starts a new one and stops the old one, which writes what it
+// has queued and closes its file.
+type accessLog struct {
+	settings accessLogSettings
+	ch       chan logEntry
+	stop     chan struct{}
+	done     chan struct{}
+	counts   *accessLogCounts
+}
+
+// accessLogCounts outlive generations.
+type accessLogCounts struct {
+	written, dropped, writeErrors atomic.Uint64
+}
+
+// openAccessLog opens the destination and starts the writer.
+func openAccessLog(st accessLogSettings, stdout io.Writer, counts *accessLogCounts) (*accessLog, error) {
+	var w io.Writer = stdout
+	var closer io.Closer
+	if st.path != "stdout" {
+		f, err := os.OpenFile(st.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("spillway.accessLog.path: open %s: %w", st.path, err)
+		}
+		w, closer = f, f
+	}
+	a := &accessLog{settings: st, ch: make(chan logEntry, st.buffer), stop: make(chan struct{}), done: make(chan struct{}), counts: counts}
+	go a.run(bufio.NewWriterSize(w, 64<<10), closer)
+	return a, nil
+}
+
+// send queues an entry, or drops and counts it when the queue is full.
+func (a *accessLog) send(e *logEntry) {
+	select {
+	case a.ch <- *e:
+	default:
+		a.counts.dropped.Add(1)
+	}
+}
+
+// close stops the writer after it wrote what is queued.
+func (a *accessLog) close() {
+	close(a.stop)
+	<-a.done
+}
+
+func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
+	defer close(a.done)
+	buf := make([]byte, 0, 2048)
+	write := func(e *logEntry) {
+		if a.settings.text {
+			buf = appendTextLine(buf[:0], e)
+		} else {
+			buf = appendJSONLine(buf[:0], e)
+		}
+		if _, err := bw.Write(buf); err != nil {
+			a.counts.writeErrors.Add(1)
+			return
+		}
+		a.counts.written.Add(1)
+	}
+	for {
+		select {
+		case e := <-a.ch:
+			write(&e)
+			if len(a.ch) == 0 {
+				bw.Flush()
+			}
+		case <-a.stop:
+		drain:
+			for {
+				select {
+				case e := <-a.ch:
+					write(&e)
+				default:
+					break drain
+				}
+			}
+			bw.Flush()
+			if closer != nil {
+				closer.Close()
+			}
+			return
+		}
+	}
+}
+
+// appendJSONLine formats an entry like a Google load balancer log entry:
+// httpRequest, trace, spanId and jsonPayload with statusDetails, plus
+// Spillway's decision (docs/operations.md).
+func appendJSONLine(b []byte, e *logEntry) []byte {
+	b = append(b, `{"timestamp":"`...)
+	b = e.start.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","severity":"`...)
+	if e.status >= 500 || e.status == 0 {
+		b = append(b, "WARNING"...)
+	} else {
+		b = append(b, "INFO"...)
+	}
+	b = append(b, `","httpRequest":{"requestMethod":`...)
+	b = appendJSONString(b, e.method)
+	b = append(b, `,"requestUrl":`...)
+	b = appendJSONString(b, requestURL(e))
+	b = append(b, `,"requestSize":"`...)
+	b = strconv.AppendInt(b, e.reqSize, 10)
+	b = append(b, `","status":`...)
+	b = strconv.AppendInt(b, int64(e.status), 10)
+	b = append(b, `,"responseSize":"`...)
+	b = strconv.AppendInt(b, e.respSize, 10)
+	b = append(b, `","userAgent":`...)
+	b = appendJSONString(b, e.userAgent)
+	b = append(b, `,"remoteIp":`...)
+	b = appendJSONString(b, e.remoteIP)
+	b = append(b, `,"serverIp":`...)
+	b = appendJSONString(b, e.serverIP)
+	if e.referer != "" {
+		b = append(b, `,"referer":`...)
+		b = appendJSONString(b, e.referer)
+	}
+	b = append(b, `,"latency":"`...)
+	b = appendSeconds(b, e.latency)
+	b = append(b, `","protocol":`...)
+	b = appendJSONString(b, e.proto)
+	b = append(b, '}')
+	if e.trace.Valid() {
+		b = append(b, `,"trace":"`...)
+		b = append(b, e.trace.ID[:]...)
+		b = append(b, `","spanId":"`...)
+		b = appendHex16(b, e.trace.Span)
+		b = append(b, `","traceSampled":`...)
+		b = strconv.AppendBool(b, e.trace.Sampled)
+	}
+	b = append(b, `,"jsonPayload":{"@type":"type.googleapis.com/google.cloud.loadbalancing.type.LoadBalancerLogEntry","statusDetails":`...)
+	b = appendJSONString(b, e.details)
+	b = append(b, `,"frontend":`...)
+	b = appendJSONString(b, e.frontend)
+	b = append(b, `,"urlMap":`...)
+	b = appendJSONString(b, e.urlMap)
+	opt := func(key, v string) {
+		if v != "" {
+			b = append(b, `,"`...)
+			b = append(b, key...)
+			b = append(b, `":`...)
+			b = appendJSONString(b, v)
+		}
+	}
+	opt("routeRule", e.route)
+	opt("backendService", e.service)
+	opt("backendGroup", e.group)
+	opt("zone", e.zone)
+	opt("endpoint", e.endpoint)
+	b = append(b, `,"retries":`...)
+	b = strconv.AppendInt(b, int64(e.retries), 10)
+	if e.hasBackendLatency {
+		b = append(b, `,"backendLatency":"`...)
+		b = appendSeconds(b, e.backendLatency)
+		b = append(b, '"')
+	}
+	opt("reason", e.reason)
+	if e.trace.Generated {
+		b = append(b, `,"traceGenerated":true`...)
+	}
+	return append(b, "}}\n"...)
+}
+
+// appendTextLine formats an entry as one line of key=value pairs.
+func appendTextLine(b []byte, e *logEntry) []byte {
+	b = e.start.UTC().AppendFormat(b, time.RFC3339Nano)
+	kv := func(k, v string) {
+		b = append(b, ' ')
+		b = append(b, k...)
+		b = append(b, '=')
+		b = strconv.AppendQuote(b, v)
+	}
+	kn := func(k string, n int64) {
+		b = append(b, ' ')
+		b = append(b, k...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, n, 10)
+	}
+	kv("method", e.method)
+	kv("url", requestURL(e))
+	kn("status", int64(e.status))
+	kv("statusDetails", e.details)
+	kn("requestSize", e.reqSize)
+	kn("responseSize", e.respSize)
+	b = append(b, " latency="...)
+	b = appendSeconds(b, e.latency)
+	b = append(b, 's')
+	kv("remoteIp", e.remoteIP)
+	kv("serverIp", e.serverIP)
+	kv("protocol", e.proto)
+	kv("userAgent", e.userAgent)
+	kv("referer", e.referer)
+	kv("frontend", e.frontend)
+	kv("urlMap", e.urlMap)
+	kv("routeRule", e.route)
+	kv("backendService", e.service)
+	kv("backendGroup", e.group)
+	kv("zone", e.zone)
+	kv("endpoint", e.endpoint)
+	kn("retries", int64(e.retries))
+	if e.reason != "" {
+		kv("reason", e.reason)
+	}
+	if e.trace.Valid() {
+		b = append(b, " trace="...)
+		b = append(b, e.trace.ID[:]...)
+	}
+	return append(b, '\n')
+}
+
+// requestURL is the URL the client asked for: scheme, host and request
+// target (an absolute-form target is used as it is).
+func requestURL(e *logEntry) string {
+	if len(e.uri) > 0 && e.uri[0] != '/' && e.uri != "*" {
+		return e.uri
+	}
+	return e.scheme + "://" + e.host + e.uri
+}
+
+// appendSeconds writes d as seconds with up to 9 decimals ("0.001234").
+func appendSeconds(b []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(b, d.Seconds(), 'f', -1, 64)
+}
+
+func appendHex16(b []byte, v uint64) []byte {
+	const hex = "0123456789abcdef"
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, hex[v>>uint(i)&0xf])
+	}
+	return b
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
+// U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
