@@ -227,7 +227,7 @@ func appendJSONLine(b []byte, e *logEntry) []byte {
 	}
 	b = append(b, `,"latency":"`...)
 	b = appendSeconds(b, e.latency)
-	b = append(b, `","protocol":`...)
+	b = append(b, `s","protocol":`...)
 	b = appendJSONString(b, e.proto)
 	b = append(b, '}')
 	if e.trace.Valid() {
@@ -262,7 +262,7 @@ func appendJSONLine(b []byte, e *logEntry) []byte {
 	if e.hasBackendLatency {
 		b = append(b, `,"backendLatency":"`...)
 		b = appendSeconds(b, e.backendLatency)
-		b = append(b, '"')
+		b = append(b, 's', '"')
 	}
 	opt("reason", e.reason)
 	if e.trace.Generated {

@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/proxy"
+)
+
+// A writer that cannot keep up never blocks the request path: past the
+// queue, lines are dropped and counted.
+func TestAccessLogDropsWhenFull(t *testing.T) {
+	pr, pw := io.Pipe() // nobody reads: the writer blocks on its first flush
+	var counts accessLogCounts
+	a, err := openAccessLog(accessLogSettings{path: "stdout", buffer: 4}, pw, &counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := logEntry{method: "GET", uri: "/", status: 200, details: "response_sent_by_backend"}
+	start := time.Now()
+	for range 1000 {
+		a.send(&e)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("1000 sends took %v", d)
+	}
+	// At most the queue (4) and the line being written (1) got through.
+	if got := counts.dropped.Load(); got < 995 {
+		t.Errorf("dropped %d of 1000 with a queue of 4", got)
+	}
+	pr.Close() // the blocked write fails; close can finish
+	a.close()
+}
+
+// Log lines are valid JSON whatever the request carried.
+func TestAccessLogLineIsJSON(t *testing.T) {
+	e := logEntry{
+		start: time.Unix(1700000000, 5).UTC(), method: "GET", scheme: "http", host: "h\"x", uri: "/p?q=\x01\xff\"\\",
+		proto: "HTTP/1.1", userAgent: "ua\n\t\u2603", referer: "r", status: 503, details: "failed_to_pick_backend",
+		reason: "no healthy backend in backend service bs", latency: 1500 * time.Microsecond,
+		trace: proxy.TraceContext{ID: [32]byte([]byte("4bf92f3577b34da6a3ce929d0e0e4736")), Span: 0xf067aa0ba902b7},
+	}
+	b := appendJSONLine(nil, &e)
+	var v struct {
+		HTTPRequest struct {
+			RequestURL string `json:"requestUrl"`
+			UserAgent  string `json:"userAgent"`
+			Latency    string `json:"latency"`
+			Status     int    `json:"status"`
+		} `json:"httpRequest"`
+		Trace   string `json:"trace"`
+		SpanID  string `json:"spanId"`
+		Payload struct {
+			Reason string `json:"reason"`
+		} `json:"jsonPayload"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if v.HTTPRequest.RequestURL != "http://h\"x/p?q=\x01\ufffd\"\\" || v.HTTPRequest.UserAgent != "ua\n\t\u2603" ||
+		v.HTTPRequest.Latency != "0.0015s" || v.HTTPRequest.Status != 503 || v.Trace != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+		v.SpanID != "00f067aa0ba902b7" || v.Payload.Reason != e.reason {
+		t.Errorf("decoded %+v from\n%s", v, b)
+	}
+}
