@@ -167,24 +167,30 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 		}
 		a.counts.written.Add(1)
 	}
+	// The writer wakes on a ticker and drains the queue, rather than
+	// waiting on it: a sender then never wakes a goroutine, and a busy
+	// log costs one write(2) per tick (or per 64 KiB), not per line.
+	drain := func() {
+		for {
+			select {
+			case e := <-a.ch:
+				write(&e)
+			default:
+				if bw.Buffered() > 0 {
+					bw.Flush()
+				}
+				return
+			}
+		}
+	}
+	tick := time.NewTicker(accessLogTick)
+	defer tick.Stop()
 	for {
 		select {
-		case e := <-a.ch:
-			write(&e)
-			if len(a.ch) == 0 {
-				bw.Flush()
-			}
+		case <-tick.C:
+			drain()
 		case <-a.stop:
-		drain:
-			for {
-				select {
-				case e := <-a.ch:
-					write(&e)
-				default:
-					break drain
-				}
-			}
-			bw.Flush()
+			drain()
 			if closer != nil {
 				closer.Close()
 			}
@@ -192,6 +198,11 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 		}
 	}
 }
+
+// accessLogTick is how often the writer drains its queue: lines reach
+// the destination at most this late, and a queue of bufferSize lines
+// absorbs bufferSize/accessLogTick lines a second (819,200 by default).
+const accessLogTick = 10 * time.Millisecond
 
 // appendJSONLine formats an entry like a Google load balancer log entry:
 // httpRequest, trace, spanId and jsonPayload with statusDetails, plus
@@ -207,8 +218,9 @@ func appendJSONLine(b []byte, e *logEntry) []byte {
 	}
 	b = append(b, `","httpRequest":{"requestMethod":`...)
 	b = appendJSONString(b, e.method)
-	b = append(b, `,"requestUrl":`...)
-	b = appendJSONString(b, requestURL(e))
+	b = append(b, `,"requestUrl":"`...)
+	b = appendRequestURL(b, e, appendJSONChars)
+	b = append(b, '"')
 	b = append(b, `,"requestSize":"`...)
 	b = strconv.AppendInt(b, e.reqSize, 10)
 	b = append(b, `","status":`...)
@@ -287,7 +299,8 @@ func appendTextLine(b []byte, e *logEntry) []byte {
 		b = strconv.AppendInt(b, n, 10)
 	}
 	kv("method", e.method)
-	kv("url", requestURL(e))
+	b = append(b, " url="...)
+	b = strconv.AppendQuote(b, string(appendRequestURL(nil, e, func(b []byte, s string) []byte { return append(b, s...) })))
 	kn("status", int64(e.status))
 	kv("statusDetails", e.details)
 	kn("requestSize", e.reqSize)
@@ -318,13 +331,17 @@ func appendTextLine(b []byte, e *logEntry) []byte {
 	return append(b, '\n')
 }
 
-// requestURL is the URL the client asked for: scheme, host and request
-// target (an absolute-form target is used as it is).
-func requestURL(e *logEntry) string {
+// appendRequestURL appends the URL the client asked for: scheme, host
+// and request target (an absolute-form target as it is), each part
+// through esc.
+func appendRequestURL(b []byte, e *logEntry, esc func([]byte, string) []byte) []byte {
 	if len(e.uri) > 0 && e.uri[0] != '/' && e.uri != "*" {
-		return e.uri
+		return esc(b, e.uri)
 	}
-	return e.scheme + "://" + e.host + e.uri
+	b = esc(b, e.scheme)
+	b = append(b, "://"...)
+	b = esc(b, e.host)
+	return esc(b, e.uri)
 }
 
 // appendSeconds writes d as seconds with up to 9 decimals ("0.001234").
@@ -343,8 +360,14 @@ func appendHex16(b []byte, v uint64) []byte {
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
 // U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	b = appendJSONChars(b, s)
+	return append(b, '"')
+}
+
+// appendJSONChars appends s escaped for a JSON string, without quotes.
+func appendJSONChars(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -367,5 +390,5 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		i += size
 	}
-	return append(b, '"')
+	return b
 }
