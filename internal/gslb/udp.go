@@ -81,6 +81,7 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, out
 		setHeader(req, dh)
 	}
 	var m *dns.Msg
+	var q *Query
 	switch action {
 	case dns.MsgIgnore:
 		return out
@@ -95,9 +96,13 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, out
 		req.Ns, req.Answer, req.Extra = nil, nil, nil
 		m = req
 	default:
-		if m = s.respond(req, from.Addr().Unmap(), false, s.now()); m == nil {
+		if s.observe != nil {
+			q = new(Query)
+		}
+		if m = s.respondQ(req, from.Addr().Unmap(), false, s.now(), q); m == nil {
 			return out
 		}
+		s.observed(q, m)
 	}
 	b := s.pack(m, req, out)
 	if b == nil {

@@ -21,6 +21,8 @@ type metrics struct {
 	certReloads, certReloadFailures atomic.Uint64
 	// ops counts probes and outlier ejections (opsmetrics.go).
 	ops opsCounters
+	// dns counts DNS queries (dnsmetrics.go).
+	dns dnsCounters
 
 	endpointHealthy *prometheus.Desc
 	endpointEjected *prometheus.Desc
@@ -66,6 +68,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range opsDescs() {
 		ch <- d
 	}
+	ch <- descDNSQueries
+	ch <- descDNSHealthy
 }
 
 // Collect implements prometheus.Collector from the published report.
@@ -103,6 +107,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.certFailDesc, prometheus.CounterValue, float64(m.certReloadFailures.Load()))
 	m.s.reqMetrics.collect(ch)
 	m.collectOps(ch)
+	m.collectDNS(ch)
 }
 
 // handler returns the /metrics handler over a registry of its own (no
