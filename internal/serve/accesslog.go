@@ -368,7 +368,16 @@ func appendJSONString(b []byte, s string) []byte {
 // appendJSONChars appends s escaped for a JSON string, without quotes.
 func appendJSONChars(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	for i := 0; i < len(s); {
+	// Fast path: the plain ASCII prefix (usually all of s) in one copy.
+	i := 0
+	for i < len(s) {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			break
+		}
+		i++
+	}
+	b = append(b, s[:i]...)
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {

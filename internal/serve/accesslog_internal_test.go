@@ -65,3 +65,20 @@ func TestAccessLogLineIsJSON(t *testing.T) {
 		t.Errorf("decoded %+v from\n%s", v, b)
 	}
 }
+
+// BenchmarkAccessLogLine is the writer's cost per line.
+func BenchmarkAccessLogLine(b *testing.B) {
+	e := logEntry{
+		start: time.Now(), method: "GET", scheme: "http", host: "127.0.0.1:18480", uri: "/", proto: "HTTP/1.1",
+		userAgent: "wrk", remoteIP: "127.0.0.1", serverIP: "127.0.0.1", frontend: "fe-bench", urlMap: "um-bench",
+		service: "bs-bench", group: "neg-bench", zone: "us-east1-b", endpoint: "127.0.0.1:18081",
+		details: "response_sent_by_backend", status: 200, reqSize: 40, respSize: 35,
+		latency: 1234567, backendLatency: 1000000, hasBackendLatency: true,
+		trace: proxy.TraceContext{ID: [32]byte([]byte("4bf92f3577b34da6a3ce929d0e0e4736")), Span: 0xf067aa0ba902b7},
+	}
+	buf := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendJSONLine(buf[:0], &e)
+	}
+}
