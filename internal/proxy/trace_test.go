@@ -11,7 +11,7 @@ func TestParseTraceparent(t *testing.T) {
 	}{
 		{"00-" + id + "-00f067aa0ba902b7-01", true, true},
 		{"00-" + id + "-00f067aa0ba902b7-00", true, false},
-		{"01-" + id + "-00f067aa0ba902b7-01-future", true, true}, // later versions may add fields
+		{"01-" + id + "-00f067aa0ba902b7-01-future", true, true},  // later versions may add fields
 		{"00-" + id + "-00f067aa0ba902b7-01-extra", false, false}, // version 00 has none
 		{"ff-" + id + "-00f067aa0ba902b7-01", false, false},
 		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", false, false},
