@@ -376,7 +376,7 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 	}
 	defer at.release()
 	if x.rec != nil && x.body != nil {
-		x.rec.RequestSize = x.body.n.Load()
+		x.rec.RequestSize += x.body.n.Load()
 	}
 	if at.resp == nil {
 		x.fail(&at)
@@ -500,9 +500,15 @@ func (x *exchange) respond(resp *http.Response) {
 			return
 		}
 		if rec != nil {
-			rec.Details = sdBackendGoneLater
-			if !time.Now().Before(x.deadline) {
+			switch {
+			case !time.Now().Before(x.deadline):
 				rec.Details = sdBackendTimeoutMid
+			case x.r.Context().Err() != nil:
+				// The read failed because the client went away and
+				// its request's context ended.
+				rec.Details = sdClientGoneLater
+			default:
+				rec.Details = sdBackendGoneLater
 			}
 		}
 		// The backend failed or the timeout expired mid-body: the status

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -129,8 +130,10 @@ type handler struct {
 
 	adapters sync.Pool // *adapter
 	records  sync.Pool // *Record
-	bufs     sync.Pool // *[]byte of bufSize
-	mirrors  chan struct{}
+	// nextShard numbers new Records (Record.Shard).
+	nextShard atomic.Uint32
+	bufs      sync.Pool // *[]byte of bufSize
+	mirrors   chan struct{}
 
 	// Shared header values. They are never modified: header maps only
 	// replace or append (append reallocates, capacity equals length).
@@ -178,7 +181,7 @@ func NewHandler(cfg Config) http.Handler {
 	if h.traceRnd == nil {
 		h.traceRnd = rand.Uint64
 	}
-	h.records.New = func() any { return new(Record) }
+	h.records.New = func() any { return &Record{Shard: h.nextShard.Add(1) - 1} }
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -287,7 +290,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lbAnswer(rec, w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
 		return
 	}
-	if headerBlockSize(r) > h1.MaxHeaderBytes {
+	hb := headerBlockSize(r)
+	if rec != nil {
+		rec.RequestSize = int64(hb)
+	}
+	if hb > h1.MaxHeaderBytes {
 		lbAnswer(rec, w, http.StatusRequestHeaderFieldsTooLarge, sdHeadersTooLong, "request line and headers exceed 60 KiB")
 		return
 	}

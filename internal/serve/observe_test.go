@@ -38,6 +38,26 @@ func obsBackend(t *testing.T, zone string) string {
 		switch {
 		case r.URL.Path == "/healthz":
 			io.WriteString(w, "ok")
+		case r.URL.Path == "/slow-partial":
+			// Head and part of the body, then nothing until the
+			// route's timeout has long passed.
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, "0123456789")
+			http.NewResponseController(w).Flush()
+			select {
+			case <-time.After(3 * time.Second):
+			case <-r.Context().Done():
+			}
+		case r.URL.Path == "/stream":
+			// A long streamed body, for a client that leaves mid-way.
+			chunk := strings.Repeat("x", 16<<10)
+			for i := 0; i < 500 && r.Context().Err() == nil; i++ {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+				http.NewResponseController(w).Flush()
+				time.Sleep(2 * time.Millisecond)
+			}
 		case strings.HasPrefix(r.URL.Path, "/slow"):
 			select {
 			case <-time.After(3 * time.Second):
@@ -282,6 +302,22 @@ func TestAccessLogStatusDetails(t *testing.T) {
 		{path: "/garbage", status: 502, details: "backend_response_corrupted"},
 		{path: "/a%2Fb", status: 400, details: "invalid_request_path"},
 		{path: "/partial", status: 200, details: "backend_connection_closed_after_partial_response_sent"},
+		{path: "/slow-partial", status: 200, details: "backend_timeout_after_partial_response_sent"},
+		{path: "/stream", send: func() int {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.ReadFull(resp.Body, make([]byte, 1024)) // some of the body, then leave
+			c.Close()
+			return resp.StatusCode
+		}, status: 200, details: "client_disconnected_after_partial_response"},
 		{path: "/chunks", send: func() int {
 			return raw(t, addr, "POST /chunks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n")
 		}, status: 400, details: "malformed_request_body"},
@@ -304,7 +340,7 @@ func TestAccessLogStatusDetails(t *testing.T) {
 		} else {
 			got = do(c.path)
 		}
-		if c.details == "backend_connection_closed_after_partial_response_sent" {
+		if c.path == "/partial" || c.path == "/slow-partial" {
 			got = 200 // the client saw the head, then a short body
 		}
 		if got != c.status {
@@ -587,5 +623,32 @@ func TestTracePropagation(t *testing.T) {
 	}
 	if got := lines["/trace?cloud"].Trace; got != tid {
 		t.Errorf("logged trace %q", got)
+	}
+}
+
+// The statusDetails values that only net/http's HTTP/1.1 server lets
+// through to the handler (h1.Server refuses these requests itself).
+func TestAccessLogStatusDetailsNetHTTP(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	be := obsBackend(t, "us-east1-b")
+	y := obsConfig(be, be, closedAddr(t), closedAddr(t), logPath, "  http1Server: NET_HTTP\n")
+	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	addr := s.FrontendAddr("fe")
+	if got := raw(t, addr, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"); got != 405 {
+		t.Errorf("CONNECT: status %d, want 405", got)
+	}
+	// Over 60 KiB of head, but within net/http's 4 KiB of slop: the
+	// handler's exact check answers.
+	big := strings.Repeat("a", 61<<10)
+	if got := raw(t, addr, "GET /big HTTP/1.1\r\nHost: x\r\nX-Big: "+big+"\r\n\r\n"); got != 431 {
+		t.Errorf("big head: status %d, want 431", got)
+	}
+	lines := readLog(t, logPath, "example.com:443", "/big")
+	if l := lines["example.com:443"]; l.Payload.StatusDetails != "unsupported_method" || l.HTTPRequest.Status != 405 {
+		t.Errorf("CONNECT logged %d %q", l.HTTPRequest.Status, l.Payload.StatusDetails)
+	}
+	if l := lines["/big"]; l.Payload.StatusDetails != "headers_too_long" || l.HTTPRequest.Status != 431 {
+		t.Errorf("big head logged %d %q", l.HTTPRequest.Status, l.Payload.StatusDetails)
 	}
 }
