@@ -105,7 +105,7 @@ type AccessLog struct {
 	SampleRate *float64 `json:"sampleRate,omitempty"`
 	// BufferSize is how many records may wait for the writer; past it
 	// records are dropped and counted
-	// (spillway_access_log_dropped_total). Default 8192.
+	// (spillway_access_log_dropped_total). Default 4096.
 	BufferSize *int `json:"bufferSize,omitempty"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -19,8 +20,10 @@ import (
 // written by one goroutine through a bufio.Writer. When the channel is
 // full the line is dropped and counted, never waited for.
 
-// defaultAccessLogBuffer is spillway.accessLog.bufferSize's default.
-const defaultAccessLogBuffer = 8192
+// defaultAccessLogBuffer is spillway.accessLog.bufferSize's default:
+// at the writer's 10 ms tick it absorbs 409,600 lines a second. The
+// queue and the writer's spare hold 2 × 4096 entries of about 430 bytes.
+const defaultAccessLogBuffer = 4096
 
 // logEntry is what a log line needs from a proxy.Record: strings (which
 // may be kept) and numbers, copied by value into the channel.
@@ -39,9 +42,10 @@ type logEntry struct {
 	hasBackendLatency, traceGenerated bool
 }
 
-func newLogEntry(rec *proxy.Record) logEntry {
+// fillLogEntry sets *e from rec.
+func fillLogEntry(e *logEntry, rec *proxy.Record) {
 	r := rec.Request
-	e := logEntry{
+	*e = logEntry{
 		start: rec.Start, method: r.Method, host: r.Host, uri: r.RequestURI, proto: r.Proto,
 		remoteIP: proxy.RemoteIP(r), serverIP: proxy.ServerIP(r),
 		urlMap: rec.URLMap, route: rec.Route,
@@ -76,7 +80,6 @@ func newLogEntry(rec *proxy.Record) logEntry {
 			e.group, e.zone = ep.Group.Name, ep.Group.Zone
 		}
 	}
-	return e
 }
 
 // accessLogSettings are spillway.accessLog's resolved values.
@@ -110,10 +113,15 @@ func accessLogConfig(c *config.Config) (accessLogSettings, float64, bool) {
 // has queued and closes its file.
 type accessLog struct {
 	settings accessLogSettings
-	ch       chan logEntry
-	stop     chan struct{}
-	done     chan struct{}
-	counts   *accessLogCounts
+	// mu guards pending, the entries waiting for the writer (capacity
+	// settings.buffer, never grown). Requests fill their entry in place
+	// under mu; the writer swaps pending for an empty slice of the same
+	// capacity and formats the batch without the lock.
+	mu      sync.Mutex
+	pending []logEntry
+	stop    chan struct{}
+	done    chan struct{}
+	counts  *accessLogCounts
 }
 
 // accessLogCounts outlive generations.
@@ -132,17 +140,40 @@ func openAccessLog(st accessLogSettings, stdout io.Writer, counts *accessLogCoun
 		}
 		w, closer = f, f
 	}
-	a := &accessLog{settings: st, ch: make(chan logEntry, st.buffer), stop: make(chan struct{}), done: make(chan struct{}), counts: counts}
+	a := &accessLog{settings: st, pending: make([]logEntry, 0, st.buffer), stop: make(chan struct{}), done: make(chan struct{}), counts: counts}
 	go a.run(bufio.NewWriterSize(w, 64<<10), closer)
 	return a, nil
 }
 
-// send queues an entry, or drops and counts it when the queue is full.
-func (a *accessLog) send(e *logEntry) {
-	select {
-	case a.ch <- *e:
-	default:
+// slot returns the next free entry with a.mu held (the caller fills it
+// and unlocks), or nil, with the drop counted and mu released, when the
+// queue is full.
+func (a *accessLog) slot() *logEntry {
+	a.mu.Lock()
+	n := len(a.pending)
+	if n == cap(a.pending) {
+		a.mu.Unlock()
 		a.counts.dropped.Add(1)
+		return nil
+	}
+	a.pending = a.pending[:n+1]
+	return &a.pending[n]
+}
+
+// record queues the entry of rec, or drops and counts it when the queue
+// is full. The entry is written in place: no copy, no allocation.
+func (a *accessLog) record(rec *proxy.Record) {
+	if e := a.slot(); e != nil {
+		fillLogEntry(e, rec)
+		a.mu.Unlock()
+	}
+}
+
+// send queues a copy of e, or drops and counts it when the queue is full.
+func (a *accessLog) send(e *logEntry) {
+	if slot := a.slot(); slot != nil {
+		*slot = *e
+		a.mu.Unlock()
 	}
 }
 
@@ -155,11 +186,12 @@ func (a *accessLog) close() {
 func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 	defer close(a.done)
 	buf := make([]byte, 0, 2048)
+	var tc timeCache
 	write := func(e *logEntry) {
 		if a.settings.text {
-			buf = appendTextLine(buf[:0], e)
+			buf = appendTextLine(buf[:0], e, &tc)
 		} else {
-			buf = appendJSONLine(buf[:0], e)
+			buf = appendJSONLine(buf[:0], e, &tc)
 		}
 		if _, err := bw.Write(buf); err != nil {
 			a.counts.writeErrors.Add(1)
@@ -167,20 +199,22 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 		}
 		a.counts.written.Add(1)
 	}
-	// The writer wakes on a ticker and drains the queue, rather than
-	// waiting on it: a sender then never wakes a goroutine, and a busy
-	// log costs one write(2) per tick (or per 64 KiB), not per line.
+	// The writer wakes on a ticker and takes the whole queue, rather than
+	// waiting on it: a request never wakes a goroutine, and a busy log
+	// costs one write(2) per tick (or per 64 KiB), not per line.
+	spare := make([]logEntry, 0, a.settings.buffer)
 	drain := func() {
-		for {
-			select {
-			case e := <-a.ch:
-				write(&e)
-			default:
-				if bw.Buffered() > 0 {
-					bw.Flush()
-				}
-				return
-			}
+		a.mu.Lock()
+		batch := a.pending
+		a.pending = spare
+		a.mu.Unlock()
+		for i := range batch {
+			write(&batch[i])
+		}
+		clear(batch) // drop the strings the entries hold
+		spare = batch[:0]
+		if bw.Buffered() > 0 {
+			bw.Flush()
 		}
 	}
 	tick := time.NewTicker(accessLogTick)
@@ -201,15 +235,15 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 
 // accessLogTick is how often the writer drains its queue: lines reach
 // the destination at most this late, and a queue of bufferSize lines
-// absorbs bufferSize/accessLogTick lines a second (819,200 by default).
+// absorbs bufferSize/accessLogTick lines a second (409,600 by default).
 const accessLogTick = 10 * time.Millisecond
 
 // appendJSONLine formats an entry like a Google load balancer log entry:
 // httpRequest, trace, spanId and jsonPayload with statusDetails, plus
 // Spillway's decision (docs/operations.md).
-func appendJSONLine(b []byte, e *logEntry) []byte {
+func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	b = append(b, `{"timestamp":"`...)
-	b = e.start.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = tc.appendTimestamp(b, e.start)
 	b = append(b, `","severity":"`...)
 	if e.status >= 500 || e.status == 0 {
 		b = append(b, "WARNING"...)
@@ -284,8 +318,8 @@ func appendJSONLine(b []byte, e *logEntry) []byte {
 }
 
 // appendTextLine formats an entry as one line of key=value pairs.
-func appendTextLine(b []byte, e *logEntry) []byte {
-	b = e.start.UTC().AppendFormat(b, time.RFC3339Nano)
+func appendTextLine(b []byte, e *logEntry, tc *timeCache) []byte {
+	b = tc.appendTimestamp(b, e.start)
 	kv := func(k, v string) {
 		b = append(b, ' ')
 		b = append(b, k...)
@@ -344,9 +378,60 @@ func appendRequestURL(b []byte, e *logEntry, esc func([]byte, string) []byte) []
 	return esc(b, e.uri)
 }
 
-// appendSeconds writes d as seconds with up to 9 decimals ("0.001234").
+// appendSeconds writes d as seconds with up to 9 decimals ("0.001234"),
+// in integer arithmetic.
 func appendSeconds(b []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(b, d.Seconds(), 'f', -1, 64)
+	if d < 0 {
+		d = 0
+	}
+	b = strconv.AppendInt(b, int64(d/time.Second), 10)
+	frac := int64(d % time.Second)
+	if frac == 0 {
+		return b
+	}
+	var digits [10]byte
+	digits[0] = '.'
+	for i := 9; i >= 1; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 10
+	for digits[n-1] == '0' {
+		n--
+	}
+	return append(b, digits[:n]...)
+}
+
+// timeCache remembers the formatted second of the last timestamp: lines
+// come in bursts from the same second, and the writer is one goroutine.
+type timeCache struct {
+	sec    int64
+	prefix []byte // "2006-01-02T15:04:05"
+}
+
+// appendTimestamp appends t in UTC as RFC 3339 with nanoseconds
+// ("2006-01-02T15:04:05.999999999Z", trailing zeros dropped).
+func (c *timeCache) appendTimestamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	if sec := t.Unix(); sec != c.sec || c.prefix == nil {
+		c.sec = sec
+		c.prefix = t.AppendFormat(c.prefix[:0], "2006-01-02T15:04:05")
+	}
+	b = append(b, c.prefix...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var digits [10]byte
+		digits[0] = '.'
+		for i := 9; i >= 1; i-- {
+			digits[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for digits[n-1] == '0' {
+			n--
+		}
+		b = append(b, digits[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 func appendHex16(b []byte, v uint64) []byte {

@@ -42,7 +42,7 @@ func TestAccessLogLineIsJSON(t *testing.T) {
 		reason: "no healthy backend in backend service bs", latency: 1500 * time.Microsecond,
 		trace: proxy.TraceContext{ID: [32]byte([]byte("4bf92f3577b34da6a3ce929d0e0e4736")), Span: 0xf067aa0ba902b7},
 	}
-	b := appendJSONLine(nil, &e)
+	b := appendJSONLine(nil, &e, new(timeCache))
 	var v struct {
 		HTTPRequest struct {
 			RequestURL string `json:"requestUrl"`
@@ -58,6 +58,18 @@ func TestAccessLogLineIsJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatalf("%v\n%s", err, b)
+	}
+	var ts struct {
+		Timestamp string `json:"timestamp"`
+	}
+	json.Unmarshal(b, &ts)
+	if ts.Timestamp != "2023-11-14T22:13:20.000000005Z" {
+		t.Errorf("timestamp %q", ts.Timestamp)
+	}
+	for d, want := range map[time.Duration]string{0: "0", time.Second: "1", 1500 * time.Millisecond: "1.5", 1: "0.000000001", 1234567: "0.001234567"} {
+		if got := string(appendSeconds(nil, d)); got != want {
+			t.Errorf("appendSeconds(%v) = %q, want %q", d, got, want)
+		}
 	}
 	if v.HTTPRequest.RequestURL != "http://h\"x/p?q=\x01\ufffd\"\\" || v.HTTPRequest.UserAgent != "ua\n\t\u2603" ||
 		v.HTTPRequest.Latency != "0.0015s" || v.HTTPRequest.Status != 503 || v.Trace != "4bf92f3577b34da6a3ce929d0e0e4736" ||
@@ -77,8 +89,9 @@ func BenchmarkAccessLogLine(b *testing.B) {
 		trace: proxy.TraceContext{ID: [32]byte([]byte("4bf92f3577b34da6a3ce929d0e0e4736")), Span: 0xf067aa0ba902b7},
 	}
 	buf := make([]byte, 0, 2048)
+	var tc timeCache
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendJSONLine(buf[:0], &e)
+		buf = appendJSONLine(buf[:0], &e, &tc)
 	}
 }

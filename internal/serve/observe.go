@@ -74,8 +74,7 @@ func (s *Server) recorder(p *plan.Plan, pf *plan.Frontend) func(*proxy.Record) {
 		if !sampled(r) {
 			return
 		}
-		e := newLogEntry(rec)
-		a.send(&e)
+		a.record(rec)
 	}
 }
 
