@@ -11,11 +11,6 @@ import (
 	"github.com/spillwaylb/spillway/internal/gslb"
 )
 
-var (
-	descDNSQueries = prometheus.NewDesc("spillway_dns_queries_total", "DNS queries answered, by name (a name of the zones, empty for any other), query type, response code and the GSLB member answered first (empty for static answers).", []string{"name", "type", "rcode", "member"}, nil)
-	descDNSHealthy = prometheus.NewDesc("spillway_dns_member_healthy", "1 while the GSLB member is healthy (answered), else 0.", []string{"name", "member"}, nil)
-)
-
 // dnsKey is one DNS query series. Names outside the zones collapse to
 // "", and types and rcodes are numbers, so the set is bounded by the
 // config.
@@ -49,6 +44,7 @@ func (d *dnsCounters) observe(q gslb.Query) {
 
 // collectDNS emits the DNS query counters and member health.
 func (m *metrics) collectDNS(ch chan<- prometheus.Metric) {
+	d := m.d
 	m.dns.m.Range(func(k, v any) bool {
 		key := k.(dnsKey)
 		typ, ok := dns.TypeToString[key.qtype]
@@ -59,20 +55,20 @@ func (m *metrics) collectDNS(ch chan<- prometheus.Metric) {
 		if !ok {
 			rcode = strconv.Itoa(key.rcode)
 		}
-		ch <- prometheus.MustNewConstMetric(descDNSQueries, prometheus.CounterValue, float64(v.(*atomic.Uint64).Load()), key.name, typ, rcode, key.member)
+		ch <- prometheus.MustNewConstMetric(d.descDNSQueries, prometheus.CounterValue, float64(v.(*atomic.Uint64).Load()), key.name, typ, rcode, key.member)
 		return true
 	})
 	m.s.mu.Lock()
-	d := m.s.dns
+	srv := m.s.dns
 	m.s.mu.Unlock()
-	if d == nil {
+	if srv == nil {
 		return
 	}
-	for _, h := range d.srv.Health() {
+	for _, h := range srv.srv.Health() {
 		v := 0.0
 		if h.Healthy {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descDNSHealthy, prometheus.GaugeValue, v, h.Name, h.Member)
+		ch <- prometheus.MustNewConstMetric(d.descDNSHealthy, prometheus.GaugeValue, v, h.Name, h.Member)
 	}
 }

@@ -13,20 +13,6 @@ import (
 // counters, outlier ejections, health probes and the traffic split as
 // each frontend's region sees it. None of them is on the request path.
 
-var (
-	descLogLines    = prometheus.NewDesc("spillway_access_log_lines_total", "Access log lines written.", nil, nil)
-	descLogDropped  = prometheus.NewDesc("spillway_access_log_dropped_total", "Access log lines dropped because the writer's queue was full.", nil, nil)
-	descLogErrors   = prometheus.NewDesc("spillway_access_log_write_errors_total", "Access log lines that failed to write.", nil, nil)
-	descEjections   = prometheus.NewDesc("spillway_outlier_ejections_total", "Endpoints ejected by outlier detection.", []string{"backend_service"}, nil)
-	descProbes      = prometheus.NewDesc("spillway_probes_total", "Health check probes, by target address, health check type and result (success, failure).", []string{"target", "type", "result"}, nil)
-	descProbeTime   = prometheus.NewDesc("spillway_probe_duration_seconds", "Health check probe latency.", []string{"target", "type"}, nil)
-	descShareRegion = prometheus.NewDesc("spillway_backend_traffic_share_by_frontend", "Share of the backend service's traffic the backend receives from the frontend's clients (its region; client_region is empty for a frontend without one), 0-1.", []string{"frontend", "client_region", "backend_service", "group", "zone"}, nil)
-)
-
-func opsDescs() []*prometheus.Desc {
-	return []*prometheus.Desc{descLogLines, descLogDropped, descLogErrors, descEjections, descProbes, descProbeTime, descShareRegion}
-}
-
 // opsCounters are the loop-side counters (probes, ejections). Probes and
 // ejections are rare next to requests: a mutex and maps will do.
 type opsCounters struct {
@@ -79,23 +65,24 @@ func (o *opsCounters) probed(r *probe.Result) {
 
 // collectOps emits the operational metrics.
 func (m *metrics) collectOps(ch chan<- prometheus.Metric) {
+	d := m.d
 	c := &m.s.alogCounts
 	counter := func(d *prometheus.Desc, v *atomic.Uint64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v.Load()))
 	}
-	counter(descLogLines, &c.written)
-	counter(descLogDropped, &c.dropped)
-	counter(descLogErrors, &c.writeErrors)
+	counter(d.descLogLines, &c.written)
+	counter(d.descLogDropped, &c.dropped)
+	counter(d.descLogErrors, &c.writeErrors)
 
 	o := &m.ops
 	o.mu.Lock()
 	for svc, n := range o.ejections {
-		ch <- prometheus.MustNewConstMetric(descEjections, prometheus.CounterValue, float64(n), svc)
+		ch <- prometheus.MustNewConstMetric(d.descEjections, prometheus.CounterValue, float64(n), svc)
 	}
 	for k, ps := range o.probes {
-		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.CounterValue, float64(ps.ok), k.target, k.typ, "success")
-		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.CounterValue, float64(ps.failed), k.target, k.typ, "failure")
-		ch <- histogram(descProbeTime, &ps.latency, ps.sumNs, []string{k.target, k.typ})
+		ch <- prometheus.MustNewConstMetric(d.descProbes, prometheus.CounterValue, float64(ps.ok), k.target, k.typ, "success")
+		ch <- prometheus.MustNewConstMetric(d.descProbes, prometheus.CounterValue, float64(ps.failed), k.target, k.typ, "failure")
+		ch <- histogram(d.descProbeTime, &ps.latency, ps.sumNs, []string{k.target, k.typ})
 	}
 	o.mu.Unlock()
 
@@ -103,7 +90,7 @@ func (m *metrics) collectOps(ch chan<- prometheus.Metric) {
 		for _, svc := range r.Services {
 			for _, f := range svc.Frontends {
 				for _, b := range f.Backends {
-					ch <- prometheus.MustNewConstMetric(descShareRegion, prometheus.GaugeValue, b.Share, f.Frontend, f.ClientRegion, svc.Name, b.Group, b.Zone)
+					ch <- prometheus.MustNewConstMetric(d.descShareRegion, prometheus.GaugeValue, b.Share, f.Frontend, f.ClientRegion, svc.Name, b.Group, b.Zone)
 				}
 			}
 		}

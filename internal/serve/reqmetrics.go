@@ -19,18 +19,30 @@ import (
 // their cache lines stay with it): a few uncontended atomic adds, no
 // lock, no allocation, no label strings. Scrapes sum the shards.
 
-// latencyBuckets are the upper bounds of the latency histograms.
-var latencyBuckets = [...]time.Duration{
-	500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
-	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
-	250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2500 * time.Millisecond,
-	5 * time.Second, 10 * time.Second,
+// latencyBuckets returns the upper bounds of the latency histograms (a
+// function, so the table is not package-level mutable state; the array
+// is copied from read-only data).
+func latencyBuckets() [14]time.Duration {
+	return [14]time.Duration{
+		500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+		10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2500 * time.Millisecond,
+		5 * time.Second, 10 * time.Second,
+	}
 }
 
-const nBuckets = len(latencyBuckets) + 1 // the last is +Inf
+const nBuckets = 14 + 1 // the last is +Inf
 
-// codeClasses are the code_class label values, by index (classIndex).
-var codeClasses = [...]string{"0", "1xx", "2xx", "3xx", "4xx", "5xx"}
+// nClasses is the number of code classes: none, 1xx … 5xx (classIndex).
+const nClasses = 6
+
+// codeClass returns the code_class label of a class index.
+func codeClass(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	return string(rune('0'+i)) + "xx"
+}
 
 func classIndex(code int) int {
 	if code < 100 || code > 599 {
@@ -40,7 +52,7 @@ func classIndex(code int) int {
 }
 
 func bucketIndex(d time.Duration) int {
-	for i, b := range latencyBuckets {
+	for i, b := range latencyBuckets() {
 		if d <= b {
 			return i
 		}
@@ -65,7 +77,7 @@ func (h *histo) observe(d time.Duration) {
 // shard is one shard of a series. The padding keeps neighbouring shards'
 // hot words off each other's cache lines.
 type shard struct {
-	codes                            [len(codeClasses)]atomic.Uint64
+	codes                            [nClasses]atomic.Uint64
 	reqBytes, respBytes              atomic.Uint64
 	retries, connectErrors, timeouts atomic.Uint64
 	latency, backendLatency          histo
@@ -104,7 +116,7 @@ func (s *series) observe(rec *proxy.Record) {
 
 // seriesTotals is a series summed over its shards.
 type seriesTotals struct {
-	codes                            [len(codeClasses)]uint64
+	codes                            [nClasses]uint64
 	reqBytes, respBytes              uint64
 	retries, connectErrors, timeouts uint64
 	latency, backendLatency          [nBuckets]uint64
@@ -245,32 +257,8 @@ func (fs *frontendSeries) of(rec *proxy.Record) *series {
 	return ss.picked
 }
 
-// Request metric descriptors.
-var (
-	reqLabels       = []string{"frontend", "backend_service", "group", "zone"}
-	descRequests    = prometheus.NewDesc("spillway_requests_total", "Requests answered, by frontend, backend service, backend group, zone and status class (0: no status sent).", append(append([]string(nil), reqLabels...), "code_class"), nil)
-	descReqBytes    = prometheus.NewDesc("spillway_request_bytes_total", "Request bytes received: request line, headers and body.", reqLabels, nil)
-	descRespBytes   = prometheus.NewDesc("spillway_response_bytes_total", "Response body bytes sent to clients.", reqLabels, nil)
-	descRetries     = prometheus.NewDesc("spillway_retries_total", "Attempts after the first (retryPolicy and the default retry).", reqLabels, nil)
-	descConnErrors  = prometheus.NewDesc("spillway_upstream_connect_errors_total", "Attempts whose connection to the endpoint could not be made.", reqLabels, nil)
-	descTimeouts    = prometheus.NewDesc("spillway_upstream_timeouts_total", "Attempts cut by the per-try or request timeout before response headers.", reqLabels, nil)
-	descLatency     = prometheus.NewDesc("spillway_request_duration_seconds", "Time from the request's arrival to the end of its response (Google's total latency).", reqLabels, nil)
-	descBackendLat  = prometheus.NewDesc("spillway_backend_request_duration_seconds", "Time from sending the last attempt to its response headers (or failure).", reqLabels, nil)
-	bucketUpperSecs = func() []float64 {
-		b := make([]float64, len(latencyBuckets))
-		for i, d := range latencyBuckets {
-			b[i] = d.Seconds()
-		}
-		return b
-	}()
-)
-
-func requestDescs() []*prometheus.Desc {
-	return []*prometheus.Desc{descRequests, descReqBytes, descRespBytes, descRetries, descConnErrors, descTimeouts, descLatency, descBackendLat}
-}
-
 // collect emits the request metrics.
-func (m *requestMetrics) collect(ch chan<- prometheus.Metric) {
+func (m *requestMetrics) collect(ch chan<- prometheus.Metric, d *obsDescs) {
 	for _, s := range m.all() {
 		t := s.sum()
 		l := []string{s.frontend, s.service, s.group, s.zone}
@@ -280,7 +268,7 @@ func (m *requestMetrics) collect(ch chan<- prometheus.Metric) {
 			if n == 0 {
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), append(l[:4:4], codeClasses[c])...)
+			ch <- prometheus.MustNewConstMetric(d.descRequests, prometheus.CounterValue, float64(n), append(l[:4:4], codeClass(c))...)
 		}
 		if total == 0 {
 			continue
@@ -288,22 +276,23 @@ func (m *requestMetrics) collect(ch chan<- prometheus.Metric) {
 		counter := func(d *prometheus.Desc, v uint64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
 		}
-		counter(descReqBytes, t.reqBytes)
-		counter(descRespBytes, t.respBytes)
-		counter(descRetries, t.retries)
-		counter(descConnErrors, t.connectErrors)
-		counter(descTimeouts, t.timeouts)
-		ch <- histogram(descLatency, &t.latency, t.latencySum, l)
-		ch <- histogram(descBackendLat, &t.backendLatency, t.backendLatencySum, l)
+		counter(d.descReqBytes, t.reqBytes)
+		counter(d.descRespBytes, t.respBytes)
+		counter(d.descRetries, t.retries)
+		counter(d.descConnErrors, t.connectErrors)
+		counter(d.descTimeouts, t.timeouts)
+		ch <- histogram(d.descLatency, &t.latency, t.latencySum, l)
+		ch <- histogram(d.descBackendLat, &t.backendLatency, t.backendLatencySum, l)
 	}
 }
 
 func histogram(d *prometheus.Desc, counts *[nBuckets]uint64, sumNs uint64, labels []string) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(bucketUpperSecs))
+	bounds := latencyBuckets()
+	buckets := make(map[float64]uint64, len(bounds))
 	cum := uint64(0)
-	for i, ub := range bucketUpperSecs {
+	for i, ub := range bounds {
 		cum += counts[i]
-		buckets[ub] = cum
+		buckets[ub.Seconds()] = cum
 	}
 	cum += counts[nBuckets-1]
 	return prometheus.MustNewConstHistogram(d, cum, float64(sumNs)/1e9, buckets, labels...)
