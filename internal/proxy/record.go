@@ -133,24 +133,6 @@ func (rec *Record) noteAttempt(o *Outcome) {
 	}
 }
 
-// CodeClass returns the class of a status ("2xx"), or "0" when no status
-// was sent, as the metrics label it.
-func CodeClass(code int) string {
-	switch {
-	case code >= 100 && code < 200:
-		return "1xx"
-	case code < 300 && code >= 200:
-		return "2xx"
-	case code < 400 && code >= 300:
-		return "3xx"
-	case code < 500 && code >= 400:
-		return "4xx"
-	case code < 600 && code >= 500:
-		return "5xx"
-	}
-	return "0"
-}
-
 // RemoteIP returns the client's IP address: r.RemoteAddr without the
 // port.
 func RemoteIP(r *http.Request) string { return hostOnly(r.RemoteAddr) }

@@ -428,9 +428,16 @@ func promValue(text, series string) float64 {
 func TestRequestMetricsMatchClients(t *testing.T) {
 	dir := t.TempDir()
 	beB, beC := obsBackend(t, "us-east1-b"), obsBackend(t, "us-east1-c")
-	y := obsConfig(beB, beC, closedAddr(t), closedAddr(t), filepath.Join(dir, "a.log"), "")
+	dead := closedAddr(t)
+	y := obsConfig(beB, beC, dead, closedAddr(t), filepath.Join(dir, "a.log"), "")
 	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	base := "http://" + s.FrontendAddr("fe")
+	// The health check of bs-dead's endpoint fails: probes are counted.
+	probes := fmt.Sprintf(`spillway_probes_total{result="failure",target="%s",type="HTTP"}`, dead)
+	waitFor(t, "failed probes counted", func() bool { return promValue(metricsText(t, s), probes) >= 2 })
+	if got := promValue(metricsText(t, s), fmt.Sprintf(`spillway_probe_duration_seconds_count{target="%s",type="HTTP"}`, dead)); got < 2 {
+		t.Errorf("probe latency observations = %v", got)
+	}
 	var (
 		mu     sync.Mutex
 		zones  = map[string]int{}
