@@ -2,6 +2,7 @@ package serve
 
 import (
 	"math/rand/v2"
+	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/plan"
@@ -85,10 +86,13 @@ func (s *Server) configureAccessLog(c *config.Config) error {
 	defer s.alogMu.Unlock()
 	st, _, on := accessLogConfig(c)
 	old := s.alog.Load()
+	// An old writer is stopped without waiting for it: it may be blocked
+	// on a destination that does not drain (a stalled stdout pipe), and
+	// this runs on the control loop.
 	if !on {
 		if old != nil {
 			s.alog.Store(nil)
-			old.close()
+			go old.close()
 		}
 		return nil
 	}
@@ -101,16 +105,23 @@ func (s *Server) configureAccessLog(c *config.Config) error {
 	}
 	s.alog.Store(a)
 	if old != nil {
-		old.close()
+		go old.close()
 	}
 	return nil
 }
 
-// closeAccessLog stops the writer after it wrote what is queued.
+// closeAccessLog stops the writer after it wrote what is queued, waiting
+// at most 5 s for a destination that does not drain.
 func (s *Server) closeAccessLog() {
 	s.alogMu.Lock()
 	defer s.alogMu.Unlock()
 	if a := s.alog.Swap(nil); a != nil {
-		a.close()
+		done := make(chan struct{})
+		go func() { a.close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			s.log.Warn("access log: the destination did not take the last lines within 5 s", "path", a.settings.path)
+		}
 	}
 }
