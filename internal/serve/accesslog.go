@@ -15,9 +15,9 @@ import (
 	"github.com/spillwaylb/spillway/internal/proxy"
 )
 
-// The access log (spillway.accessLog, docs/operations.md): requests are
-// copied into a bounded channel on the request path and formatted and
-// written by one goroutine through a bufio.Writer. When the channel is
+// The access log (spillway.accessLog, docs/operations.md): a request
+// fills its entry in a bounded queue, and one goroutine formats and
+// writes the queue through a bufio.Writer every 10 ms. When the queue is
 // full the line is dropped and counted, never waited for.
 
 // defaultAccessLogBuffer is spillway.accessLog.bufferSize's default:
@@ -26,20 +26,20 @@ import (
 const defaultAccessLogBuffer = 4096
 
 // logEntry is what a log line needs from a proxy.Record: strings (which
-// may be kept) and numbers, copied by value into the channel.
+// may be kept) and numbers, filled in place in the queue.
 type logEntry struct {
-	start                             time.Time
-	method, scheme, host, uri, proto  string
-	userAgent, referer                string
-	remoteIP, serverIP                string
-	frontend, urlMap, route           string
-	service, group, zone, endpoint    string
-	details, reason                   string
-	status, retries                   int
-	reqSize, respSize                 int64
-	latency, backendLatency           time.Duration
-	trace                             proxy.TraceContext
-	hasBackendLatency, traceGenerated bool
+	start                            time.Time
+	method, scheme, host, uri, proto string
+	userAgent, referer               string
+	remoteIP, serverIP               string
+	frontend, urlMap, route          string
+	service, group, zone, endpoint   string
+	details, reason                  string
+	status, retries                  int
+	reqSize, respSize                int64
+	latency, backendLatency          time.Duration
+	trace                            proxy.TraceContext
+	hasBackendLatency                bool
 }
 
 // fillLogEntry sets *e from rec.
