@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,28 @@ func BenchmarkAccessLogLine(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = appendJSONLine(buf[:0], &e, &tc)
+	}
+}
+
+// format: TEXT writes the same fields as key=value pairs on one line.
+func TestAccessLogTextLine(t *testing.T) {
+	e := logEntry{
+		start: time.Unix(1700000000, 0).UTC(), method: "GET", scheme: "https", host: "shop.example", uri: "/cart?id=7",
+		proto: "HTTP/2.0", status: 503, details: "failed_to_pick_backend", reason: "no healthy backend in backend service bs",
+		frontend: "fe", urlMap: "um", service: "bs", latency: 2 * time.Millisecond,
+		trace: proxy.TraceContext{ID: [32]byte([]byte("4bf92f3577b34da6a3ce929d0e0e4736"))},
+	}
+	got := string(appendTextLine(nil, &e, new(timeCache)))
+	for _, want := range []string{
+		"2023-11-14T22:13:20Z ", ` url="https://shop.example/cart?id=7"`, " status=503", ` statusDetails="failed_to_pick_backend"`,
+		" latency=0.002s", ` protocol="HTTP/2.0"`, ` backendService="bs"`, ` reason="no healthy backend in backend service bs"`,
+		" trace=4bf92f3577b34da6a3ce929d0e0e4736\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text line lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "\n") != 1 {
+		t.Errorf("text line is not one line: %q", got)
 	}
 }
