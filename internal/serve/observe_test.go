@@ -659,3 +659,39 @@ func TestAccessLogStatusDetailsNetHTTP(t *testing.T) {
 		t.Errorf("big head logged %d %q", l.HTTPRequest.Status, l.Payload.StatusDetails)
 	}
 }
+
+// HTTP/2 requests (h2c here) are recorded and logged like HTTP/1.1 ones.
+func TestAccessLogHTTP2(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "access.log")
+	be := obsBackend(t, "us-east1-b")
+	y := obsConfig(be, be, closedAddr(t), closedAddr(t), logPath, "")
+	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	cl := &http.Client{Transport: &http.Transport{Protocols: &p}, Timeout: 5 * time.Second}
+	for _, path := range []string{"/h2", "/dead-h2"} {
+		resp, err := cl.Get("http://" + s.FrontendAddr("fe") + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("%s: answered over %s, want HTTP/2", path, resp.Proto)
+		}
+	}
+	lines := readLog(t, logPath, "/h2", "/dead-h2")
+	if l := lines["/h2"]; l.HTTPRequest.Protocol != "HTTP/2.0" || l.HTTPRequest.Status != 200 || l.Payload.StatusDetails != "response_sent_by_backend" || l.HTTPRequest.ResponseSize != "10" {
+		t.Errorf("/h2 logged %+v", l)
+	}
+	if l := lines["/dead-h2"]; l.HTTPRequest.Protocol != "HTTP/2.0" || l.Payload.BackendService != "bs-dead" {
+		t.Errorf("/dead-h2 logged %+v", l)
+	}
+	m := metricsText(t, s)
+	b := max(0, promValue(m, `spillway_requests_total{backend_service="bs",code_class="2xx",frontend="fe",group="neg-b",zone="us-east1-b"}`))
+	c := max(0, promValue(m, `spillway_requests_total{backend_service="bs",code_class="2xx",frontend="fe",group="neg-c",zone="us-east1-c"}`))
+	if b+c != 1 {
+		t.Errorf("2xx to bs = %v, want 1", b+c)
+	}
+}
