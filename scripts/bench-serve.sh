@@ -8,7 +8,11 @@
 # BACKENDS (comma list of host:port) comes from peers.sh; SPILLWAY is the
 # binary (default: bin/spillway next to this script's repo). HTTP1_SERVER
 # (SPILLWAY or NET_HTTP), when set, becomes spillway: {http1Server: ...};
-# PROCS, when set, is passed as --procs (default auto).
+# PROCS, when set, is passed as --procs (default auto). OBS=off turns the
+# request metrics off (spillway: {requestMetrics: false}); OBS=on keeps
+# them and adds the JSON access log, written to access.log in the
+# script's mktemp directory (delete it after the run); unset keeps the
+# defaults (metrics on, no access log).
 set -euo pipefail
 listen=${1:?usage: bench-serve.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +33,15 @@ cfg=$dir/bench.yaml
   echo "- {name: um-bench, defaultService: bs-bench}"
   echo "frontends:"
   echo "- {name: fe-bench, address: \"$listen\", protocol: HTTP, urlMap: um-bench, region: us-east1}"
-  if [ -n "${HTTP1_SERVER:-}" ]; then echo "spillway: {http1Server: $HTTP1_SERVER}"; fi
+  tuning=()
+  if [ -n "${HTTP1_SERVER:-}" ]; then tuning+=("http1Server: $HTTP1_SERVER"); fi
+  case "${OBS:-}" in
+  off) tuning+=("requestMetrics: false") ;;
+  on) tuning+=("accessLog: {enable: true, path: $dir/access.log, format: JSON}") ;;
+  esac
+  if [ ${#tuning[@]} -gt 0 ]; then
+    echo "spillway:"
+    for t in "${tuning[@]}"; do echo "  $t"; done
+  fi
 } >"$cfg"
 exec "$bin" serve --config "$cfg" --admin "" --watch 0 --log-level warn ${PROCS:+--procs "$PROCS"}

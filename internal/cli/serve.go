@@ -89,6 +89,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "process log format: text (key=value) or json (one JSON object a line)")
 	watch := fs.Duration("watch", time.Second, "poll interval of the config file and the TLS certificate, key and CA files (0 disables the watch)")
 	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
@@ -109,7 +110,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	log, err := newLogger(stderr, *logFormat, lvl)
+	if err != nil {
+		return err
+	}
 	autoProcs, err := setProcs(*procsFlag, givenFlags(fs)["procs"], log)
 	if err != nil {
 		return err
@@ -281,6 +285,18 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
+// newLogger returns the process logger: --log-format text or json.
+func newLogger(w io.Writer, format string, lvl slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
 // PrintHealth prints a health report as tables.
 func PrintHealth(w io.Writer, r *serve.HealthReport) {
 	for _, s := range r.Services {
@@ -301,6 +317,21 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 					extra = append(extra, e.Detail)
 				}
 				fmt.Fprintf(w, "      %-22s %-10s %s\n", e.IPAddress, e.HealthState, strings.Join(extra, "; "))
+			}
+		}
+		for _, f := range s.Frontends {
+			region := f.ClientRegion
+			if region == "" {
+				region = "none"
+			}
+			fmt.Fprintf(w, "  seen from frontend %s (client region %s; measured over %d requests)\n", f.Frontend, region, f.MeasuredRequests)
+			fmt.Fprintf(w, "    %-22s %-14s %6s %9s\n", "BACKEND", "ZONE", "SHARE", "MEASURED")
+			for _, b := range f.Backends {
+				measured := "-"
+				if f.MeasuredRequests > 0 {
+					measured = fmt.Sprintf("%.1f%%", 100*b.MeasuredShare)
+				}
+				fmt.Fprintf(w, "    %-22s %-14s %5.1f%% %9s\n", b.Group, b.Zone, 100*b.Share, measured)
 			}
 		}
 		fmt.Fprintln(w)

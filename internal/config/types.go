@@ -78,6 +78,46 @@ type Tuning struct {
 	// path_with_escaped_slashes_action). Read only while NormalizePath is
 	// on.
 	PathWithEscapedSlashesAction string `json:"pathWithEscapedSlashesAction,omitempty"`
+	// AccessLog writes one line per request (docs/operations.md). Off
+	// when absent. Which requests are logged is decided per backend
+	// service by its logConfig; requests that reach no backend service
+	// are logged at AccessLog.SampleRate.
+	AccessLog *AccessLog `json:"accessLog,omitempty"`
+	// RequestMetrics turns the per-request Prometheus metrics
+	// (spillway_requests_total and the others in docs/operations.md) on
+	// or off. Default true.
+	RequestMetrics *bool `json:"requestMetrics,omitempty"`
+}
+
+// AccessLog is spillway.accessLog, Spillway's request log.
+type AccessLog struct {
+	// Enable turns the log on.
+	Enable bool `json:"enable,omitempty"`
+	// Path is the file the log is appended to, or "stdout" (the default).
+	// A reload that changes it reopens the log.
+	Path string `json:"path,omitempty"`
+	// Format is JSON (the default: Google's log entry shape) or TEXT
+	// (one key=value line).
+	Format string `json:"format,omitempty"`
+	// SampleRate is the fraction (0-1) of requests logged that no backend
+	// service's logConfig decides (requests answered before a backend
+	// service was chosen, and services without a logConfig). Default 1.
+	SampleRate *float64 `json:"sampleRate,omitempty"`
+	// BufferSize is how many records may wait for the writer; past it
+	// records are dropped and counted
+	// (spillway_access_log_dropped_total). Default 4096.
+	BufferSize *int `json:"bufferSize,omitempty"`
+}
+
+// LogConfig is backendService.logConfig (Google's): whether and how often
+// the service's requests are logged.
+type LogConfig struct {
+	Enable     bool     `json:"enable,omitempty"`
+	SampleRate *float64 `json:"sampleRate,omitempty"`
+	// OptionalMode and OptionalFields are accepted for compatibility with
+	// Google exports; Spillway's log lines always carry every field.
+	OptionalMode   string   `json:"optionalMode,omitempty"`
+	OptionalFields []string `json:"optionalFields,omitempty"`
 }
 
 // OutputOnly holds the fields Google Cloud sets on the resources it
@@ -111,15 +151,6 @@ type Iap struct {
 	Oauth2ClientID           string `json:"oauth2ClientId,omitempty"`
 	Oauth2ClientSecret       string `json:"oauth2ClientSecret,omitempty"`
 	Oauth2ClientSecretSha256 string `json:"oauth2ClientSecretSha256,omitempty"`
-}
-
-// LogConfig is the logConfig block of backend services and health checks.
-// Spillway does not write Cloud Logging logs; it is accepted and ignored.
-type LogConfig struct {
-	Enable         bool     `json:"enable"`
-	SampleRate     *float64 `json:"sampleRate,omitempty"`
-	OptionalMode   string   `json:"optionalMode,omitempty"`
-	OptionalFields []string `json:"optionalFields,omitempty"`
 }
 
 // Duration is Google's protobuf Duration as it appears in REST JSON.
@@ -289,8 +320,9 @@ type BackendService struct {
 	// Iap is accepted only with enabled: false: Spillway has no
 	// Identity-Aware Proxy.
 	Iap *Iap `json:"iap,omitempty"`
-	// LogConfig is accepted so exports load; Spillway writes no Cloud
-	// Logging request logs (Config.Warnings says so when enable is true).
+	// LogConfig is Google's request logging: enable and sampleRate
+	// choose which of the service's requests the access log keeps
+	// (spillway.accessLog; docs/operations.md).
 	LogConfig *LogConfig `json:"logConfig,omitempty"`
 }
 

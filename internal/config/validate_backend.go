@@ -67,6 +67,10 @@ func (v *validator) backendService(p string, bs *BackendService) {
 	if od := bs.OutlierDetection; od != nil {
 		v.outlierDetection(p+".outlierDetection", od)
 	}
+	if lc := bs.LogConfig; lc != nil {
+		v.floatRange(p+".logConfig.sampleRate", lc.SampleRate, 0, 1)
+		v.enum(p+".logConfig.optionalMode", lc.OptionalMode, "INCLUDE_ALL_OPTIONAL", "EXCLUDE_ALL_OPTIONAL", "CUSTOM")
+	}
 	if cd := bs.ConnectionDraining; cd != nil {
 		v.inRange(p+".connectionDraining.drainingTimeoutSec", int64(cd.DrainingTimeoutSec), 0, 3600)
 	}

@@ -149,4 +149,12 @@ func (v *validator) tuning() {
 	v.intRange("spillway.secondLayerProxies", t.SecondLayerProxies, 1, 64)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
+	if al := t.AccessLog; al != nil {
+		v.enum("spillway.accessLog.format", al.Format, "JSON", "TEXT")
+		v.floatRange("spillway.accessLog.sampleRate", al.SampleRate, 0, 1)
+		v.intRange("spillway.accessLog.bufferSize", al.BufferSize, 1, 1<<20)
+		if al.Path != "" && al.Path != "stdout" && strings.ContainsRune(al.Path, 0) {
+			v.add("spillway.accessLog.path", `write a file path or "stdout"`, "%q is not a file path", al.Path)
+		}
+	}
 }

@@ -279,6 +279,10 @@ func TestInvalidConfigs(t *testing.T) {
 			`test.yaml:61: regions[0].rttMs.mars-1: unknown region "mars-1" (fix: use a region of this config (us-east1) or a built-in Google Cloud region such as me-west1, us-east1, us-west1, or add it to regions[] with a latitude and longitude or rttMs)`},
 		{"tuning out of range", []edit{{"{undrainHoldSec: 60}", "{undrainHoldSec: 60, demandWindowSec: 0}"}},
 			`test.yaml:66: spillway.demandWindowSec: 0 is out of range (fix: use a value between 1 and 60)`},
+		{"access log format and rate", []edit{{"{undrainHoldSec: 60}", "{undrainHoldSec: 60, accessLog: {enable: true, format: XML, sampleRate: 2}}"}},
+			"test.yaml:66: spillway.accessLog.format: unknown value \"XML\" (fix: use one of JSON, TEXT)\ntest.yaml:66: spillway.accessLog.sampleRate: 2 is out of range (fix: use a value between 0 and 1)"},
+		{"logConfig sample rate", []edit{{"  serviceLbPolicy: policy-web\n", "  logConfig: {enable: true, sampleRate: 1.5, optionalMode: CUSTOM}\n"}},
+			`test.yaml:27: backendServices[0].logConfig.sampleRate: 1.5 is out of range (fix: use a value between 0 and 1)`},
 		{"several errors at once", []edit{{"capacityScaler: 1", "capacityScaler: 0.05"}, {"latitude: 33.2", "latitude: 91"}, {"failoverHealthThreshold: 70", "failoverHealthThreshold: 0"}},
 			"test.yaml:8: serviceLbPolicies[0].failoverConfig.failoverHealthThreshold: 0 is out of range (fix: use a value between 1 and 99)\ntest.yaml:35: backendServices[0].backends[1].capacityScaler: 0.05 is out of range (fix: use 0 to drain the backend, or a value between 0.1 and 1.0)\ntest.yaml:61: regions[0].latitude: 91 is out of range (fix: use a value between -90 and 90)"},
 	}

@@ -38,8 +38,8 @@ func (c *Config) ignoredWarnings() []string {
 		if bs.LocalityLbPolicy == "WEIGHTED_ROUND_ROBIN" {
 			w = append(w, p+".localityLbPolicy: WEIGHTED_ROUND_ROBIN weighs endpoints by the ORCA load reports backends send; Spillway reads none and balances ROUND_ROBIN")
 		}
-		if bs.LogConfig != nil && bs.LogConfig.Enable {
-			w = append(w, p+".logConfig.enable: Spillway writes no Cloud Logging request logs; serve logs to stderr and exports metrics on the admin API")
+		if bs.LogConfig != nil && bs.LogConfig.Enable && (c.Spillway == nil || c.Spillway.AccessLog == nil || !c.Spillway.AccessLog.Enable) {
+			w = append(w, p+".logConfig.enable: requests are logged only to Spillway's access log, which is off: set spillway.accessLog.enable (docs/operations.md)")
 		}
 		for j, b := range bs.Backends {
 			if b.Failover {

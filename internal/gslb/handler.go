@@ -24,10 +24,15 @@ const maxChain = 8
 // (UDP has its own loop, serveUDP).
 func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	src, tcp := remoteAddr(w.RemoteAddr())
-	m := s.respond(r, src, tcp, s.now())
+	var q *Query
+	if s.observe != nil {
+		q = new(Query)
+	}
+	m := s.respondQ(r, src, tcp, s.now(), q)
 	if m == nil {
 		return
 	}
+	s.observed(q, m)
 	bp := s.bufs.Get().(*[]byte)
 	if out := s.pack(m, r, *bp); out != nil {
 		_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
@@ -100,6 +105,24 @@ func (s *Server) Exchange(r *dns.Msg, src netip.Addr, now time.Time) *dns.Msg {
 // respond builds the reply to r from a resolver at src at now, or returns
 // nil when r must not be answered (it is itself a response).
 func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *dns.Msg {
+	return s.respondQ(r, src, tcp, now, nil)
+}
+
+// observed reports an answered query to Options.Observe (q nil: off).
+func (s *Server) observed(q *Query, m *dns.Msg) {
+	if q == nil {
+		return
+	}
+	q.Rcode = m.Rcode
+	if len(m.Question) > 0 {
+		q.Type = m.Question[0].Qtype
+	}
+	s.observe(*q)
+}
+
+// respondQ is respond, noting the name and the first GSLB member
+// answered in q when q is not nil.
+func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q *Query) *dns.Msg {
 	if r.Response {
 		return nil
 	}
@@ -188,12 +211,12 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 		}
 	}
 
-	q := r.Question[0]
-	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
+	qu := r.Question[0]
+	if qu.Qclass != dns.ClassINET || qu.Qtype == dns.TypeAXFR || qu.Qtype == dns.TypeIXFR {
 		m.Rcode = dns.RcodeRefused
 		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
 	}
-	name := strings.ToLower(q.Name)
+	name := strings.ToLower(qu.Name)
 	if !strings.HasSuffix(name, ".") {
 		name += "."
 	}
@@ -212,7 +235,10 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 			m.Ns = append(m.Ns, z.negSOA)
 			break
 		}
-		if n.cname != nil && q.Qtype != dns.TypeCNAME {
+		if q != nil && q.Name == "" {
+			q.Name = name
+		}
+		if n.cname != nil && qu.Qtype != dns.TypeCNAME {
 			m.Answer = append(m.Answer, n.cname)
 			if hop >= maxChain || !config.InDNSZone(n.cname.Target, z.origin) {
 				break
@@ -221,7 +247,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 			continue
 		}
 		before := len(m.Answer)
-		if g := n.gslb; g != nil && (q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA || q.Qtype == dns.TypeANY) {
+		if g := n.gslb; g != nil && (qu.Qtype == dns.TypeA || qu.Qtype == dns.TypeAAAA || qu.Qtype == dns.TypeANY) {
 			ladder := len(g.ladders) - 1
 			if g.policy == geo {
 				region, sc := g.table.lookup(client)
@@ -239,23 +265,26 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 			} else {
 				ladder = 0
 			}
-			if q.Qtype == dns.TypeANY {
+			if qu.Qtype == dns.TypeANY {
 				m.Answer, _ = g.answer(m.Answer, ladder, dns.TypeA, now, s.rnd)
 				m.Answer, _ = g.answer(m.Answer, ladder, dns.TypeAAAA, now, s.rnd)
 			} else {
-				m.Answer, _ = g.answer(m.Answer, ladder, q.Qtype, now, s.rnd)
+				m.Answer, _ = g.answer(m.Answer, ladder, qu.Qtype, now, s.rnd)
 			}
-		} else if q.Qtype == dns.TypeANY {
+			if q != nil && len(m.Answer) > before {
+				q.Member = g.memberOf(m.Answer[before])
+			}
+		} else if qu.Qtype == dns.TypeANY {
 			// RFC 8482 allows less; a static name has few record sets.
 			for _, rrs := range n.rrsets {
 				m.Answer = append(m.Answer, rrs...)
 			}
-		} else if q.Qtype == dns.TypeCNAME && n.cname != nil {
+		} else if qu.Qtype == dns.TypeCNAME && n.cname != nil {
 			m.Answer = append(m.Answer, n.cname)
 		} else {
-			rrs := n.rrsets[q.Qtype]
+			rrs := n.rrsets[qu.Qtype]
 			m.Answer = append(m.Answer, rrs...)
-			if q.Qtype == dns.TypeNS {
+			if qu.Qtype == dns.TypeNS {
 				m.Extra = s.glue(m.Extra, z, rrs)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/health"
@@ -370,4 +372,35 @@ func (s *Server) known(t probe.Target) bool {
 		}
 	}
 	return true
+}
+
+// memberOf returns the name of the member whose answer record rr is
+// ("" when none is).
+func (n *gname) memberOf(rr dns.RR) string {
+	for i := range n.members {
+		if m := &n.members[i]; m.rr == rr || m.rrTrans == rr {
+			return m.name
+		}
+	}
+	return ""
+}
+
+// MemberHealth is one member's published health.
+type MemberHealth struct {
+	// Name is the GSLB name, Member the member's name.
+	Name, Member string
+	Healthy      bool
+}
+
+// Health returns every member's published health, names in
+// configuration order and members in pool order.
+func (s *Server) Health() []MemberHealth {
+	var out []MemberHealth
+	for _, n := range s.names {
+		st := n.state.Load()
+		for i, m := range n.members {
+			out = append(out, MemberHealth{Name: n.owner, Member: m.name, Healthy: st.members[i].healthy})
+		}
+	}
+	return out
 }

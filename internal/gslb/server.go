@@ -38,6 +38,22 @@ type Options struct {
 	// GSLB names answer a region while the View gives the service healthy
 	// capacity there. Nil: every region of such names is healthy.
 	View func() *engine.View
+	// Observe, when set, is called once per answered query with what it
+	// asked and how it was answered (metrics). It runs on the query's
+	// goroutine and must be cheap and safe for concurrent use.
+	Observe func(Query)
+}
+
+// Query is one answered query, for metrics. Name is a name of the zones
+// (lower case, fully qualified) when the query hit one, else "" (names
+// outside the zones, or that do not exist, are not told apart, so the
+// label set stays bounded by the config).
+type Query struct {
+	Name  string
+	Type  uint16
+	Rcode int
+	// Member is the GSLB member answered first ("" for static answers).
+	Member string
 }
 
 // Server is Spillway's authoritative DNS server for dnsZones: it answers
@@ -45,13 +61,14 @@ type Options struct {
 // its own pool probes and the engine's View. Create it with New, serve
 // with Run. All methods are safe for concurrent use.
 type Server struct {
-	log   *slog.Logger
-	now   func() time.Time
-	rnd   func() uint64
-	view  func() *engine.View
-	plan  *plan.Plan
-	zones zoneSet
-	names []*gname
+	log     *slog.Logger
+	now     func() time.Time
+	rnd     func() uint64
+	view    func() *engine.View
+	observe func(Query)
+	plan    *plan.Plan
+	zones   zoneSet
+	names   []*gname
 	// frontends are the plan's protocol: DNS frontends.
 	frontends []*plan.Frontend
 	prober    *probe.Prober
@@ -88,6 +105,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		log:     opts.Logger,
 		now:     opts.Now,
 		view:    opts.View,
+		observe: opts.Observe,
 		plan:    p,
 		zones:   zoneSet{},
 		targets: map[probe.Target][]memberRef{},

@@ -165,6 +165,7 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, con
 		setHeader(req, dh)
 	}
 	var m *dns.Msg
+	var q *Query
 	switch action {
 	case dns.MsgIgnore:
 		return out
@@ -179,9 +180,13 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, con
 		req.Ns, req.Answer, req.Extra = nil, nil, nil
 		m = req
 	default:
-		if m = s.respond(req, from.Addr().Unmap(), false, s.now()); m == nil {
+		if s.observe != nil {
+			q = new(Query)
+		}
+		if m = s.respondQ(req, from.Addr().Unmap(), false, s.now(), q); m == nil {
 			return out
 		}
+		s.observed(q, m)
 	}
 	b := s.pack(m, req, out)
 	if b == nil {

@@ -38,7 +38,14 @@ type Forward struct {
 	LBIP     string      // for X-Forwarded-For, "" when unknown
 	Proto    string      // X-Forwarded-Proto
 	Via      string      // this proxy's Via entry
+	// Add are fields added to the outbound header (a zero Name is
+	// skipped): the trace context headers the proxy adds when the client
+	// sent none. They must not name a field the client sent.
+	Add [2]Field
 }
+
+// Field is one header field.
+type Field struct{ Name, Value string }
 
 // OutHeader returns the outbound header as a map: Header, or the one
 // Forward describes.
@@ -57,6 +64,11 @@ func (wr *Request) OutHeader() http.Header {
 	h["Via"] = AppendVia(wr.Forward.Header["Via"], []string{wr.Forward.Via})
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = []string{""}
+	}
+	for _, f := range wr.Forward.Add {
+		if f.Name != "" {
+			h[f.Name] = []string{f.Value}
+		}
 	}
 	return h
 }
@@ -224,6 +236,15 @@ func writeForwarded(bw *bufio.Writer, wr *Request) error {
 	}
 	bw.WriteString("\r\n")
 	writeField(bw, "X-Forwarded-Proto", wr.Forward.Proto)
+	for _, f := range wr.Forward.Add {
+		if f.Name == "" {
+			continue
+		}
+		if !isToken(f.Name) || !validFieldValue(f.Value) {
+			return errInvalidHeader
+		}
+		writeField(bw, f.Name, f.Value)
+	}
 	// Via: the prior fields, this proxy appended to the last (appendVia).
 	via := src["Via"]
 	for _, v := range via {

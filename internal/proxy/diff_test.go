@@ -151,6 +151,8 @@ func diffHandler(tb testing.TB, backendAddr string, tr http.RoundTripper) http.H
 		Snapshot:  func() *proxy.Snapshot { return snap },
 		Transport: tr,
 		Logger:    slog.New(slog.DiscardHandler),
+		// The same generated trace context on both servers under test.
+		TraceRand: func() uint64 { return 0x5eed },
 	})
 }
 

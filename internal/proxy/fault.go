@@ -13,7 +13,7 @@ import (
 // client that leaves during the delay aborts the handler. Aborted requests are not retried. An
 // unset percentage means 100 (the fault is configured, so it applies;
 // Google's documentation is silent).
-func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultInjectionPolicy) bool {
+func (h *handler) fault(rec *Record, w http.ResponseWriter, r *http.Request, f *config.FaultInjectionPolicy) bool {
 	if d := f.Delay; d != nil && d.FixedDelay != nil && hit(h.rand, d.Percentage) {
 		t := time.NewTimer(duration(d.FixedDelay))
 		select {
@@ -26,7 +26,7 @@ func (h *handler) fault(w http.ResponseWriter, r *http.Request, f *config.FaultI
 		}
 	}
 	if a := f.Abort; a != nil && hit(h.rand, a.Percentage) {
-		lbError(w, a.HTTPStatus, sdFaultAbort, "fault injection abort")
+		lbAnswer(rec, w, a.HTTPStatus, sdFaultAbort, "fault injection abort")
 		return true
 	}
 	return false

@@ -22,7 +22,9 @@ type exchange struct {
 	w   http.ResponseWriter
 	r   *http.Request
 	svc *plan.Service
+	rec *Record // nil when no one records requests
 
+	trace   traceHeaders // trace context headers to add
 	hp      headerPlan
 	hdr     http.Header // headers towards the backend, nil until needed (header)
 	host    string      // Host towards the backend
@@ -46,6 +48,7 @@ type exchange struct {
 func (x *exchange) header() http.Header {
 	if x.hdr == nil {
 		x.hdr = x.h.outHeader(x.r, x.upgrade)
+		x.trace.apply(x.hdr)
 	}
 	return x.hdr
 }
@@ -89,6 +92,7 @@ func (x *exchange) fastPath() bool {
 // because of it is the client's fault, not the backend's.
 type trackedBody struct {
 	rc        io.ReadCloser
+	n         atomic.Int64 // bytes read
 	touched   atomic.Bool
 	clientErr atomic.Pointer[error] // first read error other than io.EOF
 }
@@ -96,6 +100,7 @@ type trackedBody struct {
 func (b *trackedBody) Read(p []byte) (int, error) {
 	b.touched.Store(true)
 	n, err := b.rc.Read(p)
+	b.n.Add(int64(n))
 	if err != nil && err != io.EOF {
 		// Returned wrapped, so that a transport that passes it on says
 		// whose fault it was.
@@ -309,7 +314,7 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 	if wr.Header == nil {
 		wr.Forward = h1.Forward{
 			Header: x.r.Header, ClientIP: hostOnly(x.r.RemoteAddr), LBIP: localIP(x.r),
-			Proto: x.h.scheme(x.r), Via: x.h.via[0],
+			Proto: x.h.scheme(x.r), Via: x.h.via[0], Add: x.trace.add,
 		}
 	}
 	if wr.Host == "" {
@@ -354,6 +359,9 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 	for n := 0; ; n++ {
 		at = x.try(ep, x.policy.perTry)
 		x.h.observe(at.out)
+		if x.rec != nil {
+			x.rec.noteAttempt(&at.out)
+		}
 		if n >= x.policy.retries || x.done() || !x.policy.retriable(&at, x.body) {
 			break
 		}
@@ -367,6 +375,9 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 		ep = next
 	}
 	defer at.release()
+	if x.rec != nil && x.body != nil {
+		x.rec.RequestSize += x.body.n.Load()
+	}
 	if at.resp == nil {
 		x.fail(&at)
 		return
@@ -395,6 +406,9 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 		return nil
 	}
 	x.svc = svc
+	if x.rec != nil {
+		x.rec.Service, x.rec.Backend = svc, d.Backend
+	}
 	return d.Endpoint
 }
 
@@ -415,6 +429,9 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 func (x *exchange) fail(at *attempt) {
 	o := &at.out
 	if !o.ClientFault && x.r.Context().Err() != nil {
+		if x.rec != nil {
+			x.rec.Details = sdClientGone
+		}
 		panic(http.ErrAbortHandler) // the client is gone; nobody to answer
 	}
 	// The client gets a neutral body and a statusDetails token; the
@@ -434,7 +451,7 @@ func (x *exchange) fail(at *attempt) {
 	default:
 		details = sdBackendClosed
 	}
-	lbError(x.w, code, details, "")
+	lbAnswer(x.rec, x.w, code, details, "")
 	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.Endpoint.Addr, "status", code, "details", details, "err", o.Err)
 }
 
@@ -465,11 +482,34 @@ func (x *exchange) respond(resp *http.Response) {
 		wd.SetWriteDeadline(x.deadline)
 	}
 	w.WriteHeader(resp.StatusCode)
+	rec := x.rec
+	if rec != nil {
+		rec.Status, rec.Details = resp.StatusCode, sdSentByBackend
+	}
 
 	flush := resp.ContentLength < 0 || isEventStream(resp.Header)
-	if err := x.h.copyBody(w, resp.Body, flush); err != nil {
+	n, err := x.h.copyBody(w, resp.Body, flush)
+	if rec != nil {
+		rec.ResponseSize = n
+	}
+	if err != nil {
 		if errors.Is(err, h1.ErrClientGone) {
+			if rec != nil {
+				rec.Details = sdClientGoneLater
+			}
 			return
+		}
+		if rec != nil {
+			switch {
+			case !time.Now().Before(x.deadline):
+				rec.Details = sdBackendTimeoutMid
+			case x.r.Context().Err() != nil:
+				// The read failed because the client went away and
+				// its request's context ended.
+				rec.Details = sdClientGoneLater
+			default:
+				rec.Details = sdBackendGoneLater
+			}
 		}
 		// The backend failed or the timeout expired mid-body: the status
 		// is already sent, so abort the stream and let the client see a
@@ -542,9 +582,10 @@ func equalFoldASCII(a, b string) bool {
 }
 
 // copyBody streams src to w with a pooled buffer, flushing after each
-// write when flush is set. It returns h1.ErrClientGone when writing to the
-// client fails, or the read error when the backend body fails.
-func (h *handler) copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
+// write when flush is set. It returns the bytes written, and
+// h1.ErrClientGone when writing to the client fails, or the read error
+// when the backend body fails.
+func (h *handler) copyBody(w http.ResponseWriter, src io.Reader, flush bool) (written int64, err error) {
 	bp := h.bufs.Get().(*[]byte)
 	defer h.bufs.Put(bp)
 	buf := *bp
@@ -559,20 +600,22 @@ func (h *handler) copyBody(w http.ResponseWriter, src io.Reader, flush bool) err
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
-			if _, err := w.Write(buf[:n]); err != nil {
-				return h1.ErrClientGone
+			m, err := w.Write(buf[:n])
+			written += int64(m)
+			if err != nil {
+				return written, h1.ErrClientGone
 			}
 			if flusher != nil {
 				if err := flusher(); err != nil {
-					return h1.ErrClientGone
+					return written, h1.ErrClientGone
 				}
 			}
 		}
 		if rerr == io.EOF {
-			return nil
+			return written, nil
 		}
 		if rerr != nil {
-			return rerr
+			return written, rerr
 		}
 	}
 }

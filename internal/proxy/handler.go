@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -104,6 +105,14 @@ type Config struct {
 	// MirrorConcurrency bounds in-flight mirrored requests; copies beyond
 	// it are dropped (default 64).
 	MirrorConcurrency int
+	// Record, when set, is called once per request when the handler is
+	// done with it, with what the handler learnt (Record). It runs on the
+	// request's goroutine: it must be cheap, safe for concurrent use, and
+	// must not keep the *Record (it is pooled).
+	Record func(*Record)
+	// TraceRand draws the ids of generated trace contexts (default
+	// math/rand/v2.Uint64).
+	TraceRand func() uint64
 }
 
 // handler is the http.Handler of one frontend.
@@ -116,11 +125,15 @@ type handler struct {
 	fast      *h1.Transport // transport when it is the fast one, else nil
 	h2        http.RoundTripper
 	rand      func() uint64
+	traceRnd  func() uint64
 	log       *slog.Logger
 
 	adapters sync.Pool // *adapter
-	bufs     sync.Pool // *[]byte of bufSize
-	mirrors  chan struct{}
+	records  sync.Pool // *Record
+	// nextShard numbers new Records (Record.Shard).
+	nextShard atomic.Uint32
+	bufs      sync.Pool // *[]byte of bufSize
+	mirrors   chan struct{}
 
 	// Shared header values. They are never modified: header maps only
 	// replace or append (append reallocates, capacity equals length).
@@ -164,6 +177,11 @@ func NewHandler(cfg Config) http.Handler {
 	if h.rand == nil {
 		h.rand = rand.Uint64
 	}
+	h.traceRnd = cfg.TraceRand
+	if h.traceRnd == nil {
+		h.traceRnd = rand.Uint64
+	}
+	h.records.New = func() any { return &Record{Shard: h.nextShard.Add(1) - 1} }
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -258,40 +276,57 @@ func (h *handler) observe(o Outcome) {
 
 // ServeHTTP routes and forwards one request.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var rec *Record
+	if h.cfg.Record != nil {
+		rec = h.record(r, time.Now())
+		defer h.finish(rec)
+	}
+	var tc TraceContext
+	th := h.trace(r, &tc)
+	if rec != nil {
+		rec.Trace = tc
+	}
 	if strings.IndexByte(r.URL.Path, '#') >= 0 {
-		lbError(w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
+		lbAnswer(rec, w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
 		return
 	}
-	if headerBlockSize(r) > h1.MaxHeaderBytes {
-		lbError(w, http.StatusRequestHeaderFieldsTooLarge, sdHeadersTooLong, "request line and headers exceed 60 KiB")
+	hb := headerBlockSize(r)
+	if rec != nil {
+		rec.RequestSize = int64(hb)
+	}
+	if hb > h1.MaxHeaderBytes {
+		lbAnswer(rec, w, http.StatusRequestHeaderFieldsTooLarge, sdHeadersTooLong, "request line and headers exceed 60 KiB")
 		return
 	}
 	if r.Method == http.MethodConnect {
-		lbError(w, http.StatusMethodNotAllowed, sdUnsupportedMethod, "CONNECT is not supported")
+		lbAnswer(rec, w, http.StatusMethodNotAllowed, sdUnsupportedMethod, "CONNECT is not supported")
 		return
 	}
 	snap := h.cfg.Snapshot()
 	if snap == nil || snap.Plan == nil || snap.View == nil {
-		lbError(w, http.StatusServiceUnavailable, sdConfigNotFound, "load balancer is starting")
+		lbAnswer(rec, w, http.StatusServiceUnavailable, sdConfigNotFound, "load balancer is starting")
 		return
 	}
 	table := snap.Routes[h.urlMap]
 	if table == nil {
 		h.log.Warn("URL map missing from the snapshot", "urlMap", h.urlMap)
-		lbError(w, http.StatusServiceUnavailable, sdConfigNotFound, "")
+		lbAnswer(rec, w, http.StatusServiceUnavailable, sdConfigNotFound, "")
 		return
 	}
 	ad := h.adapters.Get().(*adapter)
 	ad.reset(r)
 	defer h.putAdapter(ad)
 	popts := pathOptions(snap.Plan.Config)
-	fwdPath, fwdRaw, ok := normalizePath(w, r, popts)
+	fwdPath, fwdRaw, ok := normalizePath(rec, w, r, popts)
 	if !ok {
 		return
 	}
 	ad.req.Path = route.MatchPath(fwdPath, popts)
 
 	a := table.Match(&ad.req)
+	if rec != nil {
+		rec.Route = a.Source
+	}
 	if a.Redirect != nil {
 		// Redirect from the path that matched: when it differs from the
 		// forwarded one (an escaped slash or backslash made new
@@ -305,28 +340,40 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
 		w.WriteHeader(a.Redirect.Code)
+		if rec != nil {
+			rec.Status, rec.Details = a.Redirect.Code, sdRedirect
+		}
 		return
 	}
-	if a.Fault != nil && h.fault(w, r, a.Fault) {
+	if a.Fault != nil && h.fault(rec, w, r, a.Fault) {
 		return
 	}
 	name, wi := a.PickService(a.NextDraw())
 	svc := snap.Plan.ServiceByName[name]
 	if svc == nil {
 		h.log.Debug("backend service cannot be served (backend buckets are not supported)", "service", name)
-		lbError(w, http.StatusServiceUnavailable, sdFailedToPick, "")
+		if rec != nil {
+			rec.Reason = "backend service " + name + " cannot be served (backend buckets are not supported)"
+		}
+		lbAnswer(rec, w, http.StatusServiceUnavailable, sdFailedToPick, "")
 		return
 	}
 	client := h.client(snap.Plan, r)
 	snap.Demand.Add(svc.ID, client.Region)
 	d := h.pick(w, r, snap, svc, client)
+	if rec != nil {
+		rec.Service, rec.Backend = svc, d.Backend
+	}
 	if d.Status != 0 {
 		h.log.Debug("no backend picked", "service", svc.Name, "status", d.Status, "reason", d.Reason)
-		lbError(w, d.Status, sdFailedToPick, "")
+		if rec != nil {
+			rec.Reason = d.Reason
+		}
+		lbAnswer(rec, w, d.Status, sdFailedToPick, "")
 		return
 	}
 
-	x := exchange{h: h, w: w, r: r, svc: svc}
+	x := exchange{h: h, w: w, r: r, svc: svc, rec: rec, trace: th}
 	x.hp = headerPlan{req: r, svc: svc.Config, weight: a.Services[wi].HeaderAction, actions: a.HeaderActions}
 	x.host, x.path = a.RewriteURL(&ad.req)
 	if x.path == ad.req.Path {
@@ -334,9 +381,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.path, x.rawPath = fwdPath, fwdRaw
 	}
 	x.upgrade = upgradeType(r.Header)
-	if x.upgrade != "" || x.hp.rewritesRequest() {
+	// An invalid traceparent of the client's must go: only the header
+	// map can drop it.
+	if x.upgrade != "" || x.hp.rewritesRequest() || th.replace {
 		// Else the fast path writes the headers without this map.
 		x.hdr = h.outHeader(r, x.upgrade)
+		th.apply(x.hdr)
 		x.hp.request(x.hdr)
 	}
 	x.timeout = a.Timeout
@@ -408,14 +458,14 @@ func targetPath(r *http.Request) string {
 // path that is already normal is returned as received, without
 // allocating. A path that cannot be normalised is answered with 400 and
 // ok is false.
-func normalizePath(w http.ResponseWriter, r *http.Request, opts route.PathOptions) (path, raw string, ok bool) {
+func normalizePath(rec *Record, w http.ResponseWriter, r *http.Request, opts route.PathOptions) (path, raw string, ok bool) {
 	if opts.Off {
 		return r.URL.Path, r.URL.RawPath, true
 	}
 	esc := targetPath(r)
 	norm, err := route.NormalizePath(esc, opts)
 	if err != nil {
-		lbError(w, http.StatusBadRequest, sdInvalidPath, err.Error())
+		lbAnswer(rec, w, http.StatusBadRequest, sdInvalidPath, err.Error())
 		return "", "", false
 	}
 	if norm == esc {
@@ -423,7 +473,7 @@ func normalizePath(w http.ResponseWriter, r *http.Request, opts route.PathOption
 	}
 	dec, err := url.PathUnescape(norm)
 	if err != nil { // unreachable: norm has only well-formed escapes
-		lbError(w, http.StatusBadRequest, sdInvalidPath, "malformed request path")
+		lbAnswer(rec, w, http.StatusBadRequest, sdInvalidPath, "malformed request path")
 		return "", "", false
 	}
 	if dec == norm {
@@ -484,8 +534,9 @@ func defaultMessage(details string) string {
 // lbError writes a response generated by the load balancer itself: a
 // text/plain body "503 Service Unavailable: message (details)\n" and
 // details in X-Spillway-Status-Details. message "" means the token's
-// default text. Neither may carry backend addresses or error text.
-func lbError(w http.ResponseWriter, code int, details, message string) {
+// default text. Neither may carry backend addresses or error text. It
+// returns the number of body bytes written.
+func lbError(w http.ResponseWriter, code int, details, message string) int {
 	if message == "" {
 		message = defaultMessage(details)
 	}
@@ -509,5 +560,6 @@ func lbError(w http.ResponseWriter, code int, details, message string) {
 	b.WriteString(" (")
 	b.WriteString(details)
 	b.WriteString(")\n")
-	_, _ = w.Write([]byte(b.String()))
+	n, _ := w.Write([]byte(b.String()))
+	return n
 }

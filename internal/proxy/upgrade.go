@@ -21,14 +21,14 @@ func (h *handler) tunnel(x *exchange, resp *http.Response) {
 	back, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		h.log.Debug("backend connection cannot be upgraded", "service", x.svc.Name)
-		lbError(x.w, http.StatusBadGateway, sdUpgradeFailed, "")
+		lbAnswer(x.rec, x.w, http.StatusBadGateway, sdUpgradeFailed, "")
 		return
 	}
 	conn, brw, err := http.NewResponseController(x.w).Hijack()
 	if err != nil {
 		// Google answers a failed upgrade with 403.
 		h.log.Debug("client connection cannot be hijacked", "err", err)
-		lbError(x.w, http.StatusForbidden, sdUpgradeFailed, "")
+		lbAnswer(x.rec, x.w, http.StatusForbidden, sdUpgradeFailed, "")
 		return
 	}
 	defer conn.Close()
@@ -42,6 +42,9 @@ func (h *handler) tunnel(x *exchange, resp *http.Response) {
 	x.hp.response(hd)
 	resp.Header = hd
 	resp.Body = nil
+	if x.rec != nil {
+		x.rec.Status, x.rec.Details = http.StatusSwitchingProtocols, sdSentByBackend
+	}
 	if err := resp.Write(brw); err != nil {
 		return
 	}

@@ -53,11 +53,20 @@ func rawBackend(tb testing.TB, resp []byte) string {
 // keep-alive client writes a wrk-like request to the h1.Server, the handler
 // routes it and the fast transport forwards it to a raw backend. Only the
 // proxy allocates, so allocs/op and B/op are its per-request cost.
-func BenchmarkWire(b *testing.B) {
+func BenchmarkWire(b *testing.B) { benchWire(b, nil) }
+
+// BenchmarkWireRecorded is BenchmarkWire with a Config.Record hook that
+// reads the record: the price of filling one per request.
+func BenchmarkWireRecorded(b *testing.B) {
+	var n int
+	benchWire(b, func(r *proxy.Record) { n += r.Status })
+}
+
+func benchWire(b *testing.B, record func(*proxy.Record)) {
 	body := `{"zone":"eu-west-1a","port":18081}` + "\n"
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 35\r\nDate: Mon, 30 Nov 2026 19:00:00 GMT\r\n\r\n" + body)
 	be := rawBackend(b, resp)
-	l := newLab(b, basic("", "", be), nil, func(c *proxy.Config) { c.Observe = nil })
+	l := newLab(b, basic("", "", be), nil, func(c *proxy.Config) { c.Observe, c.Record = nil, record })
 	c, err := net.Dial("tcp", l.addr)
 	if err != nil {
 		b.Fatal(err)

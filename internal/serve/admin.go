@@ -71,7 +71,7 @@ func (s *Server) adminHandler(remote bool) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(s.Health())
+		enc.Encode(s.withMeasured(s.Health()))
 	})
 	if s.opts.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

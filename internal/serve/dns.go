@@ -26,6 +26,7 @@ func (s *Server) newDNS(cfg *config.Config, p *plan.Plan) (*gslb.Server, error) 
 			}
 			return nil
 		},
+		Observe: s.metrics.dns.observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dnsZones: %w", err)

@@ -237,3 +237,71 @@ dnsZones:
 		t.Errorf("address changed from %s to %s", addr, s.DNSAddr("dns"))
 	}
 }
+
+// DNS queries are counted by name, type, rcode and answering member, and
+// member health is exported, as seen from a real resolver's queries.
+func TestDNSMetrics(t *testing.T) {
+	us := startBackend(t, "us")
+	uh, up, _ := net.SplitHostPort(us.addr)
+	cfg := fmt.Sprintf(`networkEndpointGroups:
+- {name: neg-us, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}
+backendServices:
+- name: web
+  backends:
+  - {group: neg-us, balancingMode: RATE, maxRatePerEndpoint: 1000}
+urlMaps:
+- {name: um, defaultService: web}
+frontends:
+- {name: dns, address: "127.0.0.1:0", protocol: DNS}
+- {name: web-us, address: "127.0.0.21:0", protocol: HTTP, urlMap: um, region: us-east1}
+dnsZones:
+- name: gslb.example.
+  soa: {mname: ns1.gslb.example., rname: hostmaster.gslb.example., serial: 1, minimum: 30}
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: ns1, type: A, rrdatas: ["127.0.0.1"]}
+  gslbNames:
+  - {name: www, policy: GEO, backendService: web}
+`, uh, up)
+	c, err := config.Parse([]byte(cfg), "dns.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startServer(t, c)
+	addr := s.DNSAddr("dns")
+	ask := func(name string, qtype uint16) int {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		r, err := dns.Exchange(m, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Rcode
+	}
+	for range 7 {
+		if rc := ask("www.gslb.example.", dns.TypeA); rc != dns.RcodeSuccess {
+			t.Fatalf("www: rcode %s", dns.RcodeToString[rc])
+		}
+	}
+	for range 3 {
+		ask("ns1.gslb.example.", dns.TypeA)
+	}
+	for _, n := range []string{"a.gslb.example.", "b.gslb.example."} {
+		if rc := ask(n, dns.TypeA); rc != dns.RcodeNameError {
+			t.Fatalf("%s: rcode %s", n, dns.RcodeToString[rc])
+		}
+	}
+	ask("www.gslb.example.", 65280) // a private-use type
+	m := metricsText(t, s)
+	for series, want := range map[string]float64{
+		`spillway_dns_queries_total{member="web-us",name="www.gslb.example.",rcode="NOERROR",type="A"}`: 7,
+		`spillway_dns_queries_total{member="",name="ns1.gslb.example.",rcode="NOERROR",type="A"}`:       3,
+		`spillway_dns_queries_total{member="",name="",rcode="NXDOMAIN",type="A"}`:                       2,
+		`spillway_dns_queries_total{member="",name="www.gslb.example.",rcode="NOERROR",type="OTHER"}`:   1,
+		`spillway_dns_member_healthy{member="web-us",name="www.gslb.example."}`:                         1,
+	} {
+		if got := promValue(m, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+}

@@ -27,6 +27,34 @@ type ServiceHealth struct {
 	AutoDrain bool            `json:"autoCapacityDrain"`
 	Threshold int             `json:"failoverHealthThreshold"`
 	Backends  []BackendHealth `json:"backends"`
+	// Frontends is the split as each HTTP(S) frontend's clients see it:
+	// the engine's shares for the frontend's region (Backends[].Share is
+	// for clients without a region) beside the split its requests
+	// actually took.
+	Frontends []FrontendSplit `json:"frontends,omitempty"`
+}
+
+// FrontendSplit is a service's split seen from one frontend.
+type FrontendSplit struct {
+	Frontend string `json:"frontend"`
+	// ClientRegion is the frontend's region, "" when it has none (its
+	// clients are then clients without a region).
+	ClientRegion string `json:"clientRegion"`
+	// MeasuredRequests is how many of the frontend's requests reached a
+	// backend of the service since the process started; the measured
+	// shares are over them.
+	MeasuredRequests uint64       `json:"measuredRequests"`
+	Backends         []SplitShare `json:"backends"`
+}
+
+// SplitShare is one backend's computed and measured share.
+type SplitShare struct {
+	Group string `json:"group"`
+	Zone  string `json:"zone"`
+	// Share is the engine's share for the frontend's region, 0-1.
+	Share float64 `json:"share"`
+	// MeasuredShare is the fraction of MeasuredRequests the backend got.
+	MeasuredShare float64 `json:"measuredShare"`
 }
 
 // BackendHealth is one backend (group) of a service.
@@ -98,6 +126,23 @@ func buildHealth(st *control.State, v *engine.View, now time.Time) *HealthReport
 			}
 			sh.Backends = append(sh.Backends, bh)
 		}
+		for _, f := range p.Frontends {
+			if f.Protocol != "HTTP" && f.Protocol != "HTTPS" {
+				continue
+			}
+			fsplit := FrontendSplit{Frontend: f.Name, ClientRegion: f.Region}
+			rsplit := v.Split(svc.ID, f.RegionID)
+			for _, b := range svc.Backends {
+				ss := SplitShare{Group: b.Group.Name, Zone: b.Group.Zone}
+				for _, s := range rsplit.Shares {
+					if s.Backend == b.Index {
+						ss.Share = s.Fraction
+					}
+				}
+				fsplit.Backends = append(fsplit.Backends, ss)
+			}
+			sh.Frontends = append(sh.Frontends, fsplit)
+		}
 		r.Services = append(r.Services, sh)
 	}
 	return r
@@ -162,4 +207,36 @@ func (s *Server) checkConfigFile(ctx context.Context, last *watchState) {
 	if err != nil {
 		s.log.Error("config changed but was rejected; the old config keeps serving", "file", s.opts.ConfigPath, "err", err)
 	}
+}
+
+// withMeasured returns a copy of r with the measured shares filled in
+// from the request counters (r itself is shared and never modified).
+func (s *Server) withMeasured(r *HealthReport) *HealthReport {
+	if r == nil {
+		return nil
+	}
+	counts := s.reqMetrics.backendCounts()
+	out := *r
+	out.Services = append([]ServiceHealth(nil), r.Services...)
+	for i := range out.Services {
+		svc := &out.Services[i]
+		svc.Frontends = append([]FrontendSplit(nil), svc.Frontends...)
+		for j := range svc.Frontends {
+			f := &svc.Frontends[j]
+			f.Backends = append([]SplitShare(nil), f.Backends...)
+			var total uint64
+			for _, b := range f.Backends {
+				total += counts[seriesKey{f.Frontend, svc.Name, b.Group, b.Zone}]
+			}
+			f.MeasuredRequests = total
+			if total == 0 {
+				continue
+			}
+			for k := range f.Backends {
+				b := &f.Backends[k]
+				b.MeasuredShare = float64(counts[seriesKey{f.Frontend, svc.Name, b.Group, b.Zone}]) / float64(total)
+			}
+		}
+	}
+	return &out
 }

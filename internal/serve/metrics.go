@@ -19,6 +19,12 @@ type metrics struct {
 	// certReloads and certReloadFailures count the watcher's reloads of
 	// changed certificate, key and CA files.
 	certReloads, certReloadFailures atomic.Uint64
+	// ops counts probes and outlier ejections (opsmetrics.go).
+	ops opsCounters
+	// dns counts DNS queries (dnsmetrics.go).
+	dns dnsCounters
+	// d are the descriptors of the request, operational and DNS metrics.
+	d *obsDescs
 
 	endpointHealthy *prometheus.Desc
 	endpointEjected *prometheus.Desc
@@ -38,6 +44,7 @@ func newMetrics(s *Server) *metrics {
 	be := []string{"backend_service", "group", "zone", "region", "preference"}
 	return &metrics{
 		s:               s,
+		d:               newObsDescs(),
 		endpointHealthy: prometheus.NewDesc("spillway_endpoint_healthy", "1 when the endpoint passes its health check (or has not been probed yet), else 0.", []string{"backend_service", "group", "zone", "endpoint"}, nil),
 		endpointEjected: prometheus.NewDesc("spillway_endpoint_ejected", "1 while outlier detection has ejected the endpoint.", []string{"backend_service", "group", "zone", "endpoint"}, nil),
 		backendHealthy:  prometheus.NewDesc("spillway_backend_healthy_members", "Healthy members of a backend (group) of a backend service.", be, nil),
@@ -56,6 +63,9 @@ func newMetrics(s *Server) *metrics {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc} {
+		ch <- d
+	}
+	for _, d := range m.d.all() {
 		ch <- d
 	}
 }
@@ -93,6 +103,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.reloadFailDesc, prometheus.CounterValue, float64(m.reloadFailures.Load()))
 	ch <- prometheus.MustNewConstMetric(m.certReloadsDesc, prometheus.CounterValue, float64(m.certReloads.Load()))
 	ch <- prometheus.MustNewConstMetric(m.certFailDesc, prometheus.CounterValue, float64(m.certReloadFailures.Load()))
+	m.s.reqMetrics.collect(ch, m.d)
+	m.collectOps(ch)
+	m.collectDNS(ch)
 }
 
 // handler returns the /metrics handler over a registry of its own (no

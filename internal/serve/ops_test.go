@@ -38,7 +38,7 @@ frontends:
 %s`, host, port, frontend, extra)
 }
 
-func parseYAML(t *testing.T, y string) *config.Config {
+func parseYAML(t testing.TB, y string) *config.Config {
 	t.Helper()
 	c, err := config.Parse([]byte(y), "test.yaml")
 	if err != nil {
@@ -48,7 +48,7 @@ func parseYAML(t *testing.T, y string) *config.Config {
 }
 
 // runServer runs a server with opts until the test ends.
-func runServer(t *testing.T, c *config.Config, opts serve.Options) *serve.Server {
+func runServer(t testing.TB, c *config.Config, opts serve.Options) *serve.Server {
 	t.Helper()
 	s, err := serve.New(c, opts)
 	if err != nil {

@@ -111,6 +111,9 @@ func (s *Server) applyChanges(service int, changes []outlier.Change) {
 		if s.state.SetEjected(e.ID, c.Ejected, s.now()) {
 			changed = true
 			s.log.Info("outlier detection", "service", s.state.Plan().Services[service].Name, "endpoint", e.Addr, "ejected", c.Ejected, "reason", c.Reason)
+			if c.Ejected {
+				s.metrics.ops.ejected(s.state.Plan().Services[service].Name)
+			}
 		}
 	}
 	if changed {

@@ -17,9 +17,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +66,9 @@ type Options struct {
 	// process's file-descriptor limit). Past it, new connections wait in
 	// the kernel's accept queue until one closes.
 	MaxConnections int
+	// Stdout is where an access log with path "stdout" goes (default
+	// os.Stdout).
+	Stdout io.Writer
 }
 
 // Server is a running Spillway instance.
@@ -87,6 +92,14 @@ type Server struct {
 
 	outcomes chan proxy.Outcome
 	metrics  *metrics
+	// reqMetrics are the per-request counters (reqmetrics.go).
+	reqMetrics *requestMetrics
+	// alog is the running access log writer (nil when off); alogMu
+	// serialises its replacement, alogCounts outlive writers.
+	alog       atomic.Pointer[accessLog]
+	alogMu     sync.Mutex
+	alogCounts accessLogCounts
+	stdout     io.Writer
 	// targetUpdates carries probe target sets from the loop to the
 	// prober once Run has started (1 slot, latest wins).
 	targetUpdates chan []probe.Target
@@ -190,6 +203,12 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		frontends: map[string]*frontend{},
 		conns:     newConnLimiter(opts.MaxConnections),
 		transport: opts.Transport,
+
+		reqMetrics: newRequestMetrics(),
+		stdout:     opts.Stdout,
+	}
+	if s.stdout == nil {
+		s.stdout = os.Stdout
 	}
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
@@ -203,6 +222,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.firstDNS, err = s.newDNS(cfg, p); err != nil {
+		return nil, err
+	}
+	if err := s.configureAccessLog(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -235,6 +257,7 @@ func (s *Server) AdminAddr() string {
 }
 
 func (s *Server) onProbe(r probe.Result) {
+	s.metrics.ops.probed(&r)
 	select {
 	case s.events <- event{probe: &r}:
 	case <-s.stopped:
@@ -475,6 +498,7 @@ func (s *Server) Run(ctx context.Context) error {
 		adminSrv.Shutdown(shutdownCtx)
 	}
 	s.closeFrontends(shutdownCtx)
+	s.closeAccessLog()
 	return nil
 }
 
@@ -586,6 +610,11 @@ func (s *Server) applyReload(req *reloadReq) error {
 		return err
 	}
 	s.inForce.Store(&req.sum)
+	if err := s.configureAccessLog(req.cfg); err != nil {
+		// The new routing applies; the access log keeps its old
+		// destination.
+		s.log.Error("reload: access log", "err", err)
+	}
 	if err := s.syncFrontends(req.p, req.listeners, req.tls); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
@@ -635,6 +664,7 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, t
 	for name, pf := range want {
 		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log}
 		cfg.Observe = s.frontendObserver(counters[name])
+		cfg.Record = s.recorder(p, pf)
 		var h http.Handler = proxy.NewHandler(cfg)
 		if f := s.frontends[name]; f != nil {
 			f.cfg = pf

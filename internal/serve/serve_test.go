@@ -334,6 +334,9 @@ frontends:
 	if fails > 0 {
 		t.Errorf("%d requests failed before the ejection, want 0 (the default retry goes to Tokyo)", fails)
 	}
+	if got := promValue(metricsText(t, s), `spillway_outlier_ejections_total{backend_service="bs-default"}`); got < 1 {
+		t.Errorf("spillway_outlier_ejections_total = %v after an ejection", got)
+	}
 	for i := 0; i < 20; i++ {
 		if code, body := get(); code != 200 || body != "tokyo" {
 			t.Fatalf("while Osaka is ejected: %d %q, want 200 from tokyo", code, body)
