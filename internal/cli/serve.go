@@ -50,6 +50,9 @@ The admin listener (loopback by default) serves:
   GET  /metrics   Prometheus metrics: endpoint health and ejection, backend
                   healthy members, drained / drain-blocked, traffic share,
                   config and TLS file reloads and failures, Go runtime
+  GET  /ui/       the live dashboard: zones, drains, the split and the
+                  measured split, rates, DNS answers, recent transitions
+                  (with a token, open /ui/#token=TOKEN; docs/operations.md)
   GET  /debug/pprof/  profiling, only with --pprof
   POST /reload    reload the config file now
 

@@ -81,6 +81,9 @@ func (s *Server) adminHandler(remote bool) http.Handler {
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	mux.Handle("GET /metrics", s.metrics.handler())
+	ui := s.dash.handler()
+	mux.Handle("GET /ui", ui)
+	mux.Handle("GET /ui/", ui)
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.ConfigPath == "" {
 			http.Error(w, "no config file to reload", http.StatusConflict)
@@ -114,7 +117,7 @@ func requireToken(next http.Handler, token string, remote bool) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
-		needed := remote && !(safe && r.URL.Path == "/healthz") ||
+		needed := remote && !(safe && (r.URL.Path == "/healthz" || uiAsset(r.URL.Path))) ||
 			!safe || strings.HasPrefix(r.URL.Path, "/debug/pprof/")
 		if needed {
 			got, ok := bearer(r)

@@ -100,6 +100,8 @@ type Server struct {
 	alogMu     sync.Mutex
 	alogCounts accessLogCounts
 	stdout     io.Writer
+	// dash is the /ui dashboard's sampler (dashboard.go).
+	dash *dashboard
 	// targetUpdates carries probe target sets from the loop to the
 	// prober once Run has started (1 slot, latest wins).
 	targetUpdates chan []probe.Target
@@ -216,6 +218,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.inForce.Store(&sum)
 	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.metrics = newMetrics(s)
+	s.dash = newDashboard(s)
 	s.state = control.New(p)
 	s.outliers = newOutliers(p, s.now())
 	if err := s.publish(p, true); err != nil {
@@ -270,8 +273,10 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if err != nil {
 			s.metrics.reloadFailures.Add(1)
+			s.dash.noteReload(s.now(), "rejected; the old config keeps serving")
 		} else {
 			s.metrics.reloads.Add(1)
+			s.dash.noteReload(s.now(), "applied")
 		}
 	}()
 	sum, err := configSum(cfg)
@@ -476,9 +481,12 @@ func (s *Server) Run(ctx context.Context) error {
 		adminSrv = &http.Server{Handler: s.adminHandler(remote), ReadHeaderTimeout: 10 * time.Second}
 		go adminSrv.Serve(ln)
 	}
+	var wg sync.WaitGroup
+	if adminSrv != nil {
+		wg.Go(func() { s.dash.run(ctx) })
+	}
 	close(s.ready)
 
-	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.prober.Run(ctx) }()
 	wg.Add(1)

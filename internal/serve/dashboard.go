@@ -1,0 +1,558 @@
+package serve
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"math"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// uiFiles are the dashboard's page, script and style sheet: no build
+// step, no CDN.
+//
+//go:embed ui
+var uiFiles embed.FS
+
+// Dashboard limits: one sample a second, five minutes of history, the
+// last 200 transitions, and the measured split over the last 10 s.
+const (
+	dashInterval    = time.Second
+	dashHistory     = 300
+	dashTransitions = 200
+	dashShareWindow = 10
+)
+
+// dashboard samples the health report, the request counters and the DNS
+// answers once a second for the admin listener's /ui page: the state
+// now, the request and error rates of the last minutes and the recent
+// transitions. It runs beside the loop and reads only published state, so
+// the request path pays nothing for it.
+type dashboard struct {
+	s *Server
+
+	mu          sync.Mutex
+	prev        *HealthReport
+	samples     []dashSample // oldest first, at most dashHistory
+	transitions []Transition // oldest first, at most dashTransitions
+}
+
+// dashSample is one second's cumulative request counts per backend
+// service and backend.
+type dashSample struct {
+	at     time.Time
+	counts map[string]backendCounts // by service name
+}
+
+// backendCounts are cumulative counts of one service: requests answered
+// by each backend (by index) and its 5xx, plus requests the balancer
+// answered itself with 5xx (no backend picked or reached).
+type backendCounts struct {
+	byBackend, errByBackend []uint64
+	lbErrors                uint64
+}
+
+// Transition is one change the dashboard's timeline shows.
+type Transition struct {
+	Time time.Time `json:"time"`
+	// What changed: a zone or group ("us-south1-a"), an endpoint, or the
+	// config.
+	What string `json:"what"`
+	// Kind is unhealthy, healthy, drained, undrained, drain-blocked,
+	// unblocked or reload.
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// DashState is what GET /ui/state returns.
+type DashState struct {
+	Time        time.Time     `json:"time"`
+	Version     uint64        `json:"version"`
+	Services    []DashService `json:"backendServices"`
+	Regions     []DashRegion  `json:"regions"`
+	Transitions []Transition  `json:"transitions"`
+	DNS         []DashName    `json:"dns,omitempty"`
+	// Step is the spacing of the rate series.
+	Step string `json:"step"`
+}
+
+// DashService is one backend service on the dashboard.
+type DashService struct {
+	Name      string        `json:"name"`
+	Algorithm string        `json:"loadBalancingAlgorithm"`
+	AutoDrain bool          `json:"autoCapacityDrain"`
+	Threshold int           `json:"failoverHealthThreshold"`
+	Backends  []DashBackend `json:"backends"`
+	// Rate and ErrorRate are requests per second and the share of them
+	// answered 5xx, one value per step, oldest first.
+	Rate      []float64 `json:"rate"`
+	ErrorRate []float64 `json:"errorRate"`
+	// Measured says whether Measured shares of the backends are known
+	// (requests arrived in the window).
+	Measured bool `json:"measured"`
+}
+
+// DashBackend is one backend (group) of a service.
+type DashBackend struct {
+	Group      string `json:"group"`
+	Zone       string `json:"zone"`
+	Region     string `json:"region"`
+	Preference string `json:"preference"`
+	Healthy    int    `json:"healthy"`
+	Members    int    `json:"members"`
+	// State is serving, degraded (some members down), unhealthy (none
+	// healthy), drained or drain-blocked.
+	State string `json:"state"`
+	// Capacity is the RATE capacity in requests per second (-1: no
+	// rate limit).
+	Capacity float64 `json:"capacity"`
+	// Share is the engine's split (clients without a region); Measured
+	// the share of the service's requests this backend answered over the
+	// last 10 s.
+	Share    float64 `json:"share"`
+	Measured float64 `json:"measured"`
+}
+
+// DashRegion is a region and its zones' health (over the groups there).
+type DashRegion struct {
+	Name  string     `json:"name"`
+	Zones []DashZone `json:"zones"`
+}
+
+// DashZone is one zone's health over its groups.
+type DashZone struct {
+	Zone    string `json:"zone"`
+	Healthy int    `json:"healthy"`
+	Members int    `json:"members"`
+	State   string `json:"state"`
+}
+
+// DashName is a GSLB name and the members it answers now, as seen by a
+// resolver without a client subnet.
+type DashName struct {
+	Name    string       `json:"name"`
+	Answers []DashAnswer `json:"answers"`
+	Members int          `json:"members"`
+}
+
+// DashAnswer is one address in a DNS answer.
+type DashAnswer struct {
+	Member  string `json:"member"`
+	Address string `json:"address"`
+	Region  string `json:"region,omitempty"`
+}
+
+func newDashboard(s *Server) *dashboard { return &dashboard{s: s} }
+
+// run samples once a second until ctx ends.
+func (d *dashboard) run(ctx context.Context) {
+	t := time.NewTicker(dashInterval)
+	defer t.Stop()
+	for {
+		d.sample()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample records the counters and the transitions since the last sample.
+func (d *dashboard) sample() {
+	h := d.s.Health()
+	if h == nil {
+		return
+	}
+	now := d.s.now()
+	counts := d.s.requestCounts()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.prev != nil {
+		d.transitions = appendBounded(d.transitions, diffHealth(d.prev, h, now), dashTransitions)
+	}
+	d.prev = h
+	d.samples = appendBounded(d.samples, []dashSample{{at: now, counts: counts}}, dashHistory)
+}
+
+// appendBounded appends xs to s and keeps the last n.
+func appendBounded[T any](s, xs []T, n int) []T {
+	s = append(s, xs...)
+	if len(s) > n {
+		s = slices.Clone(s[len(s)-n:])
+	}
+	return s
+}
+
+// diffHealth lists what changed from a to b: endpoints turning healthy
+// or unhealthy, backends drained, undrained, blocked or unblocked.
+func diffHealth(a, b *HealthReport, now time.Time) []Transition {
+	var out []Transition
+	type key struct{ svc, group string }
+	old := map[key]*BackendHealth{}
+	for i := range a.Services {
+		for j := range a.Services[i].Backends {
+			bh := &a.Services[i].Backends[j]
+			old[key{a.Services[i].Name, bh.Group}] = bh
+		}
+	}
+	seenGroup := map[string]bool{}
+	seenEndpoint := map[string]bool{}
+	for i := range b.Services {
+		svc := &b.Services[i]
+		for j := range svc.Backends {
+			nb := &svc.Backends[j]
+			ob := old[key{svc.Name, nb.Group}]
+			if ob == nil {
+				continue
+			}
+			where := nb.Zone + " (" + svc.Name + ")"
+			switch {
+			case nb.Drained && !ob.Drained:
+				out = append(out, Transition{Time: now, What: where, Kind: "drained", Detail: nb.Why})
+			case !nb.Drained && ob.Drained:
+				out = append(out, Transition{Time: now, What: where, Kind: "undrained", Detail: nb.Why})
+			}
+			switch {
+			case nb.DrainBlocked && !ob.DrainBlocked:
+				out = append(out, Transition{Time: now, What: where, Kind: "drain-blocked", Detail: nb.Why})
+			case !nb.DrainBlocked && ob.DrainBlocked:
+				out = append(out, Transition{Time: now, What: where, Kind: "unblocked"})
+			}
+			// Endpoint health is shared by the services that use the
+			// group: report it once per group.
+			if seenGroup[nb.Group] {
+				continue
+			}
+			seenGroup[nb.Group] = true
+			was := map[string]string{}
+			for _, e := range ob.Endpoints {
+				was[e.IPAddress] = e.HealthState
+			}
+			for _, e := range nb.Endpoints {
+				if seenEndpoint[e.IPAddress] {
+					continue
+				}
+				prev, ok := was[e.IPAddress]
+				// A first probe that finds an endpoint healthy changes
+				// nothing a reader cares about.
+				if !ok || prev == e.HealthState || e.HealthState == "UNKNOWN" || prev == "UNKNOWN" && e.HealthState == "HEALTHY" {
+					continue
+				}
+				seenEndpoint[e.IPAddress] = true
+				kind := "healthy"
+				if e.HealthState == "UNHEALTHY" {
+					kind = "unhealthy"
+				}
+				what := e.IPAddress + " (" + nb.Zone + ")"
+				if e.Instance != "" {
+					what = e.Instance + " (" + nb.Zone + ")"
+				}
+				out = append(out, Transition{Time: now, What: what, Kind: kind, Detail: e.Detail})
+			}
+		}
+	}
+	return out
+}
+
+// noteReload records a config reload on the timeline.
+func (d *dashboard) noteReload(now time.Time, detail string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.transitions = appendBounded(d.transitions, []Transition{{Time: now, What: "config", Kind: "reload", Detail: detail}}, dashTransitions)
+}
+
+// state builds the page's data.
+func (d *dashboard) state() *DashState {
+	h := d.s.Health()
+	snap := d.s.Snapshot()
+	st := &DashState{Time: d.s.now(), Step: dashInterval.String()}
+	if h == nil || snap == nil || snap.Plan == nil {
+		return st
+	}
+	st.Version = h.Version
+	d.mu.Lock()
+	samples := d.samples
+	st.Transitions = slices.Clone(d.transitions)
+	d.mu.Unlock()
+	slices.Reverse(st.Transitions) // newest first
+
+	zones := map[string]*DashZone{}
+	zoneRegion := map[string]string{}
+	seenGroup := map[string]bool{}
+	for _, sh := range h.Services {
+		ds := DashService{Name: sh.Name, Algorithm: sh.Algorithm, AutoDrain: sh.AutoDrain, Threshold: sh.Threshold}
+		svc := snap.Plan.ServiceByName[sh.Name]
+		measured, ok := measuredShares(samples, sh.Name, len(sh.Backends))
+		ds.Measured = ok
+		ds.Rate, ds.ErrorRate = rates(samples, sh.Name)
+		for i, bh := range sh.Backends {
+			db := DashBackend{Group: bh.Group, Zone: bh.Zone, Region: bh.Region, Preference: bh.Preference,
+				Healthy: bh.Healthy, Members: bh.Members, State: backendState(&bh), Capacity: -1, Share: bh.Share}
+			if svc != nil && i < len(svc.Backends) && !math.IsInf(svc.Backends[i].Capacity, 1) {
+				db.Capacity = svc.Backends[i].Capacity
+			}
+			if ok {
+				db.Measured = measured[i]
+			}
+			ds.Backends = append(ds.Backends, db)
+			if seenGroup[bh.Group] {
+				continue
+			}
+			seenGroup[bh.Group] = true
+			z := zones[bh.Zone]
+			if z == nil {
+				z = &DashZone{Zone: bh.Zone}
+				zones[bh.Zone] = z
+				zoneRegion[bh.Zone] = bh.Region
+			}
+			z.Healthy += bh.Healthy
+			z.Members += bh.Members
+		}
+		st.Services = append(st.Services, ds)
+	}
+	byRegion := map[string][]DashZone{}
+	for name, z := range zones {
+		switch {
+		case z.Members > 0 && z.Healthy == z.Members:
+			z.State = "serving"
+		case z.Healthy == 0:
+			z.State = "unhealthy"
+		default:
+			z.State = "degraded"
+		}
+		byRegion[zoneRegion[name]] = append(byRegion[zoneRegion[name]], *z)
+	}
+	for r, zs := range byRegion {
+		sort.Slice(zs, func(i, j int) bool { return zs[i].Zone < zs[j].Zone })
+		st.Regions = append(st.Regions, DashRegion{Name: r, Zones: zs})
+	}
+	sort.Slice(st.Regions, func(i, j int) bool { return st.Regions[i].Name < st.Regions[j].Name })
+	st.DNS = d.dnsAnswers()
+	return st
+}
+
+// backendState names a backend's state for the page.
+func backendState(b *BackendHealth) string {
+	switch {
+	case b.Drained:
+		return "drained"
+	case b.DrainBlocked:
+		return "drain-blocked"
+	case b.Healthy == 0:
+		return "unhealthy"
+	case b.Healthy < b.Members:
+		return "degraded"
+	}
+	return "serving"
+}
+
+// measuredShares returns each backend's share of the service's answered
+// requests over the last dashShareWindow samples.
+func measuredShares(samples []dashSample, svc string, n int) ([]float64, bool) {
+	if len(samples) < 2 {
+		return nil, false
+	}
+	last := samples[len(samples)-1]
+	first := samples[max(0, len(samples)-1-dashShareWindow)]
+	a, b := first.counts[svc], last.counts[svc]
+	if len(b.byBackend) != n || len(a.byBackend) != n {
+		return nil, false
+	}
+	out := make([]float64, n)
+	total := 0.0
+	for i := range n {
+		out[i] = float64(delta(a.byBackend[i], b.byBackend[i]))
+		total += out[i]
+	}
+	if total == 0 {
+		return nil, false
+	}
+	for i := range out {
+		out[i] /= total
+	}
+	return out, true
+}
+
+// rates returns a service's request rate and 5xx share per sample step.
+func rates(samples []dashSample, svc string) (rate, errRate []float64) {
+	for k := 1; k < len(samples); k++ {
+		a, b := samples[k-1].counts[svc], samples[k].counts[svc]
+		dt := samples[k].at.Sub(samples[k-1].at).Seconds()
+		if dt <= 0 || len(a.byBackend) != len(b.byBackend) {
+			rate, errRate = append(rate, 0), append(errRate, 0)
+			continue
+		}
+		var n, e uint64
+		for i := range b.byBackend {
+			n += delta(a.byBackend[i], b.byBackend[i])
+			e += delta(a.errByBackend[i], b.errByBackend[i])
+		}
+		le := delta(a.lbErrors, b.lbErrors)
+		n, e = n+le, e+le
+		rate = append(rate, float64(n)/dt)
+		if n > 0 {
+			errRate = append(errRate, float64(e)/float64(n))
+		} else {
+			errRate = append(errRate, 0)
+		}
+	}
+	return rate, errRate
+}
+
+// dnsAnswers asks the running DNS server for every GSLB name, as a
+// resolver at 127.0.0.1 without a client subnet would, and names the
+// member behind each address.
+func (d *dashboard) dnsAnswers() []DashName {
+	d.s.mu.Lock()
+	var srv = d.s.dns
+	d.s.mu.Unlock()
+	if srv == nil || srv.srv == nil {
+		return nil
+	}
+	g := srv.srv
+	type memberKey struct{ name, addr string }
+	byAddr := map[memberKey]DashAnswer{}
+	var names []string
+	count := map[string]int{}
+	qtype := map[string]uint16{}
+	for _, m := range g.Members() {
+		if !slices.Contains(names, m.Name) {
+			names = append(names, m.Name)
+		}
+		count[m.Name]++
+		if _, ok := qtype[m.Name]; !ok {
+			qtype[m.Name] = dns.TypeA
+			if m.Address.Is6() && !m.Address.Is4In6() {
+				qtype[m.Name] = dns.TypeAAAA
+			}
+		}
+		byAddr[memberKey{m.Name, m.Address.String()}] = DashAnswer{Member: m.Member, Address: m.Address.String(), Region: m.Region}
+	}
+	src := netip.MustParseAddr("127.0.0.1")
+	var out []DashName
+	for _, n := range names {
+		q := new(dns.Msg)
+		q.SetQuestion(dns.Fqdn(n), qtype[n])
+		dn := DashName{Name: strings.TrimSuffix(n, "."), Members: count[n]}
+		if r := g.Exchange(q, src, d.s.now()); r != nil {
+			for _, rr := range r.Answer {
+				var a string
+				switch v := rr.(type) {
+				case *dns.A:
+					a = v.A.String()
+				case *dns.AAAA:
+					a = v.AAAA.String()
+				default:
+					continue
+				}
+				ans, ok := byAddr[memberKey{n, a}]
+				if !ok {
+					ans = DashAnswer{Address: a}
+				}
+				dn.Answers = append(dn.Answers, ans)
+			}
+		}
+		out = append(out, dn)
+	}
+	return out
+}
+
+// handler serves the page (GET /ui, assets under /ui/) and its data
+// (GET /ui/state).
+func (d *dashboard) handler() http.Handler {
+	sub, _ := fs.Sub(uiFiles, "ui")
+	files := http.StripPrefix("/ui/", http.FileServerFS(sub))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+	})
+	mux.HandleFunc("GET /ui/state", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(d.state())
+	})
+	mux.Handle("GET /ui/", securityHeaders(files))
+	return mux
+}
+
+// securityHeaders sets a strict content security policy on the page:
+// its own script and style only, data from the same origin.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// uiAsset reports whether path is one of the dashboard's static files,
+// which hold no data and are served without the admin token (the page
+// then sends the token, from its URL fragment, with each data request).
+func uiAsset(path string) bool {
+	return path == "/ui" || (strings.HasPrefix(path, "/ui/") && path != "/ui/state")
+}
+
+// requestCounts sums the request metrics (reqmetrics.go) per backend
+// service of the current plan: the requests each backend answered and
+// their 5xx, by backend index, and the 5xx the balancer answered itself
+// for the service (no backend picked or reached). Series are summed over
+// frontends; they only grow, so differences of samples are rates.
+func (s *Server) requestCounts() map[string]backendCounts {
+	snap := s.Snapshot()
+	if snap == nil || snap.Plan == nil {
+		return nil
+	}
+	type key struct{ service, group string }
+	index := map[key]int{}
+	out := map[string]backendCounts{}
+	for _, svc := range snap.Plan.Services {
+		out[svc.Name] = backendCounts{byBackend: make([]uint64, len(svc.Backends)), errByBackend: make([]uint64, len(svc.Backends))}
+		for _, b := range svc.Backends {
+			index[key{svc.Name, b.Group.Name}] = b.Index
+		}
+	}
+	for _, se := range s.reqMetrics.all() {
+		c, ok := out[se.service]
+		if !ok {
+			continue
+		}
+		var n, errs uint64
+		for i := range se.shards {
+			for class := range se.shards[i].codes {
+				n += se.shards[i].codes[class].Load()
+			}
+			errs += se.shards[i].codes[5].Load()
+		}
+		if se.group == "" {
+			c.lbErrors += errs
+			out[se.service] = c
+			continue
+		}
+		if i, ok := index[key{se.service, se.group}]; ok {
+			c.byBackend[i] += n
+			c.errByBackend[i] += errs
+		}
+	}
+	return out
+}
+
+// delta is b − a for counters that only grow, 0 if a reload renumbered
+// them.
+func delta(a, b uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}

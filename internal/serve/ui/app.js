@@ -1,0 +1,134 @@
+// Spillway dashboard: polls /ui/state once a second and renders it. The
+// admin token, when the listener needs one, comes from the URL fragment
+// (#token=...), which browsers never send to the server.
+"use strict";
+
+const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+const token = new URLSearchParams(location.hash.slice(1)).get("token");
+
+// el builds an element. Styles go through the CSSOM (attrs.css), which
+// the page's Content-Security-Policy allows, not style attributes.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") e.textContent = v;
+    else if (k === "css") Object.assign(e.style, v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+const pct = (x) => (100 * x).toFixed(1) + "%";
+
+function bar(shares, zones) {
+  const b = el("div", { class: "bar" });
+  shares.forEach((s, i) => {
+    if (s <= 0) return;
+    b.append(el("span", { css: { width: `${(100 * s).toFixed(2)}%`, background: palette[i % palette.length] }, title: `${zones[i]} ${pct(s)}` }));
+  });
+  return b;
+}
+
+// spark draws a series as an SVG polyline (w×h), with its maximum.
+function spark(values, w, h, max, color) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", w);
+  svg.setAttribute("height", h);
+  if (values.length > 1) {
+    const m = max || Math.max(...values, 1e-9);
+    const pts = values.map((v, i) => `${(i * (w - 2)) / (values.length - 1) + 1},${h - 1 - (v / m) * (h - 2)}`).join(" ");
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("points", pts);
+    line.setAttribute("fill", "none");
+    line.setAttribute("stroke", color);
+    line.setAttribute("stroke-width", "1.5");
+    svg.append(line);
+  }
+  return svg;
+}
+
+function renderRegions(regions) {
+  const box = document.getElementById("regions");
+  box.replaceChildren(...regions.map((r) =>
+    el("div", { class: "region", "data-region": r.name },
+      el("h3", { text: r.name }),
+      ...r.zones.map((z) => el("span", { class: "zone", "data-zone": z.zone, "data-state": z.state, text: `${z.zone} ${z.healthy}/${z.members}` })))));
+}
+
+function renderServices(services, step) {
+  const box = document.getElementById("services");
+  box.replaceChildren(...services.map((s) => {
+    const zones = s.backends.map((b) => b.zone);
+    const rows = s.backends.map((b, i) =>
+      el("tr", { "data-group": b.group, "data-zone": b.zone, "data-state": b.state },
+        el("td", {}, el("span", { css: { color: palette[i % palette.length] }, text: "■ " }), b.group),
+        el("td", { text: b.zone }),
+        el("td", { text: b.preference }),
+        el("td", { class: "num", text: `${b.healthy}/${b.members}` }),
+        el("td", {}, el("span", { class: "badge", "data-state": b.state, text: b.state })),
+        el("td", { class: "num", text: b.capacity < 0 ? "—" : b.capacity.toFixed(0) + " rps" }),
+        el("td", { class: "num split", text: pct(b.share) }),
+        el("td", { class: "num measured", "data-measured": s.measured ? b.measured.toFixed(4) : "", text: s.measured ? pct(b.measured) : "—" })));
+    const rate = s.rate.length ? s.rate[s.rate.length - 1] : 0;
+    const err = s.errorRate.length ? s.errorRate[s.errorRate.length - 1] : 0;
+    return el("div", { class: "service", "data-service": s.name },
+      el("h3", { text: s.name }),
+      el("div", { class: "meta", text: `${s.loadBalancingAlgorithm} · failover threshold ${s.failoverHealthThreshold}% · auto-capacity drain ${s.autoCapacityDrain ? "on" : "off"}` }),
+      el("div", { class: "bars" },
+        el("span", { class: "meta", text: "split" }), bar(s.backends.map((b) => b.share), zones),
+        el("span", { class: "meta", text: "measured" }), s.measured ? bar(s.backends.map((b) => b.measured), zones) : el("span", { class: "meta", text: "no requests in the last 10 s" })),
+      el("table", {},
+        el("thead", {}, el("tr", {}, ...["group", "zone", "preference", "healthy", "state", "capacity", "split", "measured"].map((h) => el("th", { text: h })))),
+        el("tbody", {}, ...rows)),
+      el("div", { class: "charts" },
+        el("div", { class: "chart", "data-points": String(s.rate.length) }, el("div", { class: "label", text: `requests/s, last ${s.rate.length} × ${step}: now ${rate.toFixed(1)}` }), spark(s.rate, 300, 50, 0, "#1f77b4")),
+        el("div", { class: "chart" }, el("div", { class: "label", text: `5xx share: now ${pct(err)}` }), spark(s.errorRate, 300, 50, 1, "#b3261e"))));
+  }));
+}
+
+function renderDNS(names) {
+  const sec = document.getElementById("dns-section");
+  sec.hidden = !names || names.length === 0;
+  if (sec.hidden) return;
+  document.querySelector("#dns tbody").replaceChildren(...names.map((n) =>
+    el("tr", { "data-name": n.name },
+      el("td", { text: n.name }),
+      el("td", { text: n.answers && n.answers.length ? n.answers.map((a) => `${a.member || "?"} (${a.address}${a.region ? ", " + a.region : ""})`).join(", ") : "no answer" }),
+      el("td", { class: "num", text: String(n.members) }))));
+}
+
+function renderTransitions(ts) {
+  const box = document.getElementById("transitions");
+  if (!ts.length) {
+    box.replaceChildren(el("li", { text: "none since the dashboard started" }));
+    return;
+  }
+  box.replaceChildren(...ts.map((t) =>
+    el("li", {},
+      el("time", { datetime: t.time, text: new Date(t.time).toLocaleTimeString() }),
+      el("span", { class: "kind", "data-kind": t.kind, text: t.kind }),
+      t.what, t.detail ? el("span", { class: "meta", text: " — " + t.detail }) : null)));
+}
+
+async function tick() {
+  const status = document.getElementById("status");
+  try {
+    const res = await fetch("state", { headers: token ? { Authorization: "Bearer " + token } : {}, cache: "no-store" });
+    if (!res.ok) throw new Error(res.status + " " + (await res.text()).trim());
+    const st = await res.json();
+    renderRegions(st.regions || []);
+    renderServices(st.backendServices || [], st.step);
+    renderDNS(st.dns);
+    renderTransitions(st.transitions || []);
+    status.dataset.state = "live";
+    status.textContent = `state version ${st.version} · ${new Date(st.time).toLocaleTimeString()}`;
+  } catch (e) {
+    status.dataset.state = "stale";
+    status.textContent = "not updating: " + e.message;
+  }
+}
+
+tick();
+setInterval(tick, 1000);
