@@ -73,11 +73,12 @@ type GSLBName struct {
 	// Failback shapes how a recovered member's weight returns.
 	Failback *GSLBFailback `json:"failback,omitempty"`
 	// Locations map client subnets (EDNS Client Subnet, else the
-	// resolver's address) to regions, for the GEO policy.
+	// resolver's address), or the country or continent geoDatabase gives
+	// them, to regions, for the GEO policy.
 	Locations []GSLBLocation `json:"locations,omitempty"`
 	// GeoDatabase is the path of a MaxMind-format database (GeoLite2 or
 	// GeoIP2 City or Country, or any .mmdb with the same location fields)
-	// that places clients no Locations entry matches, for the GEO policy.
+	// that places clients no Locations CIDR matches, for the GEO policy.
 	GeoDatabase string `json:"geoDatabase,omitempty"`
 	// Passive tunes the passive signal from Spillway's own proxy for
 	// members that are Spillway frontends.
@@ -155,10 +156,16 @@ type GSLBFailback struct {
 	Steps []int `json:"steps,omitempty"`
 }
 
-// GSLBLocation maps a client subnet to a region.
+// GSLBLocation maps a client subnet, or a country or continent (as the
+// name's geoDatabase gives it), to a region: exactly one of CIDR,
+// Country and Continent.
 type GSLBLocation struct {
-	CIDR   string `json:"cidr"`
-	Region string `json:"region"`
+	CIDR string `json:"cidr,omitempty"`
+	// Country is an ISO 3166-1 alpha-2 code (a record's country.iso_code).
+	Country string `json:"country,omitempty"`
+	// Continent is AF, AN, AS, EU, NA, OC or SA (continent.code).
+	Continent string `json:"continent,omitempty"`
+	Region    string `json:"region"`
 }
 
 // Defaults of dnsZones fields.

@@ -233,21 +233,7 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 			v.add(at("%s.failback.steps[%d]", p, n-1), "end the steps with 100", "the last step must be 100, not %d", f.Steps[n-1])
 		}
 	}
-	for k, l := range g.Locations {
-		lp := at("%s.locations[%d]", p, k)
-		pfx, err := netip.ParsePrefix(l.CIDR)
-		switch {
-		case l.CIDR == "":
-			v.add(lp+".cidr", "write a subnet, e.g. 198.51.100.0/24", "a CIDR is required")
-		case err != nil:
-			v.add(lp+".cidr", "write a subnet, e.g. 198.51.100.0/24 or 2001:db8::/32", "%q is not a CIDR", l.CIDR)
-		case pfx.Masked() != pfx:
-			v.add(lp+".cidr", fmt.Sprintf("write %s", pfx.Masked()), "%q has host bits set", l.CIDR)
-		}
-		if l.Region == "" {
-			v.add(lp+".region", "name the region clients in this subnet are in", "a region is required")
-		}
-	}
+	v.gslbLocations(p, g)
 	if len(g.Locations) > 0 && !geo {
 		v.add(p+".locations", "set policy: GEO, or remove the locations", "locations are only used by the GEO policy")
 	}

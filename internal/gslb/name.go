@@ -49,6 +49,9 @@ type gname struct {
 	all     []int          // every member index, in order
 	table   *locationTable // GEO only
 	geo     *geoDB         // GEO with geoDatabase only
+	// geoKeys maps the country and continent keys of locations to
+	// client-region ladders (GEO with geoDatabase only).
+	geoKeys map[geoKey]int
 	// geoRegions are the member regions with known coordinates, for
 	// placing clients the geo database locates.
 	geoRegions []geoRegion
@@ -219,11 +222,18 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 	}
 	var locs []location
 	for _, l := range g.Locations {
-		pfx, err := netip.ParsePrefix(l.CIDR)
-		if err != nil {
-			continue // rejected by validation
+		switch {
+		case l.Country != "":
+			n.setGeoKey(countryKey(l.Country), add(l.Region))
+		case l.Continent != "":
+			n.setGeoKey(continentKey(l.Continent), add(l.Region))
+		default:
+			pfx, err := netip.ParsePrefix(l.CIDR)
+			if err != nil {
+				continue // rejected by validation
+			}
+			locs = append(locs, location{prefix: pfx.Masked(), region: add(l.Region)})
 		}
-		locs = append(locs, location{prefix: pfx.Masked(), region: add(l.Region)})
 	}
 	for _, m := range n.members {
 		add(m.region)
@@ -248,6 +258,14 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 		}
 	}
 	return nil
+}
+
+// setGeoKey maps a country or continent key to a client-region ladder.
+func (n *gname) setGeoKey(k geoKey, ladder int) {
+	if n.geoKeys == nil {
+		n.geoKeys = map[geoKey]int{}
+	}
+	n.geoKeys[k] = ladder
 }
 
 // tiersBy groups members into tiers of equal key, lowest key first
