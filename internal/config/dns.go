@@ -55,7 +55,7 @@ type DNSRecord struct {
 // according to a policy and health.
 type GSLBName struct {
 	Name string `json:"name"`
-	// Policy is WEIGHTED (default), FAILOVER or GEO.
+	// Policy is WEIGHTED (default), FAILOVER, GEO or LATENCY.
 	Policy string `json:"policy,omitempty"`
 	// AnswerCount is how many addresses an answer holds (default 1).
 	AnswerCount *int `json:"answerCount,omitempty"`
@@ -74,11 +74,12 @@ type GSLBName struct {
 	Failback *GSLBFailback `json:"failback,omitempty"`
 	// Locations map client subnets (EDNS Client Subnet, else the
 	// resolver's address), or the country or continent geoDatabase gives
-	// them, to regions, for the GEO policy.
+	// them, to regions, for the GEO and LATENCY policies.
 	Locations []GSLBLocation `json:"locations,omitempty"`
 	// GeoDatabase is the path of a MaxMind-format database (GeoLite2 or
 	// GeoIP2 City or Country, or any .mmdb with the same location fields)
-	// that places clients no Locations CIDR matches, for the GEO policy.
+	// that places clients no Locations CIDR matches, for the GEO and
+	// LATENCY policies.
 	GeoDatabase string `json:"geoDatabase,omitempty"`
 	// Passive tunes the passive signal from Spillway's own proxy for
 	// members that are Spillway frontends.
@@ -117,8 +118,8 @@ type GSLBMember struct {
 	Name string `json:"name"`
 	// Address is the IPv4 or IPv6 address answered (A or AAAA).
 	Address string `json:"address"`
-	// Region places the member, for GEO (a regions[] name or a known
-	// Google Cloud region).
+	// Region places the member, for GEO and LATENCY (a regions[] name or
+	// a known Google Cloud region).
 	Region string `json:"region,omitempty"`
 	// Weight is the member's relative share (default 1; 0 = never chosen
 	// while another member can be).
@@ -135,6 +136,10 @@ type GSLBMember struct {
 	HealthChecks []GSLBMemberCheck `json:"healthChecks,omitempty"`
 	// Fallback members are answered when every member is down.
 	Fallback bool `json:"fallback,omitempty"`
+	// Bias (-99..99, LATENCY only) scales the round-trip time from a
+	// client's region to the member's: effective = rtt × (1 − bias/100),
+	// as Route 53's geoproximity bias scales distance.
+	Bias *int `json:"bias,omitempty"`
 }
 
 // GSLBMemberCheck is one of a member's layered health checks.

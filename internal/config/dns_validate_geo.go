@@ -115,3 +115,18 @@ func (v *validator) gslbLocations(p string, g *GSLBName) {
 		}
 	}
 }
+
+// gslbBias validates members[].bias: -99..99, and only for LATENCY.
+func (v *validator) gslbBias(p string, bias *int, policy string) {
+	if bias == nil {
+		return
+	}
+	if policy != "LATENCY" {
+		v.add(p, "set policy: LATENCY, or remove the bias", "bias is only used by the LATENCY policy")
+		return
+	}
+	if *bias < -99 || *bias > 99 {
+		v.add(p, "use -99 to 99: positive draws clients from farther away, negative pushes them off",
+			"bias %d is out of range", *bias)
+	}
+}

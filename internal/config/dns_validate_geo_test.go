@@ -41,3 +41,35 @@ func TestDNSLocationKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestDNSLatencyPolicy(t *testing.T) {
+	const member = "{name: a, address: 192.0.2.1, region: us-east1, healthCheck: hc}"
+	for _, tc := range []struct {
+		name, policy, member string
+		want                 string // "" = valid
+	}{
+		{"bias", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: -40}", ""},
+		{"bias bounds", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: 99}", ""},
+		{"bias out of range", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: 100}", "members[0].bias: bias 100 is out of range (fix: use -99 to 99"},
+		{"bias too low", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: -100}", "bias -100 is out of range"},
+		{"bias needs LATENCY", "GEO", "{name: a, address: 192.0.2.1, region: us-east1, bias: 10}", "members[0].bias: bias is only used by the LATENCY policy (fix: set policy: LATENCY"},
+		{"LATENCY needs regions", "LATENCY", "{name: a, address: 192.0.2.1}", "members[0].region: the LATENCY policy needs a region for every member"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := strings.Replace(dnsBase, member, tc.member, 1)
+			cfg = strings.Replace(cfg, "policy: GEO", "policy: "+tc.policy, 1)
+			_, err := Parse([]byte(cfg), "dns.yaml")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("valid config rejected:\n%v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got:\n%v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+	// locations and geoDatabase serve LATENCY as they serve GEO.
+	cfg := strings.Replace(dnsBase, "policy: GEO", "policy: LATENCY\n    geoDatabase: /x.mmdb", 1)
+	if _, err := Parse([]byte(cfg), "dns.yaml"); err != nil {
+		t.Fatalf("LATENCY with locations rejected:\n%v", err)
+	}
+}

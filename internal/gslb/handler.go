@@ -223,7 +223,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 		before := len(m.Answer)
 		if g := n.gslb; g != nil && (q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA || q.Qtype == dns.TypeANY) {
 			ladder := len(g.ladders) - 1
-			if g.policy == geo {
+			if g.placesClients() {
 				region, sc := g.table.lookup(client)
 				if region < 0 && g.geo != nil && client.IsValid() {
 					var dbScope int

@@ -23,6 +23,7 @@ const (
 	weighted policy = iota
 	failover
 	geo
+	latency
 )
 
 // gname is a compiled GSLB name. Everything but state is immutable after
@@ -42,18 +43,19 @@ type gname struct {
 	members []member
 	// ladders are the failover ladders (tiers of member indexes, first
 	// choice first). WEIGHTED has one ladder of one tier, FAILOVER one
-	// ladder of priority tiers, GEO one ladder per client region (regions
-	// by distance) plus a last one, a single tier, for clients whose
-	// region is unknown.
+	// ladder of priority tiers, GEO and LATENCY one ladder per client
+	// region (regions by RTT, LATENCY's scaled by bias) plus a last one, a
+	// single tier, for clients whose region is unknown.
 	ladders [][][]int
 	all     []int          // every member index, in order
-	table   *locationTable // GEO only
-	geo     *geoDB         // GEO with geoDatabase only
+	table   *locationTable // GEO and LATENCY only
+	geo     *geoDB         // GEO and LATENCY with geoDatabase only
 	// geoKeys maps the country and continent keys of locations to
 	// client-region ladders (GEO with geoDatabase only).
 	geoKeys map[geoKey]int
-	// geoRegions are the member regions with known coordinates, for
-	// placing clients the geo database locates.
+	// geoRegions are the regions with known coordinates the geo
+	// database's coordinates place clients in: GEO's member regions, or
+	// for LATENCY every known region (latencyRegions).
 	geoRegions []geoRegion
 	service    *plan.Service // backendService names only
 
@@ -78,6 +80,8 @@ type member struct {
 	region   string
 	regionID int // plan region index, -1 if unknown (backend service only)
 	weight   float64
+	// rttScale is 1 − bias/100 (LATENCY; else 1).
+	rttScale float64
 	fallback bool
 	// rr and rrTrans are the member's answer at the name's TTL and at
 	// its transition TTL, built once.
@@ -120,6 +124,8 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		n.policy = failover
 	case "GEO":
 		n.policy = geo
+	case "LATENCY":
+		n.policy = latency
 	}
 	steps := config.DNSDefaultFailbackSteps()
 	rampSec := config.DNSDefaultRampSec
@@ -140,7 +146,10 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 				return nil, fmt.Errorf("gslb: %s: member %q: %w", n.owner, cm.Name, err)
 			}
 			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1,
-				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback}
+				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback, rttScale: 1}
+			if n.policy == latency && cm.Bias != nil {
+				m.rttScale = 1 - float64(*cm.Bias)/100
+			}
 			checks := cm.HealthChecks
 			if cm.HealthCheck != "" {
 				checks = []config.GSLBMemberCheck{{Name: cm.HealthCheck}}
@@ -165,7 +174,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 				continue
 			}
 			n.members = append(n.members, member{name: f.Name, addr: addr.Unmap(), region: f.Region,
-				regionID: f.RegionID, weight: 1})
+				regionID: f.RegionID, weight: 1, rttScale: 1})
 			priorities = append(priorities, 0)
 		}
 		if len(n.members) == 0 {
@@ -192,7 +201,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		n.ladders = [][][]int{{all}}
 	case failover:
 		n.ladders = [][][]int{tiersBy(all, func(i int) float64 { return float64(priorities[i]) })}
-	case geo:
+	case geo, latency:
 		if err := n.geoLadders(g, all, p); err != nil {
 			return nil, err
 		}
@@ -208,7 +217,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 }
 
 // geoLadders builds one ladder per client region: member regions by
-// distance from it, nearest first.
+// RTT from it (LATENCY: scaled by each member's bias), nearest first.
 func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 	clients := map[string]int{}
 	var names []string
@@ -238,10 +247,23 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 	for _, m := range n.members {
 		add(m.region)
 	}
+	coords := regionCoords(p)
+	var placed []string // regions the database's coordinates place clients in
+	if g.GeoDatabase != "" {
+		placed = n.memberRegions()
+		if n.policy == latency {
+			placed = latencyRegions(p, placed, coords)
+		}
+		for _, r := range placed {
+			add(r)
+		}
+	}
 	n.table = newLocationTable(locs)
 	dist := regionDistance(p)
 	for _, client := range names {
-		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 { return dist(client, n.members[i].region) }))
+		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 {
+			return dist(client, n.members[i].region) * n.members[i].rttScale
+		}))
 	}
 	n.ladders = append(n.ladders, [][]int{all})
 	if g.GeoDatabase != "" {
@@ -250,10 +272,9 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 			return fmt.Errorf("gslb: %s: geoDatabase: %w", n.owner, err)
 		}
 		n.geo = db
-		coords := regionCoords(p)
-		for _, m := range n.members {
-			if lat, lon, ok := coords(m.region); ok {
-				n.geoRegions = append(n.geoRegions, geoRegion{ladder: clients[m.region], lat: lat, lon: lon})
+		for _, r := range placed {
+			if lat, lon, ok := coords(r); ok {
+				n.geoRegions = append(n.geoRegions, geoRegion{ladder: clients[r], lat: lat, lon: lon})
 			}
 		}
 	}
