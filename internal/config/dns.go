@@ -145,10 +145,30 @@ type GSLBMember struct {
 // GSLBMemberCheck is one of a member's layered health checks.
 type GSLBMemberCheck struct {
 	// Name is a healthChecks[] entry with a fixed port; it probes the
-	// member's address at its own interval.
-	Name string `json:"name"`
+	// member's address at its own interval. Exclusive with Calculated.
+	Name string `json:"name,omitempty"`
 	// Layer is SHALLOW (default), DEEP or SYNTHETIC.
 	Layer string `json:"layer,omitempty"`
+	// Calculated is a check that passes while at least MinHealthy of its
+	// child checks pass (Route 53 calculated health checks).
+	Calculated *GSLBCalculated `json:"calculated,omitempty"`
+}
+
+// GSLBCalculated is members[].healthChecks[].calculated.
+type GSLBCalculated struct {
+	// MinHealthy is how many child checks must pass (1..len(Checks)).
+	MinHealthy int `json:"minHealthy"`
+	// Checks are the child checks, each with its own hysteresis.
+	Checks []GSLBChildCheck `json:"checks"`
+}
+
+// GSLBChildCheck is one child of a calculated check.
+type GSLBChildCheck struct {
+	// Name is a healthChecks[] entry with a fixed port.
+	Name string `json:"name"`
+	// Address is the IP address probed (default: the member's), e.g. one
+	// of the servers behind the member's address.
+	Address string `json:"address,omitempty"`
 }
 
 // GSLBFailback is gslbNames[].failback.
@@ -203,6 +223,8 @@ const (
 	DNSMaxMembers = 256
 	// DNSMaxMemberChecks bounds members[].healthChecks.
 	DNSMaxMemberChecks = 8
+	// DNSMaxCalculatedChecks bounds healthChecks[].calculated.checks.
+	DNSMaxCalculatedChecks = 32
 	// DNSDefaultDeepUnhealthyThreshold is how many consecutive failures
 	// of a DEEP check (whose health check leaves unhealthyThreshold
 	// unset) halve the member's weight.

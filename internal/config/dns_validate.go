@@ -305,6 +305,10 @@ func (v *validator) gslbMemberChecks(mp string, m *GSLBMember) {
 	for k, c := range m.HealthChecks {
 		cp := at("%s.healthChecks[%d]", mp, k)
 		v.enum(cp+".layer", c.Layer, gslbLayers...)
+		if c.Calculated != nil {
+			v.gslbCalculated(cp, c)
+			continue
+		}
 		if c.Name == "" {
 			v.add(cp+".name", "name a healthChecks[] entry, e.g. {name: hc-deep, layer: DEEP}", "a health check name is required")
 			continue

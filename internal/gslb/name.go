@@ -155,7 +155,13 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 				checks = []config.GSLBMemberCheck{{Name: cm.HealthCheck}}
 			}
 			for _, c := range checks {
-				if err := n.probeTarget(&m, c, cfg, p); err != nil {
+				if c.Calculated != nil {
+					if err := n.calculatedTargets(&m, c, cfg, p); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if err := n.probeTarget(&m, c, m.addr, cfg, p); err != nil {
 					return nil, err
 				}
 			}
@@ -331,8 +337,9 @@ func regionCoords(p *plan.Plan) func(region string) (lat, lon float64, ok bool) 
 	}
 }
 
-// probeTarget adds one of m's probe targets, from layered check c.
-func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, cfg *config.Config, p *plan.Plan) error {
+// probeTarget adds one of m's probe targets, from layered check c,
+// probing addr.
+func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, addr netip.Addr, cfg *config.Config, p *plan.Plan) error {
 	name := config.RefName(c.Name)
 	var hc *plan.HealthCheck
 	for _, h := range p.HealthChecks {
@@ -354,7 +361,7 @@ func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, cfg *config.Con
 		return fmt.Errorf("gslb: %s: member %q: health check %q has no fixed port", n.owner, m.name, name)
 	}
 	m.targets = append(m.targets, probe.Target{
-		Addr: netip.AddrPortFrom(m.addr, uint16(port)).String(),
+		Addr: netip.AddrPortFrom(addr, uint16(port)).String(),
 		Spec: probe.Spec{Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path,
 			Host: hc.Host, Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader},
 	})
