@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"testing"
 
 	"github.com/spillwaylb/spillway/internal/sim"
@@ -36,6 +37,38 @@ dnsZones:
 		{[]string{"primary"}, "dr"},
 	} {
 		r, err := simulateDNS(p, sim.DNSOptions{Name: "api.gslb.example", Queries: 200, Seed: 1, Down: tc.down})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Members[tc.want] != r.Queries {
+			t.Errorf("%v down: members %v, want every answer %s", tc.down, r.Members, tc.want)
+		}
+	}
+}
+
+// A pool member following a backend service's fleet goes down in the
+// simulation when the service's endpoints in its region do.
+func TestSimulateDNSMemberFleet(t *testing.T) {
+	b, err := os.ReadFile(dnsExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := compilePlan(t, string(b)+`
+  - name: fleet
+    policy: FAILOVER
+    pool:
+      members:
+      - {name: us, address: 198.51.100.40, region: us-east1, backendService: web, healthCheck: hc-edge}
+      - {name: eu, address: 203.0.113.40, region: europe-west3, backendService: web, priority: 1}
+`)
+	for _, tc := range []struct {
+		down []string
+		want string
+	}{
+		{nil, "us"},
+		{[]string{"neg-web-us"}, "eu"},
+	} {
+		r, err := simulateDNS(p, sim.DNSOptions{Name: "fleet.gslb.example", Queries: 200, Seed: 1, Down: tc.down})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -140,6 +140,11 @@ type GSLBMember struct {
 	// client's region to the member's: effective = rtt × (1 − bias/100),
 	// as Route 53's geoproximity bias scales distance.
 	Bias *int `json:"bias,omitempty"`
+	// BackendService makes the member's health also follow a backend
+	// service's fleet: the member is down while the engine's View gives
+	// the service no healthy capacity in the member's Region (anywhere,
+	// without a Region), whatever its own checks say.
+	BackendService string `json:"backendService,omitempty"`
 }
 
 // GSLBMemberCheck is one of a member's layered health checks.

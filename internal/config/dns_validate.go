@@ -279,6 +279,9 @@ func (v *validator) gslbPool(p string, pool *GSLBPool, policy string) {
 			v.add(mp+".region", "say where the member is, e.g. region: us-east1", "the %s policy needs a region for every member", policy)
 		}
 		v.gslbBias(mp+".bias", m.Bias, policy)
+		if m.BackendService != "" {
+			v.serviceRef(mp+".backendService", m.BackendService)
+		}
 		if m.HealthCheck != "" {
 			v.gslbHealthCheck(mp+".healthCheck", m.HealthCheck)
 		}

@@ -35,3 +35,23 @@ func TestDNSCalculatedCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestDNSMemberBackendService(t *testing.T) {
+	for _, tc := range []struct {
+		name, member, want string
+	}{
+		{"valid", "{name: a, address: 192.0.2.1, region: us-east1, backendService: web}", ""},
+		{"unknown", "{name: a, address: 192.0.2.1, region: us-east1, backendService: webb}", `members[0].backendService: unknown backend service "webb"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := strings.Replace(dnsBase, "{name: a, address: 192.0.2.1, region: us-east1, healthCheck: hc}", tc.member, 1)
+			_, err := Parse([]byte(cfg), "dns.yaml")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("valid config rejected:\n%v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got:\n%v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -70,7 +70,10 @@ type gname struct {
 	layers   []Layered
 	windows  []PassiveWindow
 	degraded []bool
-	state    atomic.Pointer[nameState]
+	// fleetDown[i]: member i's backend service has no healthy capacity
+	// in its region (pool members with a service only).
+	fleetDown []bool
+	state     atomic.Pointer[nameState]
 }
 
 // member is one pool member (or, for a backend service, one frontend).
@@ -90,6 +93,10 @@ type member struct {
 	// checks their layers and hysteresis (same order).
 	targets []probe.Target
 	checks  []LayerCheck
+	// service is the backend service whose fleet in region the member's
+	// health follows as well (pool members with backendService; "" for
+	// none).
+	service string
 }
 
 // nameState is the published health of a name's members.
@@ -145,7 +152,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 			if err != nil {
 				return nil, fmt.Errorf("gslb: %s: member %q: %w", n.owner, cm.Name, err)
 			}
-			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1,
+			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1, service: config.RefName(cm.BackendService),
 				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback, rttScale: 1}
 			if n.policy == latency && cm.Bias != nil {
 				m.rttScale = 1 - float64(*cm.Bias)/100
@@ -192,6 +199,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		m.rr, m.rrTrans = addressRR(n.owner, m.addr, n.ttl), addressRR(n.owner, m.addr, n.transTTL)
 	}
 	n.layers = make([]Layered, len(n.members))
+	n.fleetDown = make([]bool, len(n.members))
 	for i := range n.members {
 		n.layers[i] = NewLayered(n.members[i].checks)
 	}
