@@ -71,7 +71,7 @@ recovered members ramp back (failback steps over rampSec) and answers carry
 the transition TTL while a name changes, all in virtual time. --down and --at
 may also name endpoints (zones, regions, ...), which decide backendService
 names through the engine View. --client-subnet sends EDNS Client Subnet, so
-GEO names pick the client's nearest region (without it GEO names answer as
+GEO and LATENCY names place the client (without it they answer as
 WEIGHTED). --queries N counts N queries after convergence; --rate QPS
 --duration D sends queries over time and prints a timeline (with --at
 60s:up=MEMBER it shows the failback ramp). Output: the share of answers per

@@ -55,7 +55,7 @@ type DNSRecord struct {
 // according to a policy and health.
 type GSLBName struct {
 	Name string `json:"name"`
-	// Policy is WEIGHTED (default), FAILOVER or GEO.
+	// Policy is WEIGHTED (default), FAILOVER, GEO or LATENCY.
 	Policy string `json:"policy,omitempty"`
 	// AnswerCount is how many addresses an answer holds (default 1).
 	AnswerCount *int `json:"answerCount,omitempty"`
@@ -73,11 +73,13 @@ type GSLBName struct {
 	// Failback shapes how a recovered member's weight returns.
 	Failback *GSLBFailback `json:"failback,omitempty"`
 	// Locations map client subnets (EDNS Client Subnet, else the
-	// resolver's address) to regions, for the GEO policy.
+	// resolver's address), or the country or continent geoDatabase gives
+	// them, to regions, for the GEO and LATENCY policies.
 	Locations []GSLBLocation `json:"locations,omitempty"`
 	// GeoDatabase is the path of a MaxMind-format database (GeoLite2 or
 	// GeoIP2 City or Country, or any .mmdb with the same location fields)
-	// that places clients no Locations entry matches, for the GEO policy.
+	// that places clients no Locations CIDR matches, for the GEO and
+	// LATENCY policies.
 	GeoDatabase string `json:"geoDatabase,omitempty"`
 	// Passive tunes the passive signal from Spillway's own proxy for
 	// members that are Spillway frontends.
@@ -116,8 +118,8 @@ type GSLBMember struct {
 	Name string `json:"name"`
 	// Address is the IPv4 or IPv6 address answered (A or AAAA).
 	Address string `json:"address"`
-	// Region places the member, for GEO (a regions[] name or a known
-	// Google Cloud region).
+	// Region places the member, for GEO and LATENCY (a regions[] name or
+	// a known Google Cloud region).
 	Region string `json:"region,omitempty"`
 	// Weight is the member's relative share (default 1; 0 = never chosen
 	// while another member can be).
@@ -134,15 +136,44 @@ type GSLBMember struct {
 	HealthChecks []GSLBMemberCheck `json:"healthChecks,omitempty"`
 	// Fallback members are answered when every member is down.
 	Fallback bool `json:"fallback,omitempty"`
+	// Bias (-99..99, LATENCY only) scales the round-trip time from a
+	// client's region to the member's: effective = rtt × (1 − bias/100),
+	// as Route 53's geoproximity bias scales distance.
+	Bias *int `json:"bias,omitempty"`
+	// BackendService makes the member's health also follow a backend
+	// service's fleet: the member is down while the engine's View gives
+	// the service no healthy capacity in the member's Region (anywhere,
+	// without a Region), whatever its own checks say.
+	BackendService string `json:"backendService,omitempty"`
 }
 
 // GSLBMemberCheck is one of a member's layered health checks.
 type GSLBMemberCheck struct {
 	// Name is a healthChecks[] entry with a fixed port; it probes the
-	// member's address at its own interval.
-	Name string `json:"name"`
+	// member's address at its own interval. Exclusive with Calculated.
+	Name string `json:"name,omitempty"`
 	// Layer is SHALLOW (default), DEEP or SYNTHETIC.
 	Layer string `json:"layer,omitempty"`
+	// Calculated is a check that passes while at least MinHealthy of its
+	// child checks pass (Route 53 calculated health checks).
+	Calculated *GSLBCalculated `json:"calculated,omitempty"`
+}
+
+// GSLBCalculated is members[].healthChecks[].calculated.
+type GSLBCalculated struct {
+	// MinHealthy is how many child checks must pass (1..len(Checks)).
+	MinHealthy int `json:"minHealthy"`
+	// Checks are the child checks, each with its own hysteresis.
+	Checks []GSLBChildCheck `json:"checks"`
+}
+
+// GSLBChildCheck is one child of a calculated check.
+type GSLBChildCheck struct {
+	// Name is a healthChecks[] entry with a fixed port.
+	Name string `json:"name"`
+	// Address is the IP address probed (default: the member's), e.g. one
+	// of the servers behind the member's address.
+	Address string `json:"address,omitempty"`
 }
 
 // GSLBFailback is gslbNames[].failback.
@@ -155,10 +186,16 @@ type GSLBFailback struct {
 	Steps []int `json:"steps,omitempty"`
 }
 
-// GSLBLocation maps a client subnet to a region.
+// GSLBLocation maps a client subnet, or a country or continent (as the
+// name's geoDatabase gives it), to a region: exactly one of CIDR,
+// Country and Continent.
 type GSLBLocation struct {
-	CIDR   string `json:"cidr"`
-	Region string `json:"region"`
+	CIDR string `json:"cidr,omitempty"`
+	// Country is an ISO 3166-1 alpha-2 code (a record's country.iso_code).
+	Country string `json:"country,omitempty"`
+	// Continent is AF, AN, AS, EU, NA, OC or SA (continent.code).
+	Continent string `json:"continent,omitempty"`
+	Region    string `json:"region"`
 }
 
 // Defaults of dnsZones fields.
@@ -191,6 +228,8 @@ const (
 	DNSMaxMembers = 256
 	// DNSMaxMemberChecks bounds members[].healthChecks.
 	DNSMaxMemberChecks = 8
+	// DNSMaxCalculatedChecks bounds healthChecks[].calculated.checks.
+	DNSMaxCalculatedChecks = 32
 	// DNSDefaultDeepUnhealthyThreshold is how many consecutive failures
 	// of a DEEP check (whose health check leaves unhealthyThreshold
 	// unset) halve the member's weight.

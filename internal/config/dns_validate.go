@@ -15,7 +15,7 @@ import (
 var dnsRecordTypes = []string{"A", "AAAA", "CNAME", "TXT", "MX", "SRV"}
 
 // gslbPolicies are the values of gslbNames[].policy.
-var gslbPolicies = []string{"WEIGHTED", "FAILOVER", "GEO"}
+var gslbPolicies = []string{"WEIGHTED", "FAILOVER", "GEO", "LATENCY"}
 
 // dnsZones validates dnsZones[] and how they relate to DNS frontends.
 func (v *validator) dnsZones() {
@@ -189,7 +189,7 @@ func rrdataFix(typ string) string {
 
 // gslbName validates one gslbNames[] entry.
 func (v *validator) gslbName(p string, g *GSLBName) {
-	geo := g.Policy == "GEO"
+	geo := g.Policy == "GEO" || g.Policy == "LATENCY"
 	v.enum(p+".policy", g.Policy, gslbPolicies...)
 	v.intRange(p+".answerCount", g.AnswerCount, 1, 64)
 	v.intRange(p+".ttl", g.TTL, 0, 86400)
@@ -210,7 +210,7 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 	case g.Pool == nil && g.BackendService == "":
 		v.add(p, "add pool: {members: [...]} or backendService: NAME", "a pool or a backend service is required")
 	case g.Pool != nil:
-		v.gslbPool(p+".pool", g.Pool, geo)
+		v.gslbPool(p+".pool", g.Pool, g.Policy)
 	default:
 		v.serviceRef(p+".backendService", g.BackendService)
 		if len(v.gslbFrontends()) == 0 {
@@ -233,26 +233,12 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 			v.add(at("%s.failback.steps[%d]", p, n-1), "end the steps with 100", "the last step must be 100, not %d", f.Steps[n-1])
 		}
 	}
-	for k, l := range g.Locations {
-		lp := at("%s.locations[%d]", p, k)
-		pfx, err := netip.ParsePrefix(l.CIDR)
-		switch {
-		case l.CIDR == "":
-			v.add(lp+".cidr", "write a subnet, e.g. 198.51.100.0/24", "a CIDR is required")
-		case err != nil:
-			v.add(lp+".cidr", "write a subnet, e.g. 198.51.100.0/24 or 2001:db8::/32", "%q is not a CIDR", l.CIDR)
-		case pfx.Masked() != pfx:
-			v.add(lp+".cidr", fmt.Sprintf("write %s", pfx.Masked()), "%q has host bits set", l.CIDR)
-		}
-		if l.Region == "" {
-			v.add(lp+".region", "name the region clients in this subnet are in", "a region is required")
-		}
-	}
+	v.gslbLocations(p, g)
 	if len(g.Locations) > 0 && !geo {
-		v.add(p+".locations", "set policy: GEO, or remove the locations", "locations are only used by the GEO policy")
+		v.add(p+".locations", "set policy: GEO or LATENCY, or remove the locations", "locations are only used by the GEO and LATENCY policies")
 	}
 	if g.GeoDatabase != "" && !geo {
-		v.add(p+".geoDatabase", "set policy: GEO, or remove the geoDatabase", "a geoDatabase is only used by the GEO policy")
+		v.add(p+".geoDatabase", "set policy: GEO or LATENCY, or remove the geoDatabase", "a geoDatabase is only used by the GEO and LATENCY policies")
 	}
 	if ps := g.Passive; ps != nil {
 		pp := p + ".passive"
@@ -264,7 +250,8 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 }
 
 // gslbPool validates a pool.
-func (v *validator) gslbPool(p string, pool *GSLBPool, geo bool) {
+func (v *validator) gslbPool(p string, pool *GSLBPool, policy string) {
+	geo := policy == "GEO" || policy == "LATENCY"
 	if len(pool.Members) == 0 {
 		v.add(p+".members", "add members: [{name: a, address: 192.0.2.1}]", "at least one member is required")
 	}
@@ -289,7 +276,11 @@ func (v *validator) gslbPool(p string, pool *GSLBPool, geo bool) {
 		v.intRange(mp+".weight", m.Weight, 0, 10000)
 		v.inRange(mp+".priority", int64(m.Priority), 0, 100)
 		if geo && m.Region == "" {
-			v.add(mp+".region", "say where the member is, e.g. region: us-east1", "the GEO policy needs a region for every member")
+			v.add(mp+".region", "say where the member is, e.g. region: us-east1", "the %s policy needs a region for every member", policy)
+		}
+		v.gslbBias(mp+".bias", m.Bias, policy)
+		if m.BackendService != "" {
+			v.serviceRef(mp+".backendService", m.BackendService)
 		}
 		if m.HealthCheck != "" {
 			v.gslbHealthCheck(mp+".healthCheck", m.HealthCheck)
@@ -317,6 +308,10 @@ func (v *validator) gslbMemberChecks(mp string, m *GSLBMember) {
 	for k, c := range m.HealthChecks {
 		cp := at("%s.healthChecks[%d]", mp, k)
 		v.enum(cp+".layer", c.Layer, gslbLayers...)
+		if c.Calculated != nil {
+			v.gslbCalculated(cp, c)
+			continue
+		}
 		if c.Name == "" {
 			v.add(cp+".name", "name a healthChecks[] entry, e.g. {name: hc-deep, layer: DEEP}", "a health check name is required")
 			continue

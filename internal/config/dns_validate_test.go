@@ -63,7 +63,7 @@ func TestDNSInvalid(t *testing.T) {
 		{"CNAME loop", "  - {name: www, type: CNAME, rrdatas: [app.gslb.example.]}", "  - {name: www, type: CNAME, rrdatas: [app.gslb.example.]}\n  - {name: a, type: CNAME, rrdatas: [b.gslb.example.]}\n  - {name: b, type: CNAME, rrdatas: [A.gslb.example.]}", `CNAME chain a.gslb.example. → b.gslb.example. → a.gslb.example. loops`},
 		{"CNAME to itself", "rrdatas: [app.gslb.example.]", "rrdatas: [www.gslb.example.]", `CNAME chain www.gslb.example. → www.gslb.example. loops`},
 		{"GSLB clash", "{name: svc,", "{name: www,", `dnsZones[0].gslbNames[1].name: "www.gslb.example." is already used`},
-		{"unknown policy", "policy: GEO", "policy: LATENCY", `dnsZones[0].gslbNames[0].policy: unknown value "LATENCY"`},
+		{"unknown policy", "policy: GEO", "policy: NEAREST", `dnsZones[0].gslbNames[0].policy: unknown value "NEAREST"`},
 		{"pool and service", "{name: svc, backendService: web}", "{name: svc, backendService: web, pool: {members: [{name: b, address: 192.0.2.2}]}}", "pool and backendService are exclusive"},
 		{"bad address", "address: 192.0.2.1", "address: 192.0.2.1:80", `members[0].address: "192.0.2.1:80" is not an IP address`},
 		{"geo needs region", "region: us-east1, healthCheck", "healthCheck", "members[0].region: the GEO policy needs a region"},
@@ -80,7 +80,7 @@ func TestDNSInvalid(t *testing.T) {
 		{"layered serving-port check", "healthCheck: hc}", "healthChecks: [{name: hc}, {name: hc-serving, layer: DEEP}]}", `healthChecks[1].name: health check "hc-serving" probes the serving port`},
 		{"passive error rate range", "policy: GEO", "policy: GEO\n    passive: {maxErrorRate: 1.5}", "passive.maxErrorRate: 1.5 is out of range"},
 		{"passive window range", "policy: GEO", "policy: GEO\n    passive: {windowSec: 0}", "passive.windowSec: 0 is out of range"},
-		{"geoDatabase needs GEO", "{name: svc, backendService: web}", "{name: svc, backendService: web, geoDatabase: /x.mmdb}", "a geoDatabase is only used by the GEO policy"},
+		{"geoDatabase needs GEO", "{name: svc, backendService: web}", "{name: svc, backendService: web, geoDatabase: /x.mmdb}", "a geoDatabase is only used by the GEO and LATENCY policies"},
 		{"answerCount range", "policy: GEO", "policy: GEO\n    answerCount: 0", "answerCount: 0 is out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

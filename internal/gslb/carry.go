@@ -41,6 +41,7 @@ func (s *Server) CarryState(old *Server) {
 			// The passive decision carries; its window starts empty
 			// (old keeps filling its own until it stops).
 			n.degraded[i] = on.degraded[j]
+			n.fleetDown[i] = on.fleetDown[j]
 			ms[i] = ost.members[j]
 			carried = true
 		}
@@ -51,11 +52,13 @@ func (s *Server) CarryState(old *Server) {
 }
 
 // memberIndex returns the index of the member of n that is m (same name,
-// address and health checks), -1 if none.
+// address and health checks, and the same backend service fleet), -1 if
+// none.
 func (n *gname) memberIndex(m *member) int {
 	for j := range n.members {
 		o := &n.members[j]
-		if o.name == m.name && o.addr == m.addr && slices.Equal(o.checks, m.checks) && slices.Equal(o.targets, m.targets) {
+		if o.name == m.name && o.addr == m.addr && slices.Equal(o.checks, m.checks) && slices.Equal(o.targets, m.targets) &&
+			o.service == m.service && (m.service == "" || o.region == m.region) {
 			return j
 		}
 	}

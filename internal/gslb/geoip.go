@@ -20,6 +20,9 @@ type geoDB struct {
 
 // geoRecord is the part of a record the GEO policy uses.
 type geoRecord struct {
+	Country struct {
+		IsoCode string `maxminddb:"iso_code"`
+	} `maxminddb:"country"`
 	Continent struct {
 		Code string `maxminddb:"code"`
 	} `maxminddb:"continent"`
@@ -70,12 +73,12 @@ func continentCenter(code string) (lat, lon float64, ok bool) {
 	return 0, 0, false
 }
 
-// locate returns where the database places addr and the prefix length
-// of the database network holding addr (the ECS scope for which the
-// answer holds, also when the network has no record).
-func (g *geoDB) locate(addr netip.Addr) (lat, lon float64, ok bool, scope int) {
-	var rec geoRecord
-	network, found, err := g.r.LookupNetwork(addr.AsSlice(), &rec)
+// lookup reads the record of addr into rec and returns whether there is
+// one and the prefix length of the database network holding addr (the
+// ECS scope for which the answer holds, also when the network has no
+// record).
+func (g *geoDB) lookup(addr netip.Addr, rec *geoRecord) (found bool, scope int) {
+	network, found, err := g.r.LookupNetwork(addr.AsSlice(), rec)
 	if network != nil {
 		ones, bits := network.Mask.Size()
 		if addr.Is4() && bits == 128 {
@@ -83,23 +86,35 @@ func (g *geoDB) locate(addr netip.Addr) (lat, lon float64, ok bool, scope int) {
 		}
 		scope = max(ones, 0)
 	}
-	if err != nil || !found {
-		return 0, 0, false, scope
-	}
+	return found && err == nil, scope
+}
+
+// coordinates returns where rec places its network: its location, else
+// the centre of its continent.
+func (rec *geoRecord) coordinates() (lat, lon float64, ok bool) {
 	if l := rec.Location; l.Latitude != nil && l.Longitude != nil {
-		return *l.Latitude, *l.Longitude, true, scope
+		return *l.Latitude, *l.Longitude, true
 	}
-	if lat, lon, ok := continentCenter(rec.Continent.Code); ok {
-		return lat, lon, true, scope
-	}
-	return 0, 0, false, scope
+	return continentCenter(rec.Continent.Code)
 }
 
 // geoLadder returns the ladder for a client the database places at addr
-// (that of the nearest member region; -1 when the database does not
-// place it) and the ECS scope.
+// and the ECS scope: that of the region its country's locations entry
+// names, else its continent's, else the nearest member region to its
+// coordinates; -1 when the database does not place it.
 func (n *gname) geoLadder(addr netip.Addr) (ladder, scope int) {
-	lat, lon, ok, scope := n.geo.locate(addr)
+	var rec geoRecord
+	found, scope := n.geo.lookup(addr, &rec)
+	if !found {
+		return -1, scope
+	}
+	if l, ok := n.geoKeys[countryKey(rec.Country.IsoCode)]; ok && rec.Country.IsoCode != "" {
+		return l, scope
+	}
+	if l, ok := n.geoKeys[continentKey(rec.Continent.Code)]; ok && rec.Continent.Code != "" {
+		return l, scope
+	}
+	lat, lon, ok := rec.coordinates()
 	if !ok {
 		return -1, scope
 	}
@@ -110,4 +125,28 @@ func (n *gname) geoLadder(addr netip.Addr) (ladder, scope int) {
 		}
 	}
 	return ladder, scope
+}
+
+// geoKey is a country or continent key of a name's locations: a
+// two-letter code with a tag, so that NA (Namibia) and NA (North
+// America) differ. It is a comparable value: map lookups with it do not
+// allocate.
+type geoKey struct {
+	continent bool
+	code      [2]byte
+}
+
+// countryKey and continentKey build keys from MaxMind codes (codes of
+// other lengths give keys no entry has).
+func countryKey(code string) geoKey   { return newGeoKey(false, code) }
+func continentKey(code string) geoKey { return newGeoKey(true, code) }
+
+func newGeoKey(continent bool, code string) geoKey {
+	k := geoKey{continent: continent}
+	if len(code) == 2 {
+		k.code = [2]byte{code[0], code[1]}
+	} else {
+		k.code = [2]byte{0xff, 0xff}
+	}
+	return k
 }

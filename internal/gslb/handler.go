@@ -249,7 +249,7 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 		before := len(m.Answer)
 		if g := n.gslb; g != nil && (qu.Qtype == dns.TypeA || qu.Qtype == dns.TypeAAAA || qu.Qtype == dns.TypeANY) {
 			ladder := len(g.ladders) - 1
-			if g.policy == geo {
+			if g.placesClients() {
 				region, sc := g.table.lookup(client)
 				if region < 0 && g.geo != nil && client.IsValid() {
 					var dbScope int

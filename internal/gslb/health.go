@@ -104,12 +104,11 @@ func (s *Server) Members() []MemberInfo {
 func (s *Server) observeLocked(n *gname, i, c int, ok bool, detail string, now time.Time) {
 	m := &n.members[i]
 	l := &n.layers[i]
-	was := l.Healthy()
+	was := n.memberUp(i)
 	l.Observe(c, ok, detail, now)
-	changed := l.Healthy() != was
-	if changed {
-		s.setLocked(n, i, l.Healthy(), now)
-		s.log.Info("gslb: member health changed", "name", n.owner, "member", m.name, "healthy", l.Healthy(), "detail", detail)
+	if up := n.memberUp(i); up != was {
+		s.setLocked(n, i, up, now)
+		s.log.Info("gslb: member health changed", "name", n.owner, "member", m.name, "healthy", up, "detail", detail)
 	}
 	s.refreshFactorLocked(n, i, now)
 }
@@ -166,7 +165,7 @@ func (s *Server) rollbackLocked(n *gname, i int, detail string, now time.Time) {
 		l.Fail(detail, now)
 		s.setLocked(n, i, false, now)
 	} else {
-		s.setLocked(n, i, true, now)
+		s.setLocked(n, i, !n.fleetDown[i], now)
 	}
 	s.log.Info("gslb: ramp rolled back", "name", n.owner, "member", n.members[i].name, "detail", detail)
 }
@@ -288,6 +287,7 @@ func (s *Server) syncView(now time.Time) {
 	}
 	for _, n := range s.names {
 		if n.service == nil {
+			s.syncFleetLocked(n, v, now)
 			continue
 		}
 		st := n.state.Load()

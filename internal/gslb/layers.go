@@ -40,6 +40,13 @@ func (l Layer) String() string {
 type LayerCheck struct {
 	Layer      Layer
 	Thresholds health.Thresholds
+	// Group, when not 0, makes the check a child of a calculated check
+	// (Route 53's): the member's checks of the same Group count as one
+	// check of their Layer, up while at least MinHealthy of them are up
+	// (each child with its own hysteresis). Children of a group share
+	// Layer and MinHealthy.
+	Group      int
+	MinHealthy int
 }
 
 // Layered is the health of one member from its layered checks: whether
@@ -69,14 +76,32 @@ func (l *Layered) Observe(i int, ok bool, detail string, now time.Time) bool {
 // Known reports whether check i has had a result.
 func (l *Layered) Known(i int) bool { return l.states[i].Known() }
 
-// Healthy reports whether every shallow check is up.
+// Healthy reports whether every shallow check (plain or calculated) is
+// up.
 func (l *Layered) Healthy() bool {
 	for i := range l.states {
-		if l.checks[i].Layer == Shallow && !l.states[i].Healthy() {
+		if l.checks[i].Layer == Shallow && !l.up(i) {
 			return false
 		}
 	}
 	return true
+}
+
+// up reports whether check i counts as passing: its own state, or for a
+// child of a calculated check, whether at least MinHealthy children of
+// its group pass.
+func (l *Layered) up(i int) bool {
+	c := &l.checks[i]
+	if c.Group == 0 {
+		return l.states[i].Healthy()
+	}
+	n := 0
+	for j := range l.checks {
+		if l.checks[j].Group == c.Group && l.states[j].Healthy() {
+			n++
+		}
+	}
+	return n >= c.MinHealthy
 }
 
 // HasShallow reports whether any check decides up or down.
@@ -94,7 +119,7 @@ func (l *Layered) HasShallow() bool {
 func (l *Layered) Factor() float64 {
 	f := 1.0
 	for i := range l.states {
-		if l.states[i].Healthy() {
+		if l.up(i) {
 			continue
 		}
 		switch l.checks[i].Layer {

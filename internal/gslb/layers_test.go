@@ -13,9 +13,9 @@ import (
 func TestLayered(t *testing.T) {
 	now := time.Unix(1e6, 0)
 	l := NewLayered([]LayerCheck{
-		{Shallow, health.Thresholds{Healthy: 2, Unhealthy: 3}},
-		{Deep, health.Thresholds{Healthy: 2, Unhealthy: 2}},
-		{Synthetic, health.Thresholds{Healthy: 1, Unhealthy: 1}},
+		{Layer: Shallow, Thresholds: health.Thresholds{Healthy: 2, Unhealthy: 3}},
+		{Layer: Deep, Thresholds: health.Thresholds{Healthy: 2, Unhealthy: 2}},
+		{Layer: Synthetic, Thresholds: health.Thresholds{Healthy: 1, Unhealthy: 1}},
 	})
 	step := func(c int, ok bool) bool {
 		now = now.Add(5 * time.Second)

@@ -23,6 +23,7 @@ const (
 	weighted policy = iota
 	failover
 	geo
+	latency
 )
 
 // gname is a compiled GSLB name. Everything but state is immutable after
@@ -42,15 +43,19 @@ type gname struct {
 	members []member
 	// ladders are the failover ladders (tiers of member indexes, first
 	// choice first). WEIGHTED has one ladder of one tier, FAILOVER one
-	// ladder of priority tiers, GEO one ladder per client region (regions
-	// by distance) plus a last one, a single tier, for clients whose
-	// region is unknown.
+	// ladder of priority tiers, GEO and LATENCY one ladder per client
+	// region (regions by RTT, LATENCY's scaled by bias) plus a last one, a
+	// single tier, for clients whose region is unknown.
 	ladders [][][]int
 	all     []int          // every member index, in order
-	table   *locationTable // GEO only
-	geo     *geoDB         // GEO with geoDatabase only
-	// geoRegions are the member regions with known coordinates, for
-	// placing clients the geo database locates.
+	table   *locationTable // GEO and LATENCY only
+	geo     *geoDB         // GEO and LATENCY with geoDatabase only
+	// geoKeys maps the country and continent keys of locations to
+	// client-region ladders (GEO with geoDatabase only).
+	geoKeys map[geoKey]int
+	// geoRegions are the regions with known coordinates the geo
+	// database's coordinates place clients in: GEO's member regions, or
+	// for LATENCY every known region (latencyRegions).
 	geoRegions []geoRegion
 	service    *plan.Service // backendService names only
 
@@ -65,7 +70,10 @@ type gname struct {
 	layers   []Layered
 	windows  []PassiveWindow
 	degraded []bool
-	state    atomic.Pointer[nameState]
+	// fleetDown[i]: member i's backend service has no healthy capacity
+	// in its region (pool members with a service only).
+	fleetDown []bool
+	state     atomic.Pointer[nameState]
 }
 
 // member is one pool member (or, for a backend service, one frontend).
@@ -75,6 +83,8 @@ type member struct {
 	region   string
 	regionID int // plan region index, -1 if unknown (backend service only)
 	weight   float64
+	// rttScale is 1 − bias/100 (LATENCY; else 1).
+	rttScale float64
 	fallback bool
 	// rr and rrTrans are the member's answer at the name's TTL and at
 	// its transition TTL, built once.
@@ -83,6 +93,10 @@ type member struct {
 	// checks their layers and hysteresis (same order).
 	targets []probe.Target
 	checks  []LayerCheck
+	// service is the backend service whose fleet in region the member's
+	// health follows as well (pool members with backendService; "" for
+	// none).
+	service string
 }
 
 // nameState is the published health of a name's members.
@@ -117,6 +131,8 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		n.policy = failover
 	case "GEO":
 		n.policy = geo
+	case "LATENCY":
+		n.policy = latency
 	}
 	steps := config.DNSDefaultFailbackSteps()
 	rampSec := config.DNSDefaultRampSec
@@ -136,14 +152,23 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 			if err != nil {
 				return nil, fmt.Errorf("gslb: %s: member %q: %w", n.owner, cm.Name, err)
 			}
-			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1,
-				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback}
+			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1, service: config.RefName(cm.BackendService),
+				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback, rttScale: 1}
+			if n.policy == latency && cm.Bias != nil {
+				m.rttScale = 1 - float64(*cm.Bias)/100
+			}
 			checks := cm.HealthChecks
 			if cm.HealthCheck != "" {
 				checks = []config.GSLBMemberCheck{{Name: cm.HealthCheck}}
 			}
 			for _, c := range checks {
-				if err := n.probeTarget(&m, c, cfg, p); err != nil {
+				if c.Calculated != nil {
+					if err := n.calculatedTargets(&m, c, cfg, p); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if err := n.probeTarget(&m, c, m.addr, cfg, p); err != nil {
 					return nil, err
 				}
 			}
@@ -162,7 +187,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 				continue
 			}
 			n.members = append(n.members, member{name: f.Name, addr: addr.Unmap(), region: f.Region,
-				regionID: f.RegionID, weight: 1})
+				regionID: f.RegionID, weight: 1, rttScale: 1})
 			priorities = append(priorities, 0)
 		}
 		if len(n.members) == 0 {
@@ -174,6 +199,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		m.rr, m.rrTrans = addressRR(n.owner, m.addr, n.ttl), addressRR(n.owner, m.addr, n.transTTL)
 	}
 	n.layers = make([]Layered, len(n.members))
+	n.fleetDown = make([]bool, len(n.members))
 	for i := range n.members {
 		n.layers[i] = NewLayered(n.members[i].checks)
 	}
@@ -189,7 +215,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		n.ladders = [][][]int{{all}}
 	case failover:
 		n.ladders = [][][]int{tiersBy(all, func(i int) float64 { return float64(priorities[i]) })}
-	case geo:
+	case geo, latency:
 		if err := n.geoLadders(g, all, p); err != nil {
 			return nil, err
 		}
@@ -205,7 +231,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 }
 
 // geoLadders builds one ladder per client region: member regions by
-// distance from it, nearest first.
+// RTT from it (LATENCY: scaled by each member's bias), nearest first.
 func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 	clients := map[string]int{}
 	var names []string
@@ -219,19 +245,39 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 	}
 	var locs []location
 	for _, l := range g.Locations {
-		pfx, err := netip.ParsePrefix(l.CIDR)
-		if err != nil {
-			continue // rejected by validation
+		switch {
+		case l.Country != "":
+			n.setGeoKey(countryKey(l.Country), add(l.Region))
+		case l.Continent != "":
+			n.setGeoKey(continentKey(l.Continent), add(l.Region))
+		default:
+			pfx, err := netip.ParsePrefix(l.CIDR)
+			if err != nil {
+				continue // rejected by validation
+			}
+			locs = append(locs, location{prefix: pfx.Masked(), region: add(l.Region)})
 		}
-		locs = append(locs, location{prefix: pfx.Masked(), region: add(l.Region)})
 	}
 	for _, m := range n.members {
 		add(m.region)
 	}
+	coords := regionCoords(p)
+	var placed []string // regions the database's coordinates place clients in
+	if g.GeoDatabase != "" {
+		placed = n.memberRegions()
+		if n.policy == latency {
+			placed = latencyRegions(p, placed, coords)
+		}
+		for _, r := range placed {
+			add(r)
+		}
+	}
 	n.table = newLocationTable(locs)
 	dist := regionDistance(p)
 	for _, client := range names {
-		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 { return dist(client, n.members[i].region) }))
+		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 {
+			return dist(client, n.members[i].region) * n.members[i].rttScale
+		}))
 	}
 	n.ladders = append(n.ladders, [][]int{all})
 	if g.GeoDatabase != "" {
@@ -240,14 +286,21 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 			return fmt.Errorf("gslb: %s: geoDatabase: %w", n.owner, err)
 		}
 		n.geo = db
-		coords := regionCoords(p)
-		for _, m := range n.members {
-			if lat, lon, ok := coords(m.region); ok {
-				n.geoRegions = append(n.geoRegions, geoRegion{ladder: clients[m.region], lat: lat, lon: lon})
+		for _, r := range placed {
+			if lat, lon, ok := coords(r); ok {
+				n.geoRegions = append(n.geoRegions, geoRegion{ladder: clients[r], lat: lat, lon: lon})
 			}
 		}
 	}
 	return nil
+}
+
+// setGeoKey maps a country or continent key to a client-region ladder.
+func (n *gname) setGeoKey(k geoKey, ladder int) {
+	if n.geoKeys == nil {
+		n.geoKeys = map[geoKey]int{}
+	}
+	n.geoKeys[k] = ladder
 }
 
 // tiersBy groups members into tiers of equal key, lowest key first
@@ -292,8 +345,9 @@ func regionCoords(p *plan.Plan) func(region string) (lat, lon float64, ok bool) 
 	}
 }
 
-// probeTarget adds one of m's probe targets, from layered check c.
-func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, cfg *config.Config, p *plan.Plan) error {
+// probeTarget adds one of m's probe targets, from layered check c,
+// probing addr.
+func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, addr netip.Addr, cfg *config.Config, p *plan.Plan) error {
 	name := config.RefName(c.Name)
 	var hc *plan.HealthCheck
 	for _, h := range p.HealthChecks {
@@ -315,7 +369,7 @@ func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, cfg *config.Con
 		return fmt.Errorf("gslb: %s: member %q: health check %q has no fixed port", n.owner, m.name, name)
 	}
 	m.targets = append(m.targets, probe.Target{
-		Addr: netip.AddrPortFrom(m.addr, uint16(port)).String(),
+		Addr: netip.AddrPortFrom(addr, uint16(port)).String(),
 		Spec: probe.Spec{Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path,
 			Host: hc.Host, Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader},
 	})

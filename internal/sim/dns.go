@@ -92,7 +92,7 @@ type DNSOptions struct {
 	// Name is the name queried, e.g. api.gslb.example.
 	Name string
 	// ClientSubnet is sent as EDNS Client Subnet (CIDR; "" sends none:
-	// GEO names then answer as WEIGHTED).
+	// GEO and LATENCY names then answer as WEIGHTED).
 	ClientSubnet string
 	// Queries is the number of queries counted in count mode (Rate 0).
 	Queries int
