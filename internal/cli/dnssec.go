@@ -158,4 +158,3 @@ func runDNSSECDS(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
-
