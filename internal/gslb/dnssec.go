@@ -71,7 +71,7 @@ func (z *zone) enableDNSSEC(cz *config.DNSZone, i int) error {
 // ended at, whose next name is its immediate successor \000.name, so it
 // covers no other name. n is name's node, nil when name does not exist:
 // the NSEC's types are then NXNAME, RRSIG and NSEC, and the RCODE is
-// NOERROR unless the query set the CO flag (RFC 9824 §4), which gets
+// NOERROR unless the query set the CO flag (RFC 9824 §5), which gets
 // NXDOMAIN back and CO set in the reply. Additional-section addresses
 // (name server addresses) are not signed.
 func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, now time.Time) {
