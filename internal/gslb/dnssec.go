@@ -74,6 +74,10 @@ func (z *zone) enableDNSSEC(cz *config.DNSZone, i int) error {
 // NOERROR unless the query set the CO flag (RFC 9824 §5), which gets
 // NXDOMAIN back and CO set in the reply. Additional-section addresses
 // (name server addresses) are not signed.
+//
+// A query for type NSEC gets the NSEC itself as its answer (with no SOA),
+// as compact-denial servers answer it: a NODATA proved by an NSEC whose
+// bitmap has NSEC would contradict itself.
 func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, now time.Time) {
 	if co {
 		opt.SetCo()
@@ -83,6 +87,13 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 		return
 	}
 	soa := m.Ns[0]
+	if !successorFits(name) {
+		// \000.name would pass the 255-octet limit (a name of 254 or
+		// 255 octets): no compact denial, the SOA alone is signed and
+		// validators find the answer bogus. Only made-up names get here.
+		m.Ns = sg.signSection(m.Ns, now)
+		return
+	}
 	nsec := &dns.NSEC{
 		// RFC 9077: the NSEC TTL is that of negative caching, the SOA's.
 		Hdr:        dns.RR_Header{Name: name, Rrtype: dns.TypeNSEC, Class: dns.ClassINET, Ttl: soa.Header().Ttl},
@@ -95,6 +106,10 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 		}
 	} else {
 		nsec.TypeBitMap = nodeTypes(n)
+	}
+	if m.Question[0].Qtype == dns.TypeNSEC && len(m.Answer) == 0 {
+		m.Answer, m.Ns = sg.signSection([]dns.RR{nsec}, now), nil
+		return
 	}
 	m.Ns = sg.signSection(append(m.Ns, nsec), now)
 }
@@ -178,29 +193,33 @@ func (sg *signer) signSet(set []dns.RR, now time.Time) *dns.RRSIG {
 }
 
 // setKey writes set's cache key to the scratch buffer *bp (growing it)
-// and returns it: the records in
-// wire form (owner, type, class, TTL and data), sorted, so that the same
-// set in another order is the same key. ok is false for sets too large
-// to cache or that do not pack.
+// and returns it: the records in wire form (owner, type, class, TTL and
+// data), sorted, so that the same set in another order is the same key.
+// ok is false for sets too large to cache or that do not pack. Records
+// are packed as one-record messages: dns.PackRR would write each
+// record's Rdlength, and the records are shared by concurrent queries.
 func setKey(bp *[]byte, set []dns.RR) (key []byte, ok bool) {
 	if len(set) > maxCachedSet {
 		return nil, false
 	}
 	total := 0
 	for _, rr := range set {
-		total += dns.Len(rr)
+		total += dns.Len(rr) + msgHeaderSize + 1 // PackBuffer wants one octet spare
 	}
 	buf := slices.Grow((*bp)[:0], 2*total)[:2*total]
 	*bp = buf[:0]
 	var recs [maxCachedSet][]byte
+	var one dns.Msg
 	off := 0
-	for i, rr := range set {
-		end, err := dns.PackRR(rr, buf[:total], off, nil, false)
-		if err != nil {
-			return nil, false
+	for i := range set {
+		one.Answer = set[i : i+1]
+		out, err := one.PackBuffer(buf[off:total])
+		if err != nil || len(out) == 0 || &out[0] != &buf[off] {
+			return nil, false // did not fit where dns.Len said it would
 		}
+		end := off + len(out)
 		// Insertion sort: sets are small.
-		r, j := buf[off:end], i
+		r, j := buf[off+msgHeaderSize:end], i
 		for ; j > 0 && bytes.Compare(recs[j-1], r) > 0; j-- {
 			recs[j] = recs[j-1]
 		}
@@ -262,3 +281,14 @@ func (c *sigCache) putLocked(key []byte, e sigEntry) {
 	}
 	c.cur[string(key)] = e
 }
+
+// successorFits reports whether \000.name, name's immediate successor in
+// canonical order, is within the 255-octet limit of a name on the wire.
+func successorFits(name string) bool {
+	var buf [256]byte
+	off, err := dns.PackDomainName(name, buf[:], 0, nil, false)
+	return err == nil && off+2 <= 255
+}
+
+// msgHeaderSize is the size of a DNS message header (RFC 1035 §4.1.1).
+const msgHeaderSize = 12

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,6 +187,25 @@ func TestDNSSECCompactDenial(t *testing.T) {
 			t.Fatalf("next name %s", nsec.NextDomain)
 		}
 	}
+	// A query for NSEC gets the NSEC as its answer.
+	for _, c := range []struct {
+		name   string
+		bitmap []uint16
+	}{
+		{"mail.gslb.example.", []uint16{dns.TypeA, dns.TypeRRSIG, dns.TypeNSEC}},
+		{"nope.gslb.example.", []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}},
+	} {
+		m := s.Exchange(doQuery(c.name, dns.TypeNSEC, false), src, now)
+		if m.Rcode != dns.RcodeSuccess || len(m.Ns) != 0 {
+			t.Fatalf("NSEC query for %s: %v", c.name, m)
+		}
+		if got := verifySection(t, m.Answer, dk, now); !slices.Equal(got, []uint16{dns.TypeNSEC}) {
+			t.Fatalf("NSEC query for %s: answer %v", c.name, m.Answer)
+		}
+		if nsec := m.Answer[0].(*dns.NSEC); !slices.Equal(nsec.TypeBitMap, c.bitmap) {
+			t.Fatalf("NSEC query for %s: %v", c.name, nsec)
+		}
+	}
 	// RFC 9824 §3.5: a query for NXNAME is FORMERR.
 	if m := s.Exchange(doQuery("w.gslb.example.", dns.TypeNXNAME, false), src, now); m.Rcode != dns.RcodeFormatError {
 		t.Fatalf("NXNAME query: rcode %s", dns.RcodeToString[m.Rcode])
@@ -257,6 +277,29 @@ func TestDNSSECSignatureCache(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("answers %v, want the 3 members", seen)
+	}
+}
+
+// The key file is read by New, so a reload (a new Server) picks up a
+// replaced key.
+func TestDNSSECKeyReadOnReload(t *testing.T) {
+	y, k := signedYAML(t)
+	dnskey := func(s *gslb.Server) string {
+		m := s.Exchange(doQuery("gslb.example.", dns.TypeDNSKEY, false), src, time.Now())
+		return m.Answer[0].(*dns.DNSKEY).PublicKey
+	}
+	if got := dnskey(compile(t, y, gslb.Options{})); got != k.DNSKEY("gslb.example.").PublicKey {
+		t.Fatal("served another key")
+	}
+	_, rest, _ := strings.Cut(y, "dnssec: {keyFile: ")
+	path, _, _ := strings.Cut(rest, "}")
+	k2, _ := dnssec.Generate()
+	p, _ := k2.PEM()
+	if err := os.WriteFile(path, p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := dnskey(compile(t, y, gslb.Options{})); got != k2.DNSKEY("gslb.example.").PublicKey {
+		t.Fatal("a new Server kept the old key")
 	}
 }
 
@@ -336,3 +379,129 @@ func BenchmarkServeDNSSEC(b *testing.B) {
 }
 
 func constQ(m *dns.Msg) func(int) *dns.Msg { return func(int) *dns.Msg { return m } }
+
+// FuzzSignedHandler: any query to a signed zone is answered without a
+// panic, the reply unpacks and fits UDP, and every RRSIG in a reply that
+// is not truncated verifies (miekg/dns as the reference) over the set it
+// covers.
+func FuzzSignedHandler(f *testing.F) {
+	y, k := signedYAML(f)
+	s := compile(f, y, gslb.Options{})
+	dk := k.DNSKEY("gslb.example.")
+	h := s.Handler()
+	for _, q := range []*dns.Msg{
+		doQuery("w.gslb.example.", dns.TypeA, false),
+		doQuery("nope.gslb.example.", dns.TypeA, true),
+		doQuery("mail.gslb.example.", dns.TypeAAAA, false),
+		doQuery("many.gslb.example.", dns.TypeAAAA, false),
+		doQuery("www.gslb.example.", dns.TypeANY, false),
+		doQuery("gslb.example.", dns.TypeDNSKEY, false),
+		doQuery("_udp.gslb.example.", dns.TypeNSEC, false),
+	} {
+		b, err := q.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, tcp bool) {
+		r := new(dns.Msg)
+		if err := r.Unpack(data); err != nil {
+			return
+		}
+		w := &fakeWriter{remote: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}}
+		if tcp {
+			w.remote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}
+		}
+		h.ServeDNS(w, r)
+		if w.msg == nil {
+			return
+		}
+		out := new(dns.Msg)
+		if err := out.Unpack(w.msg); err != nil {
+			t.Fatalf("reply does not unpack: %v", err)
+		}
+		if !tcp && len(w.msg) > gslb.MaxUDPSize {
+			t.Fatalf("UDP reply of %d bytes", len(w.msg))
+		}
+		if out.AuthenticatedData {
+			t.Fatal("AD set")
+		}
+		if out.Truncated {
+			return // a set may be cut short
+		}
+		for _, sec := range [][]dns.RR{out.Answer, out.Ns} {
+			for _, rr := range sec {
+				sig, ok := rr.(*dns.RRSIG)
+				if !ok {
+					continue
+				}
+				var set []dns.RR
+				for _, x := range sec {
+					if x.Header().Rrtype == sig.TypeCovered && strings.EqualFold(x.Header().Name, sig.Hdr.Name) {
+						set = append(set, x)
+					}
+				}
+				if err := sig.Verify(dk, set); err != nil {
+					t.Fatalf("RRSIG %v over %v: %v", sig, set, err)
+				}
+			}
+		}
+	})
+}
+
+// Concurrent queries share the signature cache (run with -race).
+func TestDNSSECConcurrent(t *testing.T) {
+	y, k := signedYAML(t)
+	s := compile(t, y, gslb.Options{})
+	dk := k.DNSKEY("gslb.example.")
+	now := time.Now()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				name := []string{"w.gslb.example.", "mail.gslb.example.", fmt.Sprintf("n%d-%d.gslb.example.", g, i%7)}[i%3]
+				m := s.Exchange(doQuery(name, dns.TypeA, false), src, now)
+				for _, sec := range [][]dns.RR{m.Answer, m.Ns} {
+					if len(sec) > 0 && sec[len(sec)-1].(*dns.RRSIG).Verify(dk, sec[len(sec)-2:len(sec)-1]) != nil {
+						t.Errorf("%s: bad signature", name)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A name so long that \000.name passes 255 octets gets no compact denial
+// (the NSEC would not pack) but still a reply, its SOA signed.
+func TestDNSSECLongNameDenial(t *testing.T) {
+	y, k := signedYAML(t)
+	s := compile(t, y, gslb.Options{})
+	// 3 labels of 63 octets (192 on the wire), one of 47 (48) and
+	// gslb.example. (14): 254 octets.
+	name := strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 47) + ".gslb.example."
+	if _, ok := dns.IsDomainName(name); !ok {
+		t.Fatal("test name is not a name")
+	}
+	h := s.Handler()
+	w := &fakeWriter{remote: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}}
+	h.ServeDNS(w, doQuery(name, dns.TypeA, false))
+	out := new(dns.Msg)
+	if err := out.Unpack(w.msg); err != nil {
+		t.Fatal(err)
+	}
+	if out.Rcode != dns.RcodeNameError {
+		t.Fatalf("rcode %s", dns.RcodeToString[out.Rcode])
+	}
+	if got := verifySection(t, out.Ns, k.DNSKEY("gslb.example."), time.Now()); !slices.Equal(got, []uint16{dns.TypeSOA}) {
+		t.Fatalf("authority %v", out.Ns)
+	}
+	// One octet shorter: the NSEC fits.
+	short := name[1:]
+	m := s.Exchange(doQuery(short, dns.TypeA, false), src, time.Now())
+	if m.Rcode != dns.RcodeSuccess || len(m.Ns) != 4 {
+		t.Fatalf("253-octet name: %v", m)
+	}
+}
