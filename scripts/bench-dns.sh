@@ -6,7 +6,13 @@
 #   dns-peers.sh --extra spillway 127.0.0.1:15380 "$PWD/scripts/bench-dns.sh 127.0.0.1:15380"
 #
 # SPILLWAY is the binary (default: bin/spillway next to this script's
-# repo); PROCS, when set, is passed as --procs (default auto).
+# repo); PROCS, when set, is passed as --procs (default auto). SIGNED=1
+# signs the zone (DNSSEC, a fresh key from spillway dnssec keygen); run
+# dns-peers.sh with --dnssec so queries ask for the signatures:
+#
+#   dns-peers.sh --dnssec --only spillway,spillway-signed \
+#     --extra spillway 127.0.0.1:15380 "$PWD/scripts/bench-dns.sh 127.0.0.1:15380" \
+#     --extra spillway-signed 127.0.0.1:15381 "SIGNED=1 $PWD/scripts/bench-dns.sh 127.0.0.1:15381"
 set -euo pipefail
 listen=${1:?usage: bench-dns.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,4 +37,8 @@ dnsZones:
       - {name: zone-b, address: 127.0.0.12, weight: 20}
       - {name: zone-c, address: 127.0.0.13, weight: 10}
 YAML
+if [ "${SIGNED:-0}" = 1 ]; then
+  "$bin" dnssec keygen --zone gslb.example. --out "$dir/gslb.example.key" >/dev/null
+  sed -i "s|^  nameServers: \[ns1.gslb.example.\]\$|&\n  dnssec: {keyFile: $dir/gslb.example.key}|" "$dir/dns.yaml"
+fi
 exec "$bin" serve --config "$dir/dns.yaml" --admin "" --watch 0 --log-level warn ${PROCS:+--procs "$PROCS"}

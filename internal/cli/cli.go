@@ -23,6 +23,7 @@ Commands:
   simulate   predict how a config splits traffic under failures, on a virtual clock
   validate   check a config and run its URL map tests[]
   import     write a config from gcloud exports and lists, or terraform show -json
+  dnssec     make a zone's DNSSEC key (keygen); print its DS for the parent (ds)
   get-health print a running instance's health view (like gcloud get-health)
   version    print the version, commit and Go toolchain of this build
 

@@ -20,6 +20,8 @@ func extraCommands(name string) (command, bool) {
 		return runValidate, true
 	case "import":
 		return runImport, true
+	case "dnssec":
+		return runDNSSEC, true
 	}
 	return nil, false
 }

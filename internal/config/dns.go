@@ -24,6 +24,9 @@ type DNSZone struct {
 	Records []DNSRecord `json:"records,omitempty"`
 	// GSLBNames are names whose A/AAAA answers are decided per query.
 	GSLBNames []GSLBName `json:"gslbNames,omitempty"`
+	// DNSSEC signs the zone's answers online (a Spillway extension; see
+	// DNSZoneDNSSEC).
+	DNSSEC *DNSZoneDNSSEC `json:"dnssec,omitempty"`
 }
 
 // DNSSOA is dnsZones[].soa. Times are in seconds.

@@ -79,6 +79,7 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 	for j, ns := range z.NameServers {
 		v.dnsName(at("%s.nameServers[%d]", p, j), ns, "ns1."+zone)
 	}
+	v.dnssec(p+".dnssec", z.DNSSEC)
 
 	// owners maps an owner name to what is there, to find CNAME clashes.
 	type owner struct {

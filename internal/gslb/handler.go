@@ -130,8 +130,8 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 	// Header bits: RD and CD are copied from the query (RFC 1035 §4.1.1;
 	// RFC 4035 §3.1.6 and RFC 6840 §5.7 for CD). AD is never set, errors
 	// included: RFC 4035 §3.1.6 lets only a server that has checked the
-	// data as authentic set it, and Spillway does not validate (its zones
-	// are not signed).
+	// data as authentic set it, and Spillway does not validate (it signs
+	// its own zones, which is not validating them).
 	m.Id, m.Response, m.Opcode = r.Id, true, r.Opcode
 	m.RecursionDesired, m.CheckingDisabled = r.RecursionDesired, r.CheckingDisabled
 	if len(r.Question) > 0 {
@@ -225,11 +225,18 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 		m.Rcode = dns.RcodeRefused
 		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
 	}
+	// RFC 9824 §3.5: an explicit query for the NXNAME meta-type gets
+	// FORMERR from a server doing compact denial.
+	if qu.Qtype == dns.TypeNXNAME && z.signer != nil {
+		m.Rcode = dns.RcodeFormatError
+		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
+	}
 	m.Authoritative = true
 	scope := 0
 	s.syncView(now)
+	var n *node // where the answer ended: name's node, nil if none
 	for hop := 0; ; hop++ {
-		n := z.nodes[name]
+		n = z.nodes[name]
 		if n == nil {
 			m.Rcode = dns.RcodeNameError
 			m.Ns = append(m.Ns, z.negSOA)
@@ -292,6 +299,9 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 			m.Ns = append(m.Ns, z.negSOA) // NODATA
 		}
 		break
+	}
+	if z.signer != nil && reqOpt != nil && reqOpt.Do() {
+		z.signer.sign(m, opt, reqOpt.Co(), name, n, now)
 	}
 	return s.finish(m, opt, ecsIn, scope, udpSize, tcp)
 }

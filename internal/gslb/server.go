@@ -133,6 +133,9 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := z.enableDNSSEC(&cfg.DNSZones[i], i); err != nil {
+			return nil, err
+		}
 		if _, dup := s.zones[z.origin]; dup {
 			return nil, fmt.Errorf("gslb: zone %s is defined twice", z.origin)
 		}

@@ -20,6 +20,8 @@ type zone struct {
 	// negSOA is the SOA put in the authority section of negative answers,
 	// with the TTL of RFC 2308 §5: min(SOA TTL, SOA minimum).
 	negSOA dns.RR
+	// signer signs answers when the zone has DNSSEC (dnssec.go).
+	signer *signer
 }
 
 // node is one owner name.

@@ -1,0 +1,294 @@
+package gslb
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/dnssec"
+)
+
+// Signature timing. Signatures are made per answer set, online, and
+// reused from the cache for sigReuse; each is valid from sigBackdate
+// before it was made (for resolvers whose clocks lag) to sigValidity
+// after, so a cached signature always has at least sigValidity−sigReuse
+// (6 days) to run, longer than any TTL Spillway serves.
+const (
+	sigBackdate = time.Hour
+	sigValidity = 7 * 24 * time.Hour
+	sigReuse    = 24 * time.Hour
+)
+
+// sigCacheSize bounds the signature cache of one zone (entries). Each
+// entry is its answer set in wire form (the key) and an RRSIG: well under
+// 1 KiB, so a full cache is a few MiB.
+const sigCacheSize = 1 << 13
+
+// maxCachedSet is the most records a set may have to be cached; larger
+// sets (rare: answerCount is small) are signed on every query.
+const maxCachedSet = 16
+
+// signer signs the answers of one zone with its key. It is built by New
+// and dropped with its Server, so a reload re-reads the key and starts
+// with an empty cache.
+type signer struct {
+	zone   string
+	key    *ecdsa.PrivateKey
+	keyTag uint16
+	cache  sigCache
+	bufs   sync.Pool // *[]byte, scratch for cache keys
+}
+
+// enableDNSSEC reads zone i's key, when it has one that is not disabled,
+// and publishes its DNSKEY at the apex.
+func (z *zone) enableDNSSEC(cz *config.DNSZone, i int) error {
+	d := cz.DNSSEC
+	if d == nil || d.Disabled {
+		return nil
+	}
+	k, err := dnssec.LoadKey(d.KeyFile)
+	if err != nil {
+		return fmt.Errorf("gslb: dnsZones[%d].dnssec.keyFile %s: %w", i, d.KeyFile, err)
+	}
+	dk := k.DNSKEY(z.origin)
+	z.nodes[z.origin].rrsets[dns.TypeDNSKEY] = []dns.RR{dk}
+	z.signer = &signer{zone: z.origin, key: k.Private, keyTag: dk.KeyTag()}
+	z.signer.cache.init(sigCacheSize)
+	z.signer.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	return nil
+}
+
+// sign adds DNSSEC records to reply m of a signed zone, for a query with
+// DO set: an RRSIG after every record set of the answer and authority
+// sections, and for a negative answer (m.Ns holds the SOA) a compact
+// denial of existence (RFC 9824): an NSEC at name, the name the answer
+// ended at, whose next name is its immediate successor \000.name, so it
+// covers no other name. n is name's node, nil when name does not exist:
+// the NSEC's types are then NXNAME, RRSIG and NSEC, and the RCODE is
+// NOERROR unless the query set the CO flag (RFC 9824 §5), which gets
+// NXDOMAIN back and CO set in the reply. Additional-section addresses
+// (name server addresses) are not signed.
+//
+// A query for type NSEC gets the NSEC itself as its answer (with no SOA),
+// as compact-denial servers answer it: a NODATA proved by an NSEC whose
+// bitmap has NSEC would contradict itself.
+func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, now time.Time) {
+	if co {
+		opt.SetCo()
+	}
+	m.Answer = sg.signSection(m.Answer, now)
+	if len(m.Ns) == 0 {
+		return
+	}
+	soa := m.Ns[0]
+	if !successorFits(name) {
+		// \000.name would pass the 255-octet limit (a name of 254 or
+		// 255 octets): no compact denial, the SOA alone is signed and
+		// validators find the answer bogus. Only made-up names get here.
+		m.Ns = sg.signSection(m.Ns, now)
+		return
+	}
+	nsec := &dns.NSEC{
+		// RFC 9077: the NSEC TTL is that of negative caching, the SOA's.
+		Hdr:        dns.RR_Header{Name: name, Rrtype: dns.TypeNSEC, Class: dns.ClassINET, Ttl: soa.Header().Ttl},
+		NextDomain: `\000.` + name,
+	}
+	if n == nil {
+		nsec.TypeBitMap = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}
+		if m.Rcode == dns.RcodeNameError && !co {
+			m.Rcode = dns.RcodeSuccess
+		}
+	} else {
+		nsec.TypeBitMap = nodeTypes(n)
+	}
+	if m.Question[0].Qtype == dns.TypeNSEC && len(m.Answer) == 0 {
+		m.Answer, m.Ns = sg.signSection([]dns.RR{nsec}, now), nil
+		return
+	}
+	m.Ns = sg.signSection(append(m.Ns, nsec), now)
+}
+
+// nodeTypes returns the types at n for its NSEC bitmap, sorted: its
+// record sets, CNAME, the address families of a GSLB name, and RRSIG and
+// NSEC.
+func nodeTypes(n *node) []uint16 {
+	ts := make([]uint16, 0, len(n.rrsets)+4)
+	for t := range n.rrsets {
+		ts = append(ts, t)
+	}
+	if n.cname != nil {
+		ts = append(ts, dns.TypeCNAME)
+	}
+	if g := n.gslb; g != nil {
+		for i := range g.members {
+			if g.members[i].addr.Is6() {
+				ts = append(ts, dns.TypeAAAA)
+			} else {
+				ts = append(ts, dns.TypeA)
+			}
+		}
+	}
+	ts = append(ts, dns.TypeRRSIG, dns.TypeNSEC)
+	slices.Sort(ts)
+	return slices.Compact(ts)
+}
+
+// signSection returns rrs with an RRSIG after each record set (a run of
+// records of one owner and type; the handler appends sets whole).
+func (sg *signer) signSection(rrs []dns.RR, now time.Time) []dns.RR {
+	if len(rrs) == 0 {
+		return rrs
+	}
+	out := make([]dns.RR, 0, len(rrs)+4)
+	for start := 0; start < len(rrs); {
+		h := rrs[start].Header()
+		end := start + 1
+		for end < len(rrs) && rrs[end].Header().Rrtype == h.Rrtype && rrs[end].Header().Name == h.Name {
+			end++
+		}
+		out = append(out, rrs[start:end]...)
+		if sig := sg.signSet(rrs[start:end], now); sig != nil {
+			out = append(out, sig)
+		}
+		start = end
+	}
+	return out
+}
+
+// signSet returns the RRSIG of set, from the cache when a signature of
+// the same set made less than sigReuse ago is there. nil when it cannot
+// be signed (a key that does not sign: not expected).
+func (sg *signer) signSet(set []dns.RR, now time.Time) *dns.RRSIG {
+	bp := sg.bufs.Get().(*[]byte)
+	defer sg.bufs.Put(bp)
+	key, ok := setKey(bp, set)
+	t := now.Unix()
+	if ok {
+		if e, hit := sg.cache.get(key); hit && t >= e.made && t < e.made+int64(sigReuse/time.Second) {
+			return e.sig
+		}
+	}
+	h := set[0].Header()
+	sig := &dns.RRSIG{
+		Hdr:        dns.RR_Header{Name: h.Name, Rrtype: dns.TypeRRSIG, Class: dns.ClassINET, Ttl: h.Ttl},
+		Algorithm:  dns.ECDSAP256SHA256,
+		SignerName: sg.zone,
+		KeyTag:     sg.keyTag,
+		Inception:  uint32(now.Add(-sigBackdate).Unix()),
+		Expiration: uint32(now.Add(sigValidity).Unix()),
+	}
+	if err := sig.Sign(sg.key, set); err != nil {
+		return nil
+	}
+	if ok {
+		sg.cache.put(key, sigEntry{sig: sig, made: t})
+	}
+	return sig
+}
+
+// setKey writes set's cache key to the scratch buffer *bp (growing it)
+// and returns it: the records in wire form (owner, type, class, TTL and
+// data), sorted, so that the same set in another order is the same key.
+// ok is false for sets too large to cache or that do not pack. Records
+// are packed as one-record messages: dns.PackRR would write each
+// record's Rdlength, and the records are shared by concurrent queries.
+func setKey(bp *[]byte, set []dns.RR) (key []byte, ok bool) {
+	if len(set) > maxCachedSet {
+		return nil, false
+	}
+	total := 0
+	for _, rr := range set {
+		total += dns.Len(rr) + msgHeaderSize + 1 // PackBuffer wants one octet spare
+	}
+	buf := slices.Grow((*bp)[:0], 2*total)[:2*total]
+	*bp = buf[:0]
+	var recs [maxCachedSet][]byte
+	var one dns.Msg
+	off := 0
+	for i := range set {
+		one.Answer = set[i : i+1]
+		out, err := one.PackBuffer(buf[off:total])
+		if err != nil || len(out) == 0 || &out[0] != &buf[off] {
+			return nil, false // did not fit where dns.Len said it would
+		}
+		end := off + len(out)
+		// Insertion sort: sets are small.
+		r, j := buf[off+msgHeaderSize:end], i
+		for ; j > 0 && bytes.Compare(recs[j-1], r) > 0; j-- {
+			recs[j] = recs[j-1]
+		}
+		recs[j] = r
+		off = end
+	}
+	key = buf[total:total]
+	for _, r := range recs[:len(set)] {
+		key = append(key, r...)
+	}
+	return key, true
+}
+
+// sigEntry is a cached signature and when it was made (Unix seconds).
+type sigEntry struct {
+	sig  *dns.RRSIG
+	made int64
+}
+
+// sigCache is a bounded map from answer set to signature, with two
+// generations: when the current one holds half the bound it becomes the
+// old one and the older is dropped; a hit in the old generation moves
+// the entry back to the current one. So sets in use stay cached whatever
+// else passes through (random names of a denial flood, for example).
+type sigCache struct {
+	mu       sync.Mutex
+	half     int
+	cur, old map[string]sigEntry
+}
+
+func (c *sigCache) init(size int) {
+	c.half = max(size/2, 1)
+	c.cur = make(map[string]sigEntry)
+}
+
+func (c *sigCache) get(key []byte) (sigEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.cur[string(key)]; ok {
+		return e, true
+	}
+	if e, ok := c.old[string(key)]; ok {
+		delete(c.old, string(key))
+		c.putLocked(key, e)
+		return e, true
+	}
+	return sigEntry{}, false
+}
+
+func (c *sigCache) put(key []byte, e sigEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(key, e)
+}
+
+func (c *sigCache) putLocked(key []byte, e sigEntry) {
+	if len(c.cur) >= c.half {
+		c.old, c.cur = c.cur, make(map[string]sigEntry, c.half)
+	}
+	c.cur[string(key)] = e
+}
+
+// successorFits reports whether \000.name, name's immediate successor in
+// canonical order, is within the 255-octet limit of a name on the wire.
+func successorFits(name string) bool {
+	var buf [256]byte
+	off, err := dns.PackDomainName(name, buf[:], 0, nil, false)
+	return err == nil && off+2 <= 255
+}
+
+// msgHeaderSize is the size of a DNS message header (RFC 1035 §4.1.1).
+const msgHeaderSize = 12
