@@ -45,6 +45,11 @@ type HostileStats struct {
 	// requests (classified against the windows like the steady load).
 	Pipelined5xx        int `json:"pipelined5xx"`
 	Pipelined5xxOutside int `json:"pipelined5xxOutsideWindows"`
+	// Unreached counts malformed-body requests answered 503 because no
+	// backend could be reached before the body was read; outside a
+	// convergence window that is a failure.
+	Unreached        int `json:"malformedBodyUnreached"`
+	UnreachedOutside int `json:"malformedBodyUnreachedOutsideWindows"`
 	// Notes counts anomalies (a 5xx to a malformed request, a pipeline
 	// missing answers, a failed dial) by kind; NoteExamples has the first
 	// of each kind, with details.
@@ -60,6 +65,9 @@ type hostile struct {
 	mu      sync.Mutex
 	st      HostileStats
 	pipe5xx []outcome
+	// unreached are malformed-body requests answered 503
+	// failed_to_connect_to_backend (see malformedCase.inBody).
+	unreached []outcome
 	conns   map[net.Conn]struct{} // open, closed by stop
 }
 
@@ -70,6 +78,13 @@ type malformedCase struct {
 	// halfClose closes the write side after sending (a truncated
 	// request).
 	halfClose bool
+	// inBody: the head is valid and the mistake is in the body, which
+	// the proxy reads only while forwarding. When no backend can be
+	// reached (a killed zone before its probes fail) it answers 503
+	// failed_to_connect_to_backend before reading a byte of the body,
+	// as it would for a well-formed request; such answers are judged
+	// against the convergence windows like the steady load.
+	inBody bool
 }
 
 func malformedCases() []malformedCase {
@@ -78,8 +93,8 @@ func malformedCases() []malformedCase {
 		{name: "NUL in target", raw: "GET /soak/\x00m HTTP/1.1\r\nHost: soak\r\n\r\n"},
 		{name: "garbage request line", raw: "GARBAGE\r\n\r\n"},
 		{name: "HTTP/9.9", raw: "GET /soak/m HTTP/9.9\r\nHost: soak\r\n\r\n"},
-		{name: "bad chunk size", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"},
-		{name: "chunk size overflow", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n"},
+		{name: "bad chunk size", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", inBody: true},
+		{name: "chunk size overflow", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n", inBody: true},
 		{name: "negative Content-Length", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nContent-Length: -1\r\n\r\n"},
 		{name: "two Content-Lengths", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nContent-Length: 10\r\nContent-Length: 11\r\n\r\n0123456789x"},
 		{name: "70 kB header", raw: "GET /soak/m HTTP/1.1\r\nHost: soak\r\nX-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n"},
@@ -256,6 +271,7 @@ func (h *hostile) slowReader(ctx context.Context, tlsOn bool, hold time.Duration
 
 // malformed sends one malformed request and records the answer.
 func (h *hostile) malformed(mc malformedCase, tlsOn bool) {
+	start := time.Now()
 	c, err := h.dial(tlsOn, 0)
 	if err != nil {
 		return
@@ -293,7 +309,13 @@ func (h *hostile) malformed(mc malformedCase, tlsOn bool) {
 	}
 	h.st.MalformedAnswers[mc.name+" → "+answer]++
 	// 505 HTTP Version Not Supported is the right answer to HTTP/9.9;
-	// any other 5xx blames the backends for the client's mistake.
+	// any other 5xx blames the backends for the client's mistake, but
+	// for a body the proxy never got to read because no backend was
+	// reachable (judged against the windows in the report).
+	if mc.inBody && answer == "503" && strings.Contains(body, "failed_to_connect_to_backend") {
+		h.unreached = append(h.unreached, outcome{Start: start, End: time.Now(), Proto: "malformed " + mc.name, Status: 503, Body: body})
+		return
+	}
 	if strings.HasPrefix(answer, "5") && answer != "505" {
 		h.note("malformed "+mc.name+" → "+answer, "body %q", truncate(body, 120))
 	}

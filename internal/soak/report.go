@@ -196,11 +196,19 @@ func (r *Report) fill(g *loadGen, ch *chaos, ho *hostile) {
 	ho.mu.Lock()
 	r.Hostile = ho.st
 	pipe := slices.Clone(ho.pipe5xx)
+	unreached := slices.Clone(ho.unreached)
 	ho.mu.Unlock()
 	ch.classify(pipe)
 	for _, o := range pipe {
 		if o.Window == "" {
 			r.Hostile.Pipelined5xxOutside++
+		}
+	}
+	ch.classify(unreached)
+	r.Hostile.Unreached = len(unreached)
+	for _, o := range unreached {
+		if o.Window == "" {
+			r.Hostile.UnreachedOutside++
 		}
 	}
 }
@@ -253,6 +261,9 @@ func (r *Report) Failures() []string {
 	}
 	if e, _ := r.End.Backend(); e > r.Backends*r.Workers {
 		f = append(f, fmt.Sprintf("%d established connections to backends at the end: more than the load's %d connections could need on each of the %d backends", e, r.Workers, r.Backends))
+	}
+	if n := r.Hostile.UnreachedOutside; n > 0 {
+		f = append(f, fmt.Sprintf("%d malformed-body requests answered 503 (no backend reached) outside convergence windows", n))
 	}
 	// A client's mistake never gets a 5xx (505 for HTTP/9.9 is right).
 	for kind, n := range r.Hostile.Notes {
@@ -317,6 +328,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("  malformed requests", "%d", h.Malformed)
 	row("  pipelines / requests / answered", "%d / %d / %d", h.Pipelines, h.PipelinedRequests, h.PipelinedAnswered)
 	row("  pipelined 5xx / outside windows", "%d / %d", h.Pipelined5xx, h.Pipelined5xxOutside)
+	row("  malformed body, no backend reached / outside windows", "%d / %d", h.Unreached, h.UnreachedOutside)
 	fmt.Fprintf(w, "  %-34s %10s %10s %10s %10s\n", "proxy process", "start", "end", "peak", "at rest")
 	fmt.Fprintf(w, "  %-34s %10.1f %10.1f %10.1f %10.1f\n", "  RSS (MiB)", mib(r.Start), mib(r.End), mib(r.Peak), mib(r.Rest))
 	fmt.Fprintf(w, "  %-34s %10d %10d %10d %10d\n", "  goroutines", r.Start.Goroutines, r.End.Goroutines, r.Peak.Goroutines, r.Rest.Goroutines)
