@@ -68,7 +68,7 @@ type hostile struct {
 	// unreached are malformed-body requests answered 503
 	// failed_to_connect_to_backend (see malformedCase.inBody).
 	unreached []outcome
-	conns   map[net.Conn]struct{} // open, closed by stop
+	conns     map[net.Conn]struct{} // open, closed by stop
 }
 
 // malformedCase is a raw request that a proxy must refuse.
