@@ -206,14 +206,23 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	scope := 0
 	s.syncView(now)
 	for hop := 0; ; hop++ {
-		n := z.nodes[name]
-		if n == nil {
-			m.Rcode = dns.RcodeNameError
-			m.Ns = append(m.Ns, z.negSOA)
+		if cut := z.cutAbove(name, q.Qtype); cut != "" {
+			s.referral(m, z, cut)
 			break
 		}
+		n, wild := z.nodes[name], false
+		if n == nil {
+			if n = z.wildcard(name); n == nil {
+				m.Rcode = dns.RcodeNameError
+				m.Ns = append(m.Ns, z.negSOA)
+				break
+			}
+			wild = true
+		}
+		start := len(m.Answer)
 		if n.cname != nil && q.Qtype != dns.TypeCNAME {
 			m.Answer = append(m.Answer, n.cname)
+			synthesize(m.Answer[start:], name, wild)
 			if hop >= maxChain || !config.InDNSZone(n.cname.Target, z.origin) {
 				break
 			}
@@ -259,6 +268,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 				m.Extra = s.glue(m.Extra, z, rrs)
 			}
 		}
+		synthesize(m.Answer[start:], name, wild)
 		if len(m.Answer) == before {
 			m.Ns = append(m.Ns, z.negSOA) // NODATA
 		}

@@ -20,6 +20,10 @@ type zone struct {
 	// negSOA is the SOA put in the authority section of negative answers,
 	// with the TTL of RFC 2308 §5: min(SOA TTL, SOA minimum).
 	negSOA dns.RR
+	// cuts are the delegations below the apex (owners of NS record sets);
+	// wild is whether any name is a wildcard (records.go).
+	cuts map[string]bool
+	wild bool
 }
 
 // node is one owner name.
@@ -105,9 +109,13 @@ func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gna
 				continue
 			}
 			t := rr.Header().Rrtype
+			if ns, ok := rr.(*dns.NS); ok {
+				ns.Ns = strings.ToLower(ns.Ns)
+			}
 			n.rrsets[t] = append(n.rrsets[t], rr)
 		}
 	}
+	zn.findCuts()
 	var names []*gname
 	for i := range z.GSLBNames {
 		g, err := newName(z, &z.GSLBNames[i], cfg, p)
@@ -115,6 +123,7 @@ func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gna
 			return nil, nil, err
 		}
 		at(g.owner).gslb = g
+		zn.wild = zn.wild || config.IsWildcardDNSName(g.owner)
 		names = append(names, g)
 	}
 	return zn, names, nil
