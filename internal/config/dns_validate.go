@@ -34,6 +34,7 @@ func (v *validator) dnsZones() {
 		zones[zn] = i
 		v.dnsZone(p, z)
 	}
+	v.dnsIdentity()
 	var dnsFrontends int
 	for _, f := range v.c.Frontends {
 		if f.Protocol == "DNS" {

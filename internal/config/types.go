@@ -78,6 +78,10 @@ type Tuning struct {
 	// path_with_escaped_slashes_action). Read only while NormalizePath is
 	// on.
 	PathWithEscapedSlashesAction string `json:"pathWithEscapedSlashesAction,omitempty"`
+	// DNSIdentity answers version.bind, version.server, id.server and
+	// hostname.bind in class CH (see dns_transfer.go, docs/dns.md). Off
+	// (REFUSED) by default.
+	DNSIdentity *DNSIdentity `json:"dnsIdentity,omitempty"`
 }
 
 // OutputOnly holds the fields Google Cloud sets on the resources it

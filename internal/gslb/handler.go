@@ -189,6 +189,9 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	}
 
 	q := r.Question[0]
+	if q.Qclass == dns.ClassCHAOS && s.chaos(m, q) {
+		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
+	}
 	if q.Qclass != dns.ClassINET || q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
 		m.Rcode = dns.RcodeRefused
 		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)

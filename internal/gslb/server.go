@@ -60,6 +60,9 @@ type Server struct {
 	targets map[probe.Target][]memberRef
 	checks  []probe.Target
 	bufs    sync.Pool
+	// idVersion and idID answer CH TXT version.bind and id.server
+	// (identity.go); "" when off.
+	idVersion, idID string
 
 	// mu guards the members' health.State, the publishing of name
 	// states, and addrs.
@@ -110,6 +113,9 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		}
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	if cfg.Spillway != nil && cfg.Spillway.DNSIdentity != nil {
+		s.idVersion, s.idID = cfg.Spillway.DNSIdentity.Version, cfg.Spillway.DNSIdentity.ID
+	}
 	for i := range cfg.DNSZones {
 		z, names, err := newZone(&cfg.DNSZones[i], cfg, p)
 		if err != nil {
