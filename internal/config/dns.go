@@ -24,6 +24,9 @@ type DNSZone struct {
 	Records []DNSRecord `json:"records,omitempty"`
 	// GSLBNames are names whose A/AAAA answers are decided per query.
 	GSLBNames []GSLBName `json:"gslbNames,omitempty"`
+	// Transfer lets secondaries transfer the zone's static part (AXFR,
+	// IXFR) and be notified of changes; see dns_transfer.go.
+	Transfer *DNSTransfer `json:"transfer,omitempty"`
 }
 
 // DNSSOA is dnsZones[].soa. Times are in seconds.

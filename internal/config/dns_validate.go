@@ -35,6 +35,7 @@ func (v *validator) dnsZones() {
 		v.dnsZone(p, z)
 	}
 	v.dnsIdentity()
+	v.tsigKeyClashes()
 	var dnsFrontends int
 	for _, f := range v.c.Frontends {
 		if f.Protocol == "DNS" {
@@ -146,6 +147,7 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 	}
 	v.cnameLoops(cnames)
 	cuts := v.dnsCuts(p, z)
+	v.dnsTransfer(p+".transfer", z.Transfer)
 	for j := range z.GSLBNames {
 		g := &z.GSLBNames[j]
 		gp := at("%s.gslbNames[%d]", p, j)
