@@ -24,6 +24,10 @@ const maxChain = 8
 // (UDP has its own loop, serveUDP).
 func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	src, tcp := remoteAddr(w.RemoteAddr())
+	if isTransfer(r, tcp) {
+		s.serveTransfer(w, r, src)
+		return
+	}
 	m := s.respond(r, src, tcp, s.now())
 	if m == nil {
 		return

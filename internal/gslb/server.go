@@ -63,6 +63,10 @@ type Server struct {
 	// idVersion and idID answer CH TXT version.bind and id.server
 	// (identity.go); "" when off.
 	idVersion, idID string
+	// tsig are the zones' TSIG keys (transfer.go); prevSerials the SOA
+	// serials of the generation CarryState took state from (notify.go).
+	tsig        tsigKeys
+	prevSerials map[string]uint32
 
 	// mu guards the members' health.State, the publishing of name
 	// states, and addrs.
@@ -96,6 +100,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		targets: map[probe.Target][]memberRef{},
 		addrs:   map[string]string{},
 		ready:   make(chan struct{}),
+		tsig:    tsigKeys{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -119,6 +124,9 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 	for i := range cfg.DNSZones {
 		z, names, err := newZone(&cfg.DNSZones[i], cfg, p)
 		if err != nil {
+			return nil, err
+		}
+		if err := compileTransfer(z, &cfg.DNSZones[i], i, s.tsig); err != nil {
 			return nil, err
 		}
 		if _, dup := s.zones[z.origin]; dup {

@@ -24,6 +24,8 @@ type zone struct {
 	// wild is whether any name is a wildcard (records.go).
 	cuts map[string]bool
 	wild bool
+	// xfr is the zone's transfer setup (transfer.go), nil without one.
+	xfr *xfr
 }
 
 // node is one owner name.
