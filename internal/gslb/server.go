@@ -226,6 +226,7 @@ func (s *Server) RunHealth(ctx context.Context) error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.prober.Run(ctx) })
+	wg.Go(func() { s.notifyAll(ctx) })
 	if s.view != nil {
 		wg.Go(func() {
 			t := time.NewTicker(viewPoll)
