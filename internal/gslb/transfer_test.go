@@ -1,6 +1,7 @@
 package gslb_test
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -226,5 +227,35 @@ func TestDigAXFR(t *testing.T) {
 	out, _ = exec.Command(dig, "@"+host, "-p", port, "gslb.example.", "AXFR").CombinedOutput()
 	if !strings.Contains(string(out), "Transfer failed") {
 		t.Errorf("unsigned dig AXFR:\n%s", out)
+	}
+}
+
+// TestTransferKeysFollowReload: the TCP listeners outlive a reload (the
+// Front swaps the Server), and verify TSIG with the keys of the Server
+// answering now.
+func TestTransferKeysFollowReload(t *testing.T) {
+	const newSecret = "bmV3c2VjcmV0bmV3c2VjcmV0bmV3c2VjcmV0MTIzNDU="
+	s1 := compile(t, xfrYAML(xfrKeyOnly), gslb.Options{})
+	f, err := gslb.Listen(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := f.Addr("dns")
+	if _, _, err := transfer(t, addr, "gslb.example.", dns.TypeAXFR, 0, "xfr-key.", xfrSecret); err != nil {
+		t.Fatalf("AXFR before the reload: %v", err)
+	}
+	s2 := compile(t, xfrYAML(`{tsigKeys: [{name: xfr-key., secret: "`+newSecret+`"}]}`), gslb.Options{})
+	if !f.Swap(s2) {
+		t.Fatal("Swap refused the same frontends")
+	}
+	if _, _, err := transfer(t, addr, "gslb.example.", dns.TypeAXFR, 0, "xfr-key.", xfrSecret); err == nil {
+		t.Error("AXFR with the replaced secret succeeded")
+	}
+	if _, _, err := transfer(t, addr, "gslb.example.", dns.TypeAXFR, 0, "xfr-key.", newSecret); err != nil {
+		t.Errorf("AXFR with the reloaded secret: %v", err)
 	}
 }
