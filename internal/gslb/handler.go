@@ -32,6 +32,10 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if m == nil {
 		return
 	}
+	if r.IsTsig() != nil {
+		s.serveSigned(w, r, m)
+		return
+	}
 	bp := s.bufs.Get().(*[]byte)
 	if out := s.pack(m, r, *bp); out != nil {
 		_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry

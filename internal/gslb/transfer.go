@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"net/netip"
@@ -238,19 +237,8 @@ func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr)
 		}
 	}
 	if tsig != nil && !signed {
-		code := dns.RcodeBadKey
-		switch err := w.TsigStatus(); {
-		case errors.Is(err, dns.ErrSig):
-			code = dns.RcodeBadSig
-		case errors.Is(err, dns.ErrTime):
-			code = dns.RcodeBadTime
-		}
 		s.log.Info("gslb: zone transfer with a bad TSIG", "zone", q.Name, "client", src, "key", tsig.Hdr.Name, "err", w.TsigStatus())
-		m := new(dns.Msg)
-		m.SetRcode(r, dns.RcodeNotAuth)
-		m.Extra = append(m.Extra, &dns.TSIG{Hdr: dns.RR_Header{Name: tsig.Hdr.Name, Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
-			Algorithm: tsig.Algorithm, TimeSigned: tsig.TimeSigned, Fudge: tsig.Fudge, OrigId: r.Id, Error: uint16(code)})
-		if out, err := m.Pack(); err == nil {
+		if out, err := tsigError(r, w.TsigStatus()).Pack(); err == nil {
 			_, _ = w.Write(out)
 		}
 		return
