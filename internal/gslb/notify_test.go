@@ -99,3 +99,42 @@ func TestNotifyAtStartAndWhenTheSerialChanges(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// A NOTIFY that is not acknowledged is sent again (after the 2 s
+// timeout and a 1 s pause).
+func TestNotifyRetries(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	s := compile(t, xfrYAML(`{allow: [127.0.0.0/8], notify: ["`+pc.LocalAddr().String()+`"]}`), gslb.Options{})
+	runHealth(t, s)
+	buf := make([]byte, 512)
+	var ids []uint16
+	var times []time.Time
+	for len(ids) < 2 {
+		_ = pc.SetReadDeadline(time.Now().Add(6 * time.Second))
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("after %d NOTIFY: %v", len(ids), err)
+		}
+		m := new(dns.Msg)
+		if err := m.Unpack(buf[:n]); err != nil || m.Opcode != dns.OpcodeNotify {
+			t.Fatalf("not a NOTIFY: %v %v", m, err)
+		}
+		ids, times = append(ids, m.Id), append(times, time.Now())
+		if len(ids) == 2 { // acknowledge the second
+			m.SetReply(m)
+			out, _ := m.Pack()
+			_, _ = pc.WriteTo(out, from)
+		}
+	}
+	if gap := times[1].Sub(times[0]); gap < 2*time.Second {
+		t.Errorf("retried after %v", gap)
+	}
+	_ = pc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, _, err := pc.ReadFrom(buf); err == nil {
+		t.Error("NOTIFY sent again after the acknowledgement")
+	}
+}
