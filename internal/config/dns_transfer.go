@@ -53,7 +53,7 @@ type DNSTSIGKey struct {
 	// Name is the key's name, a domain name, e.g. "xfr-key." (the name
 	// secondaries are configured with).
 	Name string `json:"name"`
-	// Algorithm is one of TSIGAlgorithms (default hmac-sha256).
+	// Algorithm is one of tsigAlgorithms (default hmac-sha256).
 	Algorithm string `json:"algorithm,omitempty"`
 	// Secret is the key, base64; exactly one of Secret and SecretFile.
 	Secret string `json:"secret,omitempty"`
@@ -62,8 +62,8 @@ type DNSTSIGKey struct {
 	SecretFile string `json:"secretFile,omitempty"`
 }
 
-// TSIGAlgorithms are the values of tsigKeys[].algorithm (RFC 8945 §6).
-var TSIGAlgorithms = []string{"hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1"}
+// tsigAlgorithms are the values of tsigKeys[].algorithm (RFC 8945 §6).
+var tsigAlgorithms = []string{"hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1"}
 
 // DNSDefaultTSIGAlgorithm is tsigKeys[].algorithm when unset.
 const DNSDefaultTSIGAlgorithm = "hmac-sha256"
@@ -92,7 +92,7 @@ func (v *validator) dnsTransfer(p string, t *DNSTransfer) {
 			}
 			names[n] = i
 		}
-		v.enum(kp+".algorithm", k.Algorithm, TSIGAlgorithms...)
+		v.enum(kp+".algorithm", k.Algorithm, tsigAlgorithms...)
 		switch {
 		case k.Secret != "" && k.SecretFile != "":
 			v.add(kp, "keep either secret or secretFile", "secret and secretFile are exclusive")
