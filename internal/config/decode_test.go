@@ -174,7 +174,7 @@ func TestDecodeErrors(t *testing.T) {
 			`test.yaml:1: unknown field "backendService" (fix: did you mean "backendServices"?)`},
 		{"unknown field without suggestion",
 			"spillway: {colour: blue}\n",
-			`test.yaml:1: spillway: unknown field "colour" (fix: remove it; fields here are: undrainHoldSec, demandWindowSec, undrainRampSec, secondLayerProxies, http1Server, normalizePath, mergeSlashes, pathWithEscapedSlashesAction, accessLog, requestMetrics)`},
+			`test.yaml:1: spillway: unknown field "colour" (fix: remove it; fields here are: undrainHoldSec, demandWindowSec, undrainRampSec, secondLayerProxies, http1Server, normalizePath, mergeSlashes, pathWithEscapedSlashesAction, accessLog, requestMetrics, dnsIdentity)`},
 		{"unsupported Google Cloud field",
 			"backendServices:\n- name: b\n  securityPolicy: armor\n",
 			`test.yaml:3: backendServices[0]: field "securityPolicy" is a Google Cloud field that Spillway does not support yet (fix: remove it)`},

@@ -27,6 +27,9 @@ type DNSZone struct {
 	// DNSSEC signs the zone's answers online (a Spillway extension; see
 	// DNSZoneDNSSEC).
 	DNSSEC *DNSZoneDNSSEC `json:"dnssec,omitempty"`
+	// Transfer lets secondaries transfer the zone's static part (AXFR,
+	// IXFR) and be notified of changes; see dns_transfer.go.
+	Transfer *DNSTransfer `json:"transfer,omitempty"`
 }
 
 // DNSSOA is dnsZones[].soa. Times are in seconds.

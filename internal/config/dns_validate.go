@@ -12,7 +12,7 @@ import (
 )
 
 // dnsRecordTypes are the static record types dnsZones[].records accept.
-var dnsRecordTypes = []string{"A", "AAAA", "CNAME", "TXT", "MX", "SRV"}
+var dnsRecordTypes = []string{"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA", "PTR", "NS", "DS"}
 
 // gslbPolicies are the values of gslbNames[].policy.
 var gslbPolicies = []string{"WEIGHTED", "FAILOVER", "GEO", "LATENCY"}
@@ -34,6 +34,8 @@ func (v *validator) dnsZones() {
 		zones[zn] = i
 		v.dnsZone(p, z)
 	}
+	v.dnsIdentity()
+	v.tsigKeyClashes()
 	var dnsFrontends int
 	for _, f := range v.c.Frontends {
 		if f.Protocol == "DNS" {
@@ -145,11 +147,14 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 		}
 	}
 	v.cnameLoops(cnames)
+	cuts := v.dnsCuts(p, z)
+	v.dnsTransfer(p+".transfer", z.Transfer)
 	for j := range z.GSLBNames {
 		g := &z.GSLBNames[j]
 		gp := at("%s.gslbNames[%d]", p, j)
 		if name, ok := v.dnsOwner(gp+".name", z, g.Name); ok {
 			claim(gp+".name", name, owner{gslb: true})
+			v.belowCut(gp+".name", name, cuts)
 		}
 		v.gslbName(gp, g)
 	}
@@ -184,6 +189,8 @@ func rrdataFix(typ string) string {
 		return `quote the text, e.g. "\"v=spf1 -all\""`
 	case "MX":
 		return `write PREFERENCE EXCHANGE, e.g. "10 mail.example.com."`
+	case "CAA", "PTR", "NS", "DS":
+		return rrdataFixMore(typ)
 	}
 	return `write PRIORITY WEIGHT PORT TARGET, e.g. "0 5 5060 sip.example.com."`
 }
@@ -425,7 +432,12 @@ func (v *validator) dnsOwner(path string, z *DNSZone, name string) (string, bool
 		v.add(path, `write a name relative to the zone ("www"), absolute ("www.`+CanonicalDNSName(z.Name)+`") or "@" for the apex`, "a name is required")
 		return "", false
 	}
-	if name != "@" && !v.dnsName(path, name, "www."+CanonicalDNSName(z.Name)) {
+	// A wildcard (RFC 4592) is "*" as the leftmost label, and only there.
+	if rest, wild := strings.CutPrefix(name, "*"); wild && (rest == "" || rest[0] == '.') {
+		if rest = strings.TrimPrefix(rest, "."); rest != "" && !v.dnsName(path, rest, "*.www."+CanonicalDNSName(z.Name)) {
+			return "", false
+		}
+	} else if name != "@" && !v.dnsName(path, name, "www."+CanonicalDNSName(z.Name)) {
 		return "", false
 	}
 	o := z.Owner(name)

@@ -56,7 +56,7 @@ func TestDNSInvalid(t *testing.T) {
 	}{
 		{"bad zone name", "- name: gslb.example.", "- name: gslb..example", `dnsZones[0].name: "gslb..example" is not a domain name`},
 		{"no name servers", "nameServers: [ns1.gslb.example.]", "nameServers: []", "dnsZones[0].nameServers: at least one name server is required"},
-		{"unknown record type", "type: MX", "type: PTR", `dnsZones[0].records[1].type: unknown value "PTR"`},
+		{"unknown record type", "type: MX", "type: HINFO", `dnsZones[0].records[1].type: unknown value "HINFO"`},
 		{"bad MX data", `"10 mail.gslb.example."`, `"mail.gslb.example."`, `dnsZones[0].records[1].rrdatas[0]: "mail.gslb.example." is not valid MX data`},
 		{"name outside zone", "{name: mx,", "{name: mx.other.example.,", `dnsZones[0].records[1].name: "mx.other.example." is outside zone gslb.example.`},
 		{"CNAME clash", "{name: mx,", "{name: www,", `dnsZones[0].records[1].name: "www.gslb.example." already has records`},

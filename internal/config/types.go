@@ -87,6 +87,10 @@ type Tuning struct {
 	// (spillway_requests_total and the others in docs/operations.md) on
 	// or off. Default true.
 	RequestMetrics *bool `json:"requestMetrics,omitempty"`
+	// DNSIdentity answers version.bind, version.server, id.server and
+	// hostname.bind in class CH (see dns_transfer.go, docs/dns.md). Off
+	// (REFUSED) by default.
+	DNSIdentity *DNSIdentity `json:"dnsIdentity,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.

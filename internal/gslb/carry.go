@@ -16,6 +16,7 @@ func (s *Server) CarryState(old *Server) {
 	if old == nil {
 		return
 	}
+	s.carrySerials(old)
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	s.mu.Lock()

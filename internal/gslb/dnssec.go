@@ -86,6 +86,10 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 	if len(m.Ns) == 0 {
 		return
 	}
+	if m.Ns[0].Header().Rrtype == dns.TypeNS {
+		m.Ns = sg.signReferral(m.Ns, now)
+		return
+	}
 	soa := m.Ns[0]
 	if !successorFits(name) {
 		// \000.name would pass the 255-octet limit (a name of 254 or
@@ -112,6 +116,34 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 		return
 	}
 	m.Ns = sg.signSection(append(m.Ns, nsec), now)
+}
+
+// signReferral signs the authority section of a referral (RFC 4035
+// §3.1.4): the NS set at the cut belongs to the child and stays unsigned;
+// the DS set is signed, and without one an NSEC at the cut (types NS,
+// RRSIG, NSEC) proves the delegation insecure.
+func (sg *signer) signReferral(rrs []dns.RR, now time.Time) []dns.RR {
+	var ns, ds []dns.RR
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeDS {
+			ds = append(ds, rr)
+		} else {
+			ns = append(ns, rr)
+		}
+	}
+	if len(ds) > 0 {
+		return append(ns, sg.signSection(ds, now)...)
+	}
+	cut := ns[0].Header().Name
+	if !successorFits(cut) {
+		return ns
+	}
+	nsec := &dns.NSEC{
+		Hdr:        dns.RR_Header{Name: cut, Rrtype: dns.TypeNSEC, Class: dns.ClassINET, Ttl: ns[0].Header().Ttl},
+		NextDomain: `\000.` + cut,
+		TypeBitMap: []uint16{dns.TypeNS, dns.TypeRRSIG, dns.TypeNSEC},
+	}
+	return append(ns, sg.signSection([]dns.RR{nsec}, now)...)
 }
 
 // nodeTypes returns the types at n for its NSEC bitmap, sorted: its

@@ -54,7 +54,9 @@ func Listen(s *Server) (*Front, error) {
 			// queries (RFC 7766 §6.2.1; miekg's default closed it after
 			// 128). It still ends after miekg's 8 s idle timeout.
 			&dns.Server{Listener: ln, Handler: dns.HandlerFunc(f.serveDNS), MsgAcceptFunc: MsgAcceptFunc,
-				ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1})
+				ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1,
+				// TSIG keys follow the Server answering (reloads).
+				TsigProvider: frontTsig{f}})
 		f.addrs[fe.Name] = pc.LocalAddr().String()
 		s.log.Info("frontend listening", "frontend", fe.Name, "address", pc.LocalAddr().String(), "protocol", "DNS")
 	}
@@ -147,3 +149,16 @@ func (f *Front) close() {
 	}
 	_ = errors.Join(errs...)
 }
+
+// frontTsig is the TSIG provider of a Front's TCP listeners: the keys of
+// the Server answering at the time, so a reload's keys apply to the next
+// request.
+type frontTsig struct{ f *Front }
+
+// Generate implements dns.TsigProvider.
+func (t frontTsig) Generate(msg []byte, ts *dns.TSIG) ([]byte, error) {
+	return t.f.cur.Load().tsig.Generate(msg, ts)
+}
+
+// Verify implements dns.TsigProvider.
+func (t frontTsig) Verify(msg []byte, ts *dns.TSIG) error { return t.f.cur.Load().tsig.Verify(msg, ts) }

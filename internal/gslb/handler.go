@@ -24,6 +24,10 @@ const maxChain = 8
 // (UDP has its own loop, serveUDP).
 func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	src, tcp := remoteAddr(w.RemoteAddr())
+	if isTransfer(r, tcp) {
+		s.serveTransfer(w, r, src)
+		return
+	}
 	var q *Query
 	if s.observe != nil {
 		q = new(Query)
@@ -33,6 +37,10 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 		return
 	}
 	s.observed(q, m)
+	if r.IsTsig() != nil {
+		s.serveSigned(w, r, m)
+		return
+	}
 	bp := s.bufs.Get().(*[]byte)
 	if out := s.pack(m, r, *bp); out != nil {
 		_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
@@ -212,6 +220,9 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 	}
 
 	qu := r.Question[0]
+	if qu.Qclass == dns.ClassCHAOS && s.chaos(m, qu) {
+		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
+	}
 	if qu.Qclass != dns.ClassINET || qu.Qtype == dns.TypeAXFR || qu.Qtype == dns.TypeIXFR {
 		m.Rcode = dns.RcodeRefused
 		return s.finish(m, opt, ecsIn, 0, udpSize, tcp)
@@ -236,17 +247,27 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 	s.syncView(now)
 	var n *node // where the answer ended: name's node, nil if none
 	for hop := 0; ; hop++ {
+		if cut := z.cutAbove(name, qu.Qtype); cut != "" {
+			s.referral(m, z, cut)
+			break
+		}
+		wild := false
 		n = z.nodes[name]
 		if n == nil {
-			m.Rcode = dns.RcodeNameError
-			m.Ns = append(m.Ns, z.negSOA)
-			break
+			if n = z.wildcard(name); n == nil {
+				m.Rcode = dns.RcodeNameError
+				m.Ns = append(m.Ns, z.negSOA)
+				break
+			}
+			wild = true
 		}
 		if q != nil && q.Name == "" {
 			q.Name = name
 		}
+		start := len(m.Answer)
 		if n.cname != nil && qu.Qtype != dns.TypeCNAME {
 			m.Answer = append(m.Answer, n.cname)
+			synthesize(m.Answer[start:], name, wild)
 			if hop >= maxChain || !config.InDNSZone(n.cname.Target, z.origin) {
 				break
 			}
@@ -295,6 +316,7 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 				m.Extra = s.glue(m.Extra, z, rrs)
 			}
 		}
+		synthesize(m.Answer[start:], name, wild)
 		if len(m.Answer) == before {
 			m.Ns = append(m.Ns, z.negSOA) // NODATA
 		}

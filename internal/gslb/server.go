@@ -77,6 +77,13 @@ type Server struct {
 	targets map[probe.Target][]memberRef
 	checks  []probe.Target
 	bufs    sync.Pool
+	// idVersion and idID answer CH TXT version.bind and id.server
+	// (identity.go); "" when off.
+	idVersion, idID string
+	// tsig are the zones' TSIG keys (transfer.go); prevSerials the SOA
+	// serials of the generation CarryState took state from (notify.go).
+	tsig        tsigKeys
+	prevSerials map[string]uint32
 
 	// mu guards the members' health.State, the publishing of name
 	// states, and addrs.
@@ -111,6 +118,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		targets: map[probe.Target][]memberRef{},
 		addrs:   map[string]string{},
 		ready:   make(chan struct{}),
+		tsig:    tsigKeys{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -128,12 +136,18 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		}
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	if cfg.Spillway != nil && cfg.Spillway.DNSIdentity != nil {
+		s.idVersion, s.idID = cfg.Spillway.DNSIdentity.Version, cfg.Spillway.DNSIdentity.ID
+	}
 	for i := range cfg.DNSZones {
 		z, names, err := newZone(&cfg.DNSZones[i], cfg, p)
 		if err != nil {
 			return nil, err
 		}
 		if err := z.enableDNSSEC(&cfg.DNSZones[i], i); err != nil {
+			return nil, err
+		}
+		if err := compileTransfer(z, &cfg.DNSZones[i], i, s.tsig); err != nil {
 			return nil, err
 		}
 		if _, dup := s.zones[z.origin]; dup {
@@ -233,6 +247,7 @@ func (s *Server) RunHealth(ctx context.Context) error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.prober.Run(ctx) })
+	wg.Go(func() { s.notifyAll(ctx) })
 	if s.view != nil {
 		wg.Go(func() {
 			t := time.NewTicker(viewPoll)

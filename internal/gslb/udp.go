@@ -188,7 +188,12 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, con
 		}
 		s.observed(q, m)
 	}
-	b := s.pack(m, req, out)
+	var b []byte
+	if action == dns.MsgAccept && req.IsTsig() != nil {
+		b = s.signUDP(m, req, pkt) // TSIG (tsig.go)
+	} else {
+		b = s.pack(m, req, out)
+	}
 	if b == nil {
 		return out
 	}

@@ -22,6 +22,12 @@ type zone struct {
 	negSOA dns.RR
 	// signer signs answers when the zone has DNSSEC (dnssec.go).
 	signer *signer
+	// cuts are the delegations below the apex (owners of NS record sets);
+	// wild is whether any name is a wildcard (records.go).
+	cuts map[string]bool
+	wild bool
+	// xfr is the zone's transfer setup (transfer.go), nil without one.
+	xfr *xfr
 }
 
 // node is one owner name.
@@ -107,9 +113,13 @@ func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gna
 				continue
 			}
 			t := rr.Header().Rrtype
+			if ns, ok := rr.(*dns.NS); ok {
+				ns.Ns = strings.ToLower(ns.Ns)
+			}
 			n.rrsets[t] = append(n.rrsets[t], rr)
 		}
 	}
+	zn.findCuts()
 	var names []*gname
 	for i := range z.GSLBNames {
 		g, err := newName(z, &z.GSLBNames[i], cfg, p)
@@ -117,6 +127,7 @@ func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gna
 			return nil, nil, err
 		}
 		at(g.owner).gslb = g
+		zn.wild = zn.wild || config.IsWildcardDNSName(g.owner)
 		names = append(names, g)
 	}
 	return zn, names, nil

@@ -1,0 +1,80 @@
+package gslb
+
+import (
+	"errors"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TSIG (RFC 8945) on ordinary queries: a secondary that has a key for
+// its primary signs its SOA queries and drops unsigned replies, so a
+// signed query gets a signed reply; one whose signature does not verify
+// gets NOTAUTH with the TSIG error. Zone transfers sign in transfer.go.
+
+// tsigError returns the reply to r, whose TSIG did not verify (status):
+// NOTAUTH, the question, and a TSIG record with the error and no MAC,
+// unsigned (RFC 8945 §5.2.1–§5.2.3).
+func tsigError(r *dns.Msg, status error) *dns.Msg {
+	t := r.IsTsig()
+	code := dns.RcodeBadKey // unknown key or algorithm
+	switch {
+	case errors.Is(status, dns.ErrSig):
+		code = dns.RcodeBadSig
+	case errors.Is(status, dns.ErrTime):
+		code = dns.RcodeBadTime
+	}
+	m := new(dns.Msg)
+	m.SetRcode(r, dns.RcodeNotAuth)
+	if len(r.Question) > 1 {
+		m.Question = m.Question[:1]
+	}
+	m.Extra = append(m.Extra, &dns.TSIG{Hdr: dns.RR_Header{Name: t.Hdr.Name, Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
+		Algorithm: t.Algorithm, TimeSigned: t.TimeSigned, Fudge: t.Fudge, OrigId: r.Id, Error: uint16(code)})
+	return m
+}
+
+// serveSigned answers a TSIG-signed query on TCP; miekg's server has
+// verified it (w.TsigStatus) and signs what WriteMsg writes.
+func (s *Server) serveSigned(w dns.ResponseWriter, r *dns.Msg, m *dns.Msg) {
+	if err := w.TsigStatus(); err != nil {
+		if out, err := tsigError(r, err).Pack(); err == nil {
+			_, _ = w.Write(out)
+		}
+		return
+	}
+	t := r.IsTsig()
+	m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
+	if err := w.WriteMsg(m); err != nil {
+		s.log.Warn("gslb: cannot sign reply", "qname", qname(r), "err", err)
+	}
+}
+
+// signUDP returns reply m to r, a TSIG-signed UDP query whose wire form
+// is pkt, packed: signed and within r's UDP limit (truncated further to
+// leave room for the TSIG record), or NOTAUTH when r does not verify.
+func (s *Server) signUDP(m, r *dns.Msg, pkt []byte) []byte {
+	if err := dns.TsigVerifyWithProvider(pkt, s.tsig, "", false); err != nil {
+		out, _ := tsigError(r, err).Pack()
+		return out
+	}
+	t := r.IsTsig()
+	limit := dns.MinMsgSize
+	if opt := r.IsEdns0(); opt != nil {
+		limit = min(max(int(opt.UDPSize()), dns.MinMsgSize), MaxUDPSize)
+	}
+	base := m.Len()
+	m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
+	out, _, err := dns.TsigGenerateWithProvider(m, s.tsig, t.MAC, false)
+	if err == nil && len(out) > limit {
+		m.Extra = m.Extra[:len(m.Extra)-1]
+		m.Truncate(limit - (len(out) - base))
+		m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
+		out, _, err = dns.TsigGenerateWithProvider(m, s.tsig, t.MAC, false)
+	}
+	if err != nil {
+		s.log.Warn("gslb: cannot sign reply", "qname", qname(r), "err", err)
+		return nil
+	}
+	return out
+}
