@@ -14,39 +14,13 @@ import (
 func FuzzHandler(f *testing.F) {
 	s := compile(f, zoneYAML, gslb.Options{})
 	h := s.Handler()
-	for _, q := range []*dns.Msg{
+	fuzzHandler(f, h, []*dns.Msg{
 		query("w.gslb.example.", dns.TypeA, 0, ""),
 		query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24"),
 		query("many.gslb.example.", dns.TypeAAAA, 0, ""),
 		query("www.gslb.example.", dns.TypeANY, 4096, "2001:db8::/56"),
 		query("nope.example.", dns.TypeA, 0, ""),
-	} {
-		b, err := q.Pack()
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, false)
-	}
-	f.Fuzz(func(t *testing.T, data []byte, tcp bool) {
-		r := new(dns.Msg)
-		if err := r.Unpack(data); err != nil {
-			return
-		}
-		w := &fakeWriter{remote: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}}
-		if tcp {
-			w.remote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}
-		}
-		h.ServeDNS(w, r)
-		if w.msg == nil {
-			return
-		}
-		out := new(dns.Msg)
-		if err := out.Unpack(w.msg); err != nil {
-			t.Fatalf("reply does not unpack: %v", err)
-		}
-		if !tcp && len(w.msg) > gslb.MaxUDPSize {
-			t.Fatalf("UDP reply of %d bytes", len(w.msg))
-		}
+	}, false, func(t *testing.T, r, out *dns.Msg, tcp bool) {
 		if out.RecursionAvailable {
 			t.Fatal("RA set")
 		}
@@ -92,4 +66,42 @@ func unpacked(m *dns.Msg) *dns.Msg {
 		panic(err)
 	}
 	return r
+}
+
+// fuzzHandler runs h on each fuzz input that unpacks, over UDP or TCP,
+// and checks what every reply must be (it unpacks, a UDP reply fits
+// MaxUDPSize), then hands the query and the reply to check (nil: none).
+// The seeds are packed and added with tcp as seedTCP.
+func fuzzHandler(f *testing.F, h dns.Handler, seeds []*dns.Msg, seedTCP bool, check func(t *testing.T, r, out *dns.Msg, tcp bool)) {
+	for _, q := range seeds {
+		b, err := q.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, seedTCP)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, tcp bool) {
+		r := new(dns.Msg)
+		if err := r.Unpack(data); err != nil {
+			return
+		}
+		w := &fakeWriter{remote: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}}
+		if tcp {
+			w.remote = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5353}
+		}
+		h.ServeDNS(w, r)
+		if w.msg == nil {
+			return
+		}
+		out := new(dns.Msg)
+		if err := out.Unpack(w.msg); err != nil {
+			t.Fatalf("reply does not unpack: %v", err)
+		}
+		if !tcp && len(w.msg) > gslb.MaxUDPSize {
+			t.Fatalf("UDP reply of %d bytes", len(w.msg))
+		}
+		if check != nil {
+			check(t, r, out, tcp)
+		}
+	})
 }
