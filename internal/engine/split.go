@@ -20,7 +20,6 @@ type level struct {
 	weight    float64
 	health    float64 // min(1, healthy share / failover threshold)
 	capacity  float64 // remaining RATE capacity (+Inf when unlimited)
-	share     float64 // fraction of the service's traffic sent here
 }
 
 // Share is one backend's fraction of a split, for explanation and tests.
