@@ -93,8 +93,18 @@ func (f *Front) Swap(s *Server) bool {
 	return true
 }
 
-// serveDNS answers a TCP query with the current Server.
-func (f *Front) serveDNS(w dns.ResponseWriter, r *dns.Msg) { f.cur.Load().serveDNS(w, r) }
+// serveDNS answers a TCP query with the current Server. A panic while
+// answering (a bug) is logged and closes that connection; miekg/dns's
+// server would let it take the process, HTTP proxy included, down.
+func (f *Front) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
+	defer func() {
+		if v := recover(); v != nil {
+			f.log.Error("gslb: panic answering a TCP query; connection closed", "from", w.RemoteAddr(), "panic", v)
+			_ = w.Close()
+		}
+	}()
+	f.cur.Load().serveDNS(w, r)
+}
 
 // Serve answers queries on every socket until ctx is done, then shuts the
 // listeners down (open TCP connections get up to 5 s to finish) and

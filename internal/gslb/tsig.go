@@ -51,8 +51,12 @@ func (s *Server) serveSigned(w dns.ResponseWriter, r *dns.Msg, m *dns.Msg) {
 }
 
 // signUDP returns reply m to r, a TSIG-signed UDP query whose wire form
-// is pkt, packed: signed and within r's UDP limit (truncated further to
-// leave room for the TSIG record), or NOTAUTH when r does not verify.
+// is pkt, packed and signed within r's UDP limit, or NOTAUTH when r does
+// not verify. A signed reply too large for the limit becomes the question,
+// the OPT record (when there is one) and the TSIG with TC set (RFC 8945
+// §5.3), and the client retries over TCP. (dns.TsigGenerateWithProvider
+// packs m without its TSIG record and appends the signature to the
+// output; m keeps its other records.)
 func (s *Server) signUDP(m, r *dns.Msg, pkt []byte) []byte {
 	if err := dns.TsigVerifyWithProvider(pkt, s.tsig, "", false); err != nil {
 		out, _ := tsigError(r, err).Pack()
@@ -63,14 +67,19 @@ func (s *Server) signUDP(m, r *dns.Msg, pkt []byte) []byte {
 	if opt := r.IsEdns0(); opt != nil {
 		limit = min(max(int(opt.UDPSize()), dns.MinMsgSize), MaxUDPSize)
 	}
-	base := m.Len()
-	m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
-	out, _, err := dns.TsigGenerateWithProvider(m, s.tsig, t.MAC, false)
-	if err == nil && len(out) > limit {
-		m.Extra = m.Extra[:len(m.Extra)-1]
-		m.Truncate(limit - (len(out) - base))
+	sign := func(m *dns.Msg) ([]byte, error) {
 		m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
-		out, _, err = dns.TsigGenerateWithProvider(m, s.tsig, t.MAC, false)
+		out, _, err := dns.TsigGenerateWithProvider(m, s.tsig, t.MAC, false)
+		return out, err
+	}
+	out, err := sign(m)
+	if err == nil && len(out) > limit {
+		tc := &dns.Msg{MsgHdr: m.MsgHdr, Question: m.Question}
+		tc.Truncated = true
+		if opt := m.IsEdns0(); opt != nil {
+			tc.Extra = []dns.RR{opt}
+		}
+		out, err = sign(tc)
 	}
 	if err != nil {
 		s.log.Warn("gslb: cannot sign reply", "qname", qname(r), "err", err)

@@ -98,8 +98,21 @@ func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 		if pktinfo {
 			reply = src.control(oob[:oobn])
 		}
-		out = f.cur.Load().answerUDP(pc, in[:n], from, reply, out)
+		out = f.answer(pc, in[:n], from, reply, out)
 	}
+}
+
+// answer answers one packet with the current Server. A panic while
+// answering (a bug) is logged and costs that query its reply, not the
+// process: the HTTP proxy shares it.
+func (f *Front) answer(pc *net.UDPConn, pkt []byte, from netip.AddrPort, control, out []byte) (next []byte) {
+	defer func() {
+		if v := recover(); v != nil {
+			f.log.Error("gslb: panic answering a UDP query; no reply sent", "from", from, "panic", v)
+			next = make([]byte, 0, 1024)
+		}
+	}()
+	return f.cur.Load().answerUDP(pc, pkt, from, control, out)
 }
 
 // replySource turns the control message of a received packet into the
