@@ -251,10 +251,12 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 			s.referral(m, z, cut)
 			break
 		}
-		wild := false
+		wild, observed := false, name
 		n = z.nodes[name]
 		if n == nil {
-			if n = z.wildcard(name); n == nil {
+			// Answered from a wildcard: observed (metrics) under the
+			// wildcard's owner, so random names cannot grow the series.
+			if n, observed = z.wildcard(name); n == nil {
 				m.Rcode = dns.RcodeNameError
 				m.Ns = append(m.Ns, z.negSOA)
 				break
@@ -262,7 +264,7 @@ func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q
 			wild = true
 		}
 		if q != nil && q.Name == "" {
-			q.Name = name
+			q.Name = observed
 		}
 		start := len(m.Answer)
 		if n.cname != nil && qu.Qtype != dns.TypeCNAME {

@@ -49,22 +49,23 @@ func (z *zone) cutAbove(name string, qtype uint16) string {
 // with no node of its own (RFC 4592 §3.3.1): the closest encloser is the
 // longest existing ancestor (empty non-terminals included, so they block
 // wildcards above them) and the source of synthesis is "*." and it; nil
-// when that does not exist.
-func (z *zone) wildcard(name string) *node {
+// when that does not exist. It also returns the source's owner name.
+func (z *zone) wildcard(name string) (*node, string) {
 	if !z.wild {
-		return nil
+		return nil, ""
 	}
 	for off := 0; ; {
 		next, end := dns.NextLabel(name, off)
 		if end {
-			return nil
+			return nil, ""
 		}
 		ce := name[next:]
 		if z.nodes[ce] != nil {
-			return z.nodes["*."+ce]
+			owner := "*." + ce
+			return z.nodes[owner], owner
 		}
 		if ce == z.origin {
-			return nil
+			return nil, ""
 		}
 		off = next
 	}

@@ -1,7 +1,9 @@
 package gslb_test
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -132,5 +134,27 @@ func TestRecordsCAAAndPTR(t *testing.T) {
 	r = exchange(t, "udp", addr, query("80.2.0.192.in-addr.arpa.", dns.TypePTR, 0, ""))
 	if len(r.Answer) != 1 || r.Answer[0].String() != "80.2.0.192.in-addr.arpa.\t300\tIN\tPTR\twww.gslb.example." || !r.Authoritative {
 		t.Errorf("PTR: %v", r)
+	}
+}
+
+// Queries answered from a wildcard are observed (and so counted in the
+// DNS metrics) under the wildcard's owner, not the query name: random
+// names under a wildcard must not grow the metrics without bound.
+func TestWildcardQueriesObservedUnderTheWildcard(t *testing.T) {
+	var mu sync.Mutex
+	names := map[string]int{}
+	_, addr := start(t, recordsYAML, gslb.Options{Observe: func(q gslb.Query) {
+		mu.Lock()
+		names[q.Name]++
+		mu.Unlock()
+	}})
+	for i := range 50 {
+		exchange(t, "udp", addr, query(fmt.Sprintf("r%d.wild.gslb.example.", i), dns.TypeA, 0, ""))
+		exchange(t, "udp", addr, query(fmt.Sprintf("r%d.svc.gslb.example.", i), dns.TypeA, 0, ""))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(names) != 2 || names["*.wild.gslb.example."] != 50 || names["*.svc.gslb.example."] != 50 {
+		t.Errorf("observed names %v, want the two wildcard owners 50 times each", names)
 	}
 }
