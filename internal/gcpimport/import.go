@@ -198,6 +198,9 @@ func documents(s Source) ([]*yaml.Node, error) {
 		if len(doc.Content) == 0 {
 			continue
 		}
+		if hasAlias(&doc) {
+			return nil, fmt.Errorf("%s: uses YAML anchors and aliases (& and *), which gcloud and terraform never write (and which can make a small file expand without bound); give the file they wrote, unchanged", s.Name)
+		}
 		root := resolve(doc.Content[0])
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue
@@ -206,12 +209,24 @@ func documents(s Source) ([]*yaml.Node, error) {
 	}
 }
 
-// resolve follows aliases.
-func resolve(n *yaml.Node) *yaml.Node {
-	for depth := 0; n != nil && n.Kind == yaml.AliasNode && depth < 100; depth++ {
-		n = n.Alias
+// hasAlias reports whether the tree under n has an alias node. It does
+// not follow aliases, so it visits each node of the file once.
+func hasAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
 	}
-	if n == nil || n.Kind == yaml.AliasNode {
+	for _, c := range n.Content {
+		if hasAlias(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve returns n, or a null node for nil. (Files with aliases are
+// refused by documents, so there are none to follow.)
+func resolve(n *yaml.Node) *yaml.Node {
+	if n == nil {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
 	}
 	return n

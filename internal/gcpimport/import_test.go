@@ -261,6 +261,19 @@ func TestImportErrors(t *testing.T) {
 		{"member list as a file", `[{"networkEndpoint": {"ipAddress": "10.0.0.1"}}]`, nil, "pass it as --endpoints GROUP[@ZONE]=in.yaml"},
 		{"terraform without values", `{"format_version": "1.0", "values": {}}`, nil, "without values.root_module"},
 		{"bad member list", "name: um\ndefaultService: bs\n", []gcpimport.Endpoints{{Group: "g", Source: gcpimport.Source{Name: "g.json", Data: []byte(`[{"colour": "blue"}]`)}}}, "g.json[0]: not an entry of list-network-endpoints"},
+		// Anchors and aliases (never in gcloud or terraform output) could
+		// make a 98-byte file a cycle through child_modules or a
+		// 487-byte one a 7 MB alias bomb (review finding 3).
+		{"alias cycle", "format_version: \"1.0\"\nvalues:\n  root_module: &m\n    resources: []\n    child_modules: [*m, *m, *m]\n", nil, "anchors and aliases"},
+		{"alias bomb", `kind: compute#urlMap
+name: um
+defaultService: bs
+x0: &h {headerName: a, exactMatch: b}
+x1: &m {prefixMatch: /, headerMatches: [*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h,*h]}
+x2: &r {priority: 1, service: bs, matchRules: [*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m,*m]}
+x3: &p {name: pm, defaultService: bs, routeRules: [*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r,*r]}
+pathMatchers: [*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p,*p]
+`, nil, "anchors and aliases"},
 		{"group twice", "name: um\ndefaultService: bs\n", []gcpimport.Endpoints{
 			{Group: "g", Zone: "us-east1-b", Source: gcpimport.Source{Name: "a.json", Data: []byte(`[]`)}},
 			{Group: "g", Zone: "us-east1-b", Source: gcpimport.Source{Name: "b.json", Data: []byte(`[]`)}}}, "given twice"},
