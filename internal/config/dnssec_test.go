@@ -21,3 +21,21 @@ func TestDNSSECConfig(t *testing.T) {
 		t.Fatalf("missing keyFile: %v", err)
 	}
 }
+
+// A signed zone cannot also be transferred: its signatures are made
+// online and never transferred, so a secondary would serve it unsigned
+// under the parent's DS and validators would fail it (review finding
+// 4). A disabled dnssec block may stay beside a transfer.
+func TestDNSSECWithTransferIsRefused(t *testing.T) {
+	with := func(dnssec string) string {
+		return strings.Replace(dnsBase, "  nameServers: [ns1.gslb.example.]\n",
+			"  nameServers: [ns1.gslb.example.]\n  dnssec: {keyFile: /etc/spillway/gslb.example.key"+dnssec+"}\n  transfer: {allow: [192.0.2.0/24]}\n", 1)
+	}
+	_, err := Parse([]byte(with("")), "dns.yaml")
+	if err == nil || !strings.Contains(err.Error(), "dnsZones[0].transfer:") || !strings.Contains(err.Error(), "signatures are made online") {
+		t.Fatalf("dnssec with transfer: %v", err)
+	}
+	if _, err := Parse([]byte(with(", disabled: true")), "dns.yaml"); err != nil {
+		t.Fatalf("disabled dnssec with transfer rejected: %v", err)
+	}
+}
