@@ -413,13 +413,10 @@ func rates(samples []dashSample, svc string) (rate, errRate []float64) {
 // resolver at 127.0.0.1 without a client subnet would, and names the
 // member behind each address.
 func (d *dashboard) dnsAnswers() []DashName {
-	d.s.mu.Lock()
-	var srv = d.s.dns
-	d.s.mu.Unlock()
-	if srv == nil || srv.srv == nil {
+	g := d.s.dnsServer()
+	if g == nil {
 		return nil
 	}
-	g := srv.srv
 	type memberKey struct{ name, addr string }
 	byAddr := map[memberKey]DashAnswer{}
 	var names []string

@@ -93,6 +93,17 @@ func (d *dnsServer) stop() {
 	<-d.healthDone
 }
 
+// dnsServer returns the DNS server answering now (nil without dnsZones).
+// A reload swaps it under s.mu, so it is read under s.mu too.
+func (s *Server) dnsServer() *gslb.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dns == nil {
+		return nil
+	}
+	return s.dns.srv
+}
+
 // DNSAddr returns the bound address of a DNS frontend ("" if none).
 func (s *Server) DNSAddr(name string) string {
 	s.mu.Lock()

@@ -2,7 +2,9 @@ package serve_test
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -302,6 +304,59 @@ dnsZones:
 	} {
 		if got := promValue(m, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+}
+
+// Scraping /metrics and the dashboard's /ui/state while reloads swap the
+// DNS server reads the server under the lock the swap writes it under
+// (run with -race; review finding 5).
+func TestDNSSwapWhileScraping(t *testing.T) {
+	const base = `frontends:
+- {name: dns, address: "127.0.0.1:0", protocol: DNS}
+dnsZones:
+- name: gslb.example.
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: a, type: A, rrdatas: ["192.0.2.1"]}
+`
+	parse := func(extra string) *config.Config {
+		c, err := config.Parse([]byte(base+extra), "dns.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	s := runServer(t, parse(""), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	done := make(chan error, 1)
+	go func() {
+		for i := range 5 {
+			if err := s.Reload(t.Context(), parse(fmt.Sprintf("  - {name: r%d, type: A, rrdatas: [\"192.0.2.%d\"]}\n", i, 10+i))); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for scraped := 0; ; scraped++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+		}
+		for _, p := range []string{"/metrics", "/ui/state"} {
+			r, err := http.Get("http://" + s.AdminAddr() + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+			if r.StatusCode != 200 {
+				t.Fatalf("%s: %d", p, r.StatusCode)
+			}
 		}
 	}
 }

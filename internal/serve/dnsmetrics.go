@@ -58,13 +58,11 @@ func (m *metrics) collectDNS(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.descDNSQueries, prometheus.CounterValue, float64(v.(*atomic.Uint64).Load()), key.name, typ, rcode, key.member)
 		return true
 	})
-	m.s.mu.Lock()
-	srv := m.s.dns
-	m.s.mu.Unlock()
+	srv := m.s.dnsServer()
 	if srv == nil {
 		return
 	}
-	for _, h := range srv.srv.Health() {
+	for _, h := range srv.Health() {
 		v := 0.0
 		if h.Healthy {
 			v = 1

@@ -70,12 +70,7 @@ func (s *Server) samplePassive() {
 	if m == nil || len(*m) == 0 {
 		return
 	}
-	var srv *gslb.Server
-	s.mu.Lock()
-	if s.dns != nil {
-		srv = s.dns.srv
-	}
-	s.mu.Unlock()
+	srv := s.dnsServer()
 	if srv == nil {
 		return
 	}
