@@ -111,6 +111,14 @@ func (v *validator) dnsTransfer(p string, t *DNSTransfer) {
 	}
 }
 
+// tsigAlgorithm is k's algorithm, the default when unset.
+func tsigAlgorithm(k DNSTSIGKey) string {
+	if k.Algorithm == "" {
+		return DNSDefaultTSIGAlgorithm
+	}
+	return k.Algorithm
+}
+
 // tsigKeyClashes reports a TSIG key name given different algorithms or
 // secrets in two zones: the server knows a key by its name.
 func (v *validator) tsigKeyClashes() {
@@ -129,7 +137,9 @@ func (v *validator) tsigKeyClashes() {
 			kp := at("dnsZones[%d].transfer.tsigKeys[%d]", i, j)
 			if prev, ok := keys[n]; !ok {
 				keys[n] = seen{kp, k}
-			} else if prev.key.Algorithm != k.Algorithm || prev.key.Secret != k.Secret || prev.key.SecretFile != k.SecretFile {
+			} else if tsigAlgorithm(prev.key) != tsigAlgorithm(k) || prev.key.Secret != "" && k.Secret != "" && prev.key.Secret != k.Secret {
+				// Secrets read from files are compared by the DNS
+				// server, which reads them.
 				if !strings.HasPrefix(prev.path, at("dnsZones[%d].", i)) {
 					v.add(kp, "give the key another name, or the same algorithm and secret as "+prev.path,
 						"key %q is already %s with another algorithm or secret", n, prev.path)

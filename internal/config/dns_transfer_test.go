@@ -80,3 +80,36 @@ func FuzzTransferACL(f *testing.F) {
 		}
 	})
 }
+
+// Two zones may name the same TSIG key when it is the same key: the
+// algorithm compares after its default, and a secret from a file cannot
+// be compared at load (the DNS server checks the secrets it reads). A
+// different inline secret or algorithm is still refused (review finding
+// 6).
+func TestTSIGKeySharedByZones(t *testing.T) {
+	two := func(a, b string) string {
+		z := func(name, key string) string {
+			return "- name: " + name + "\n  nameServers: [ns1." + name + "]\n  transfer: {tsigKeys: [" + key + "]}\n"
+		}
+		return "frontends:\n- {name: dns, address: \"127.0.0.1:0\", protocol: DNS}\ndnsZones:\n" +
+			z("one.example.", a) + z("two.example.", b)
+	}
+	const s1, s2 = `secret: "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"`, `secret: "b3RoZXJvdGhlcm90aGVyb3RoZXI="`
+	for _, c := range []struct {
+		name, a, b string
+		ok         bool
+	}{
+		{"default algorithm spelled out", "{name: k., algorithm: hmac-sha256, " + s1 + "}", "{name: k., " + s1 + "}", true},
+		{"inline and file", "{name: k., " + s1 + "}", "{name: k., secretFile: /etc/spillway/k.key}", true},
+		{"other secret", "{name: k., " + s1 + "}", "{name: k., " + s2 + "}", false},
+		{"other algorithm", "{name: k., algorithm: hmac-sha512, " + s1 + "}", "{name: k., " + s1 + "}", false},
+	} {
+		_, err := Parse([]byte(two(c.a, c.b)), "dns.yaml")
+		if c.ok && err != nil {
+			t.Errorf("%s: rejected: %v", c.name, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "with another algorithm or secret")) {
+			t.Errorf("%s: %v, want the clash reported", c.name, err)
+		}
+	}
+}
