@@ -189,7 +189,13 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	}
 	// WithRequireLeader ends the watch when the etcd member loses its
 	// quorum, instead of waiting on it silently.
-	wch := cl.Watch(clientv3.WithRequireLeader(ctx), a.store.CurrentKey(), clientv3.WithRev(rev+1))
+	// Watch blocks until etcd has created the watch, so it is created
+	// aside: if etcd goes away meanwhile, the checks below notice.
+	wchc := make(chan clientv3.WatchChan, 1)
+	go func() {
+		wchc <- cl.Watch(clientv3.WithRequireLeader(ctx), a.store.CurrentKey(), clientv3.WithRev(rev+1))
+	}()
+	var wch clientv3.WatchChan // nil until created
 	tick := time.NewTicker(a.opts.CheckInterval)
 	defer tick.Stop()
 	for {
@@ -197,6 +203,8 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()
+		case wch = <-wchc:
+			continue
 		case _, ok := <-ka:
 			if !ok {
 				return true, fmt.Errorf("fleet: instance %s lost its registration (lease keepalive ended)", a.opts.Instance)

@@ -45,9 +45,9 @@ type Record struct {
 
 // Parse decodes and validates the record's config.
 func (r *Record) Parse() (*config.Config, error) {
-	name := fmt.Sprintf("fleet revision %d (%s)", r.Revision, r.Source)
-	if strings.HasSuffix(r.Source, ".json") {
-		name += ".json"
+	name := r.Source
+	if name == "" {
+		name = "fleet.yaml"
 	}
 	cfg, err := config.Parse([]byte(r.Config), name)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -185,5 +186,20 @@ func TestParseEndpoints(t *testing.T) {
 		if err != nil || fmt.Sprint(eps) != c.want || tls != c.tls {
 			t.Errorf("%q = %v %v %v, want %s %v", c.in, eps, tls, err, c.want, c.tls)
 		}
+	}
+}
+
+func freeLoopback(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func writeFile(t *testing.T, path, data string) {
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
