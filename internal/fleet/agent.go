@@ -177,6 +177,13 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
 	rec, rev, err := a.store.Current(tctx)
 	tcancel()
+	// seenMod is the etcd modification revision of config/current last
+	// seen (0: absent). Reading at rev, the key's is at most rev; the
+	// first check reads the config again only if it changed since.
+	seenMod := int64(0)
+	if rec != nil {
+		seenMod = rec.modRevision
+	}
 	if err != nil && !errors.Is(err, ErrNoConfig) {
 		return false, err
 	}
@@ -226,17 +233,30 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 					a.log.Error("fleet: ignored an unreadable config record", "err", err)
 					continue
 				}
+				seenMod = ev.Kv.ModRevision
 				recs = append(recs, r)
 			}
 		case <-tick.C:
 			// The check proves etcd answers (a linearizable read needs its
-			// quorum) and catches a revision a watch might have missed.
+			// quorum) and catches a change a watch might have missed. It
+			// reads the key's metadata only, and the config itself only
+			// when the key changed since it was last seen.
 			tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+			mod, err := a.store.currentModRevision(tctx)
+			tcancel()
+			if err != nil {
+				return true, fmt.Errorf("fleet: etcd check: %w", err)
+			}
+			if mod == seenMod {
+				continue
+			}
+			tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
 			r, _, err := a.store.Current(tctx)
 			tcancel()
 			if err != nil && !errors.Is(err, ErrNoConfig) {
 				return true, fmt.Errorf("fleet: etcd check: %w", err)
 			}
+			seenMod = mod
 			if r != nil {
 				recs = append(recs, r)
 			}

@@ -41,6 +41,10 @@ type Record struct {
 	// RollbackOf is the revision a rollback copied (0 otherwise).
 	RollbackOf int64  `json:"rollbackOf,omitempty"`
 	Config     string `json:"config"`
+
+	// modRevision is etcd's modification revision of the key the record
+	// was read from (not stored).
+	modRevision int64
 }
 
 // Parse decodes and validates the record's config.
@@ -127,7 +131,25 @@ func (s *Store) Current(ctx context.Context) (*Record, int64, error) {
 		return nil, resp.Header.Revision, ErrNoConfig
 	}
 	r, err := decodeRecord(s.CurrentKey(), resp.Kvs[0].Value)
-	return r, resp.Header.Revision, err
+	if err != nil {
+		return nil, resp.Header.Revision, err
+	}
+	r.modRevision = resp.Kvs[0].ModRevision
+	return r, resp.Header.Revision, nil
+}
+
+// currentModRevision returns etcd's modification revision of
+// config/current (0 when absent) without reading the config: a cheap,
+// linearizable check that etcd answers and whether the key changed.
+func (s *Store) currentModRevision(ctx context.Context) (int64, error) {
+	resp, err := s.cl.Get(ctx, s.CurrentKey(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, fmt.Errorf("fleet: read %s: %w", s.CurrentKey(), err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return resp.Kvs[0].ModRevision, nil
 }
 
 func decodeRecord(key string, b []byte) (*Record, error) {
