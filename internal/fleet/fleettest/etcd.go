@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -22,6 +23,7 @@ type Etcd struct {
 	client     url.URL
 	peer       url.URL
 	e          *embed.Etcd
+	tls        *TLSFiles
 	ClientAddr string // host:port of the client listener
 }
 
@@ -29,8 +31,23 @@ type Etcd struct {
 // test ends.
 func Start(t testing.TB) *Etcd {
 	t.Helper()
-	ce := &Etcd{t: t, dir: t.TempDir()}
+	return start(t, nil)
+}
+
+// StartTLS starts an etcd whose client listener serves TLS with f's
+// server certificate and wants a client certificate signed by f's CA.
+func StartTLS(t testing.TB, f TLSFiles) *Etcd {
+	t.Helper()
+	return start(t, &f)
+}
+
+func start(t testing.TB, f *TLSFiles) *Etcd {
+	t.Helper()
+	ce := &Etcd{t: t, dir: t.TempDir(), tls: f}
 	ce.client = url.URL{Scheme: "http", Host: freeAddr(t)}
+	if f != nil {
+		ce.client.Scheme = "https"
+	}
 	ce.peer = url.URL{Scheme: "http", Host: freeAddr(t)}
 	ce.ClientAddr = ce.client.Host
 	ce.Restart()
@@ -60,6 +77,9 @@ func (ce *Etcd) Restart() {
 	cfg.ListenPeerUrls = []url.URL{ce.peer}
 	cfg.AdvertisePeerUrls = []url.URL{ce.peer}
 	cfg.InitialCluster = cfg.Name + "=" + ce.peer.String()
+	if ce.tls != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: ce.tls.ServerCert, KeyFile: ce.tls.ServerKey, TrustedCAFile: ce.tls.CA, ClientCertAuth: true}
+	}
 	var err error
 	// The ports were free a moment ago; after a Stop they may take a
 	// moment to be released.
