@@ -207,3 +207,40 @@ func TestServeFleetFallback(t *testing.T) {
 		t.Fatalf("fleet status %+v, want stale at revision 0 (the file)", f)
 	}
 }
+
+// TestServeFleetConfigFailsHere: a pushed config that validates but does
+// not start on this host (its certificate file is missing here) makes
+// serve --fleet start from --config FILE, report the revision rejected,
+// and take the next push that starts.
+func TestServeFleetConfigFailsHere(t *testing.T) {
+	e := fleettest.Start(t)
+	fl := "etcd://" + e.ClientAddr
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "absent.pem")
+	https := strings.Replace(adminTestConfig, "protocol: HTTP,", `protocol: HTTPS, certificates: [{certificateFile: "`+missing+`", privateKeyFile: "`+missing+`"}],`, 1)
+	bad, good := filepath.Join(dir, "https.yaml"), filepath.Join(dir, "good.yaml")
+	os.WriteFile(bad, []byte(https), 0o644)
+	os.WriteFile(good, []byte(adminTestConfig), 0o644)
+	if code, _, stderr := run(t, "config", "push", bad, "--fleet", fl, "--author", "ana"); code != 0 {
+		t.Fatalf("push of a config valid but failing on this host: %s", stderr)
+	}
+	admin, logs := startServe(t, "--fleet", fl, "--instance", "lb-a", "--config", good)
+	if !strings.Contains(logs.String(), "does not start on this instance; starting from the --config file") {
+		t.Fatalf("the log does not say the file is served:\n%s", logs)
+	}
+	f := fleetStatus(t, admin)
+	if f == nil || f.Revision != 0 || f.RejectedRevision != 1 || !strings.Contains(f.RejectedError, "absent.pem") {
+		t.Fatalf("fleet status %+v, want revision 0 (the file) and 1 rejected", f)
+	}
+	waitFor(t, "lb-a listed as rejecting revision 1", func() bool {
+		_, out, _ := run(t, "config", "get", "--instances", "--fleet", fl)
+		return strings.Contains(out, "lb-a") && strings.Contains(out, "rejected 1") && strings.Contains(out, "absent.pem")
+	}, logs)
+	if code, _, stderr := run(t, "config", "push", good, "--fleet", fl, "--author", "bo"); code != 0 {
+		t.Fatal(stderr)
+	}
+	waitFor(t, "revision 2 in force", func() bool {
+		f := fleetStatus(t, admin)
+		return f != nil && f.Revision == 2 && f.RejectedRevision == 0
+	}, logs)
+}

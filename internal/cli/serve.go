@@ -185,7 +185,20 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	for _, w := range cfg.Warnings() {
 		log.Warn(w, "file", cfg.File)
 	}
-	srv, err := serve.New(cfg, serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns})
+	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
+	runErr := make(chan error, 1)
+	srv, err := startServer(ctx, cfg, opts, runErr)
+	if err != nil && fleetMode && fleetStatus.Revision > 0 && *cfgPath != "" {
+		// The fleet's config loads but does not start on this host (a
+		// certificate file missing here, a port in use): the file is the
+		// fallback, and the revision counts as rejected here.
+		log.Error("fleet: the fleet's config does not start on this instance; starting from the --config file", "revision", fleetStatus.Revision, "file", *cfgPath, "err", err)
+		fleetStatus.RejectedRevision, fleetStatus.RejectedError, fleetStatus.Revision = fleetStatus.Revision, err.Error(), 0
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return fmt.Errorf("fleet: fallback --config %s: %w", *cfgPath, err)
+		}
+		srv, err = startServer(ctx, cfg, opts, runErr)
+	}
 	if err != nil {
 		return err
 	}
@@ -226,14 +239,28 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			log.Debug("procs: GOMAXPROCS changed", "from", from, "to", to, "cpus_used", fmt.Sprintf("%.2f", used))
 		})
 	}
-	go func() {
-		select {
-		case <-srv.Ready():
-			log.Info("spillway serving", "admin", srv.AdminAddr())
-		case <-ctx.Done():
+	log.Info("spillway serving", "admin", srv.AdminAddr())
+	return <-runErr
+}
+
+// startServer builds a server for cfg and runs it until ctx is done; it
+// returns once the server's listeners are bound, or with the error that
+// kept it from starting. Run's result arrives on runErr.
+func startServer(ctx context.Context, cfg *config.Config, opts serve.Options, runErr chan error) (*serve.Server, error) {
+	srv, err := serve.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	go func() { runErr <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+		return srv, nil
+	case err := <-runErr:
+		if err == nil {
+			err = ctx.Err() // stopped before it was ready
 		}
-	}()
-	return srv.Run(ctx)
+		return nil, err
+	}
 }
 
 // setProcs applies --procs; it reports whether auto mode should run. An
