@@ -24,6 +24,7 @@ Commands:
   validate   check a config and run its URL map tests[]
   import     write a config from gcloud exports and lists, or terraform show -json
   dnssec     make a zone's DNSSEC key (keygen); print its DS for the parent (ds)
+  config     a fleet's shared config in etcd: push, get, history, rollback
   get-health print a running instance's health view (like gcloud get-health)
   version    print the version, commit and Go toolchain of this build
 

@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/procs"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 const serveHelp = `
 Usage: spillway serve --config FILE [flags]
+       spillway serve --fleet etcd://HOST:2379,... --instance NAME --region R [--config FILE] [flags]
 
 Run the load balancer: every frontends[] entry listens (HTTP/1.1 and HTTP/2;
 h2c on cleartext, ALPN on TLS), each request goes through the URL map and the
@@ -49,7 +51,9 @@ The admin listener (loopback by default) serves:
                   health state, drained or drain-blocked, why)
   GET  /metrics   Prometheus metrics: endpoint health and ejection, backend
                   healthy members, drained / drain-blocked, traffic share,
-                  config and TLS file reloads and failures, Go runtime
+                  config and TLS file reloads and failures, Go runtime;
+                  in fleet mode spillway_fleet_stale and
+                  spillway_fleet_config_revision
   GET  /ui/       the live dashboard: zones, drains, the split and the
                   measured split, rates, DNS answers, recent transitions
                   (with a token, open /ui/#token=TOKEN; docs/operations.md)
@@ -82,9 +86,28 @@ cost about a fifth of its CPU per request at moderate load
 environment variable when --procs is not given. The current number is the
 go_sched_gomaxprocs_threads metric; changes are logged at debug level.
 
-Example:
+Fleet mode: with --fleet, several instances share one config through etcd
+(docs/fleet.md). The instance takes the fleet's current config (pushed with
+spillway config push), follows every new revision with the reload rules
+above, and reports what it runs under its --instance name (spillway config
+get --instances). If etcd is unreachable it keeps serving its last good
+config and says so: "fleet": {"stale": true, ...} in /health and
+spillway_fleet_stale 1 in /metrics; once etcd is back it catches up without a
+restart. At start, if etcd does not answer within --fleet-timeout (or holds
+no config yet), --config FILE is served instead, with a log line saying so;
+without --config the start fails. In fleet mode the file is not watched, and
+SIGHUP and POST /reload do not apply: push instead. etcd TLS: --fleet-ca,
+--fleet-cert, --fleet-key (or the etcds:// scheme for the system roots);
+authentication: --fleet-user with --fleet-password-file or
+$SPILLWAY_FLEET_PASSWORD.
+
+Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
   spillway get-health --admin 127.0.0.1:9901
+
+  spillway config push spillway.yaml --fleet etcd://10.0.0.5:2379
+  spillway serve --fleet etcd://10.0.0.5:2379,10.0.0.6:2379,10.0.0.7:2379 \
+      --instance lb-use1-a --region us-east1 --config /etc/spillway/last-resort.yaml
 `
 
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -98,6 +121,11 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
 	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
 	maxConns := fs.String("max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
+	ff := addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
+	host, _ := os.Hostname()
+	instance := fs.String("instance", host, "fleet mode: this instance's `NAME`, unique in the fleet (default the host name)")
+	region := fs.String("region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
+	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -105,8 +133,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml)")
+	fleetMode := ff.given()
+	if *cfgPath == "" && !fleetMode {
+		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml), or --fleet etcd://HOST:2379 for fleet mode")
 		return errUsage
 	}
 	var lvl slog.Level
@@ -121,13 +150,6 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		return err
-	}
-	for _, w := range cfg.Warnings() {
-		log.Warn(w, "file", *cfgPath)
-	}
 	wi := *watch
 	if wi == 0 {
 		wi = -1
@@ -136,7 +158,47 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(cfg, serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: *cfgPath, WatchInterval: wi, MaxConnections: conns})
+	var (
+		cfg         *config.Config
+		store       *fleet.Store
+		fleetStatus serve.FleetStatus
+		watchPath   = *cfgPath
+	)
+	if fleetMode {
+		if *instance == "" {
+			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
+		}
+		var closeStore func()
+		if store, closeStore, err = ff.store(); err != nil {
+			return err
+		}
+		defer closeStore()
+		// The fleet is the source of the config: the file, if any, is only
+		// the fallback at start, never watched.
+		watchPath = ""
+		if cfg, fleetStatus, err = fleet.Start(ctx, store, *cfgPath, *fleetTimeout, log); err != nil {
+			return err
+		}
+	} else if cfg, err = config.Load(*cfgPath); err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(w, "file", cfg.File)
+	}
+	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
+	runErr := make(chan error, 1)
+	srv, err := startServer(ctx, cfg, opts, runErr)
+	if err != nil && fleetMode && fleetStatus.Revision > 0 && *cfgPath != "" {
+		// The fleet's config loads but does not start on this host (a
+		// certificate file missing here, a port in use): the file is the
+		// fallback, and the revision counts as rejected here.
+		log.Error("fleet: the fleet's config does not start on this instance; starting from the --config file", "revision", fleetStatus.Revision, "file", *cfgPath, "err", err)
+		fleetStatus.RejectedRevision, fleetStatus.RejectedError, fleetStatus.Revision = fleetStatus.Revision, err.Error(), 0
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return fmt.Errorf("fleet: fallback --config %s: %w", *cfgPath, err)
+		}
+		srv, err = startServer(ctx, cfg, opts, runErr)
+	}
 	if err != nil {
 		return err
 	}
@@ -149,12 +211,26 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if fleetMode {
+					log.Warn("SIGHUP ignored in fleet mode: the config comes from etcd (fix: spillway config push FILE)")
+					continue
+				}
 				if err := srv.ReloadFile(ctx, *cfgPath); err != nil {
 					log.Error("SIGHUP: config rejected; the old config keeps serving", "err", err)
 				}
 			}
 		}
 	}()
+	if fleetMode {
+		ag, err := fleet.NewAgent(store, srv, fleet.AgentOptions{Instance: *instance, Region: *region, Initial: fleetStatus, Logger: log})
+		if err != nil {
+			return err
+		}
+		agentCtx, stopAgent := context.WithCancel(ctx)
+		agentDone := make(chan struct{})
+		defer func() { stopAgent(); <-agentDone }()
+		go func() { defer close(agentDone); ag.Run(agentCtx) }()
+	}
 	if autoProcs {
 		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {
 			d, _ := procs.ProcessCPU()
@@ -163,14 +239,28 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			log.Debug("procs: GOMAXPROCS changed", "from", from, "to", to, "cpus_used", fmt.Sprintf("%.2f", used))
 		})
 	}
-	go func() {
-		select {
-		case <-srv.Ready():
-			log.Info("spillway serving", "admin", srv.AdminAddr())
-		case <-ctx.Done():
+	log.Info("spillway serving", "admin", srv.AdminAddr())
+	return <-runErr
+}
+
+// startServer builds a server for cfg and runs it until ctx is done; it
+// returns once the server's listeners are bound, or with the error that
+// kept it from starting. Run's result arrives on runErr.
+func startServer(ctx context.Context, cfg *config.Config, opts serve.Options, runErr chan error) (*serve.Server, error) {
+	srv, err := serve.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	go func() { runErr <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+		return srv, nil
+	case err := <-runErr:
+		if err == nil {
+			err = ctx.Err() // stopped before it was ready
 		}
-	}()
-	return srv.Run(ctx)
+		return nil, err
+	}
 }
 
 // setProcs applies --procs; it reports whether auto mode should run. An

@@ -18,6 +18,10 @@ type HealthReport struct {
 	Version  uint64          `json:"version"`
 	Time     time.Time       `json:"time"`
 	Services []ServiceHealth `json:"backendServices"`
+	// Fleet is the instance's standing with the fleet's shared config
+	// (spillway serve --fleet): revision in force, stale or not. Absent
+	// when standalone.
+	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
 // ServiceHealth is one backend service.
@@ -217,6 +221,7 @@ func (s *Server) withMeasured(r *HealthReport) *HealthReport {
 	}
 	counts := s.reqMetrics.backendCounts()
 	out := *r
+	out.Fleet = s.FleetStatus()
 	out.Services = append([]ServiceHealth(nil), r.Services...)
 	for i := range out.Services {
 		svc := &out.Services[i]

@@ -38,6 +38,8 @@ type metrics struct {
 	stateVersion    *prometheus.Desc
 	certReloadsDesc *prometheus.Desc
 	certFailDesc    *prometheus.Desc
+	fleetStale      *prometheus.Desc
+	fleetRevision   *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -57,12 +59,14 @@ func newMetrics(s *Server) *metrics {
 		stateVersion:    prometheus.NewDesc("spillway_control_state_version", "Increases on every health, drain or demand change.", nil, nil),
 		certReloadsDesc: prometheus.NewDesc("spillway_tls_file_reloads_total", "Changed certificate, key or CA files loaded by the file watcher.", nil, nil),
 		certFailDesc:    prometheus.NewDesc("spillway_tls_file_reload_failures_total", "Changed certificate, key or CA files that failed to load (the old ones kept serving).", nil, nil),
+		fleetStale:      prometheus.NewDesc("spillway_fleet_stale", "Fleet mode only: 1 while the instance has lost etcd and serves its last good config, else 0.", nil, nil),
+		fleetRevision:   prometheus.NewDesc("spillway_fleet_config_revision", "Fleet mode only: the fleet config revision in force (0: the --config file).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc} {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision} {
 		ch <- d
 	}
 	for _, d := range m.d.all() {
@@ -98,6 +102,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
+	}
+	if f := m.s.FleetStatus(); f != nil {
+		gauge(m.fleetStale, b01(f.Stale))
+		gauge(m.fleetRevision, float64(f.Revision))
 	}
 	ch <- prometheus.MustNewConstMetric(m.reloadsDesc, prometheus.CounterValue, float64(m.reloads.Load()))
 	ch <- prometheus.MustNewConstMetric(m.reloadFailDesc, prometheus.CounterValue, float64(m.reloadFailures.Load()))

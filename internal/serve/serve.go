@@ -119,6 +119,8 @@ type Server struct {
 	// config is applied (New, Reload, ReloadFile, the watcher). The
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
+	// fleet is the fleet status (fleet.go); nil when standalone.
+	fleet atomic.Pointer[FleetStatus]
 
 	// Owned by the loop goroutine.
 	state    *control.State

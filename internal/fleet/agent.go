@@ -1,0 +1,324 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+// Target is the running instance an Agent applies configs to
+// (*serve.Server).
+type Target interface {
+	// Reload validates cfg and swaps it in; on error the running config
+	// keeps serving.
+	Reload(ctx context.Context, cfg *config.Config) error
+	// SetFleetStatus publishes the instance's fleet status (/health,
+	// /metrics).
+	SetFleetStatus(serve.FleetStatus)
+}
+
+// AgentOptions configure an Agent.
+type AgentOptions struct {
+	// Instance (required) and Region name this instance in the fleet.
+	Instance, Region string
+	// Initial is the status at start: the revision the target was built
+	// with (0 for the --config file) and whether etcd was unreachable
+	// then (Stale). Start returns it.
+	Initial serve.FleetStatus
+	// CheckInterval is how often the agent checks etcd is reachable (and
+	// reads the current revision, in case a watch event was missed);
+	// CheckTimeout bounds each check and every other etcd call. Defaults
+	// 2 s and 3 s.
+	CheckInterval, CheckTimeout time.Duration
+	// LeaseTTL is the TTL of the instance's registration (default 10 s):
+	// an instance that dies leaves `spillway config get --instances`
+	// after it.
+	LeaseTTL time.Duration
+	// MinBackoff and MaxBackoff bound the wait between reconnections
+	// (defaults 200 ms and 10 s; it doubles after each failure).
+	MinBackoff, MaxBackoff time.Duration
+	Logger                 *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Agent keeps one instance on the fleet's config: it watches
+// config/current, applies each new revision through Target.Reload,
+// reports the outcome under instances/<name>/config, and while etcd is
+// unreachable marks the instance stale and keeps its last good config.
+type Agent struct {
+	store  *Store
+	target Target
+	opts   AgentOptions
+	log    *slog.Logger
+	// status is owned by Run's goroutine; every change is published to
+	// the target.
+	status serve.FleetStatus
+}
+
+// NewAgent returns an agent for target; Run starts it.
+func NewAgent(store *Store, target Target, opts AgentOptions) (*Agent, error) {
+	if opts.Instance == "" {
+		return nil, errors.New("fleet: an instance needs a name (fix: give --instance NAME, unique in the fleet)")
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = 2 * time.Second
+	}
+	if opts.CheckTimeout <= 0 {
+		opts.CheckTimeout = 3 * time.Second
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 10 * time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 200 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(10*time.Second, opts.MinBackoff)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &Agent{store: store, target: target, opts: opts, log: opts.Logger, status: opts.Initial}
+	a.status.Instance, a.status.Region = opts.Instance, opts.Region
+	if a.status.Stale && a.status.StaleSince.IsZero() {
+		a.status.StaleSince = opts.Now()
+	}
+	target.SetFleetStatus(a.status)
+	return a, nil
+}
+
+// Run follows the fleet's config until ctx is done. Each session
+// registers the instance, applies the current revision if it is not the
+// one in force, and watches for the next; when etcd is lost the instance
+// turns stale and Run reconnects with backoff.
+func (a *Agent) Run(ctx context.Context) error {
+	backoff := a.opts.MinBackoff
+	for ctx.Err() == nil {
+		connected, err := a.session(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if connected {
+			backoff = a.opts.MinBackoff
+		}
+		a.setStale(err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, a.opts.MaxBackoff)
+	}
+	return nil
+}
+
+// setStale marks the instance stale (once per outage) and says why.
+func (a *Agent) setStale(err error) {
+	why := "etcd unreachable"
+	if err != nil {
+		why = err.Error()
+	}
+	if !a.status.Stale {
+		a.status.Stale, a.status.StaleSince = true, a.opts.Now()
+		a.log.Warn("fleet: lost etcd; serving the last good config until it is back", "instance", a.opts.Instance, "revision", a.status.Revision, "err", why)
+	}
+	a.status.StaleWhy = why
+	a.target.SetFleetStatus(a.status)
+}
+
+// setFresh clears stale.
+func (a *Agent) setFresh() {
+	if a.status.Stale {
+		a.log.Info("fleet: etcd reachable; following the fleet's config", "instance", a.opts.Instance, "stale_for", a.opts.Now().Sub(a.status.StaleSince).Round(time.Millisecond).String())
+	}
+	a.status.Stale, a.status.StaleSince, a.status.StaleWhy = false, time.Time{}, ""
+	a.target.SetFleetStatus(a.status)
+}
+
+// session runs one connection to etcd until it fails (or ctx ends);
+// connected reports whether it got as far as reading the config.
+func (a *Agent) session(ctx context.Context) (connected bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cl := a.store.cl
+	tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+	lease, err := cl.Grant(tctx, int64(max(a.opts.LeaseTTL/time.Second, 1)))
+	tcancel()
+	if err != nil {
+		return false, fmt.Errorf("fleet: register instance %s (lease grant): %w", a.opts.Instance, err)
+	}
+	defer func() {
+		// Leave the fleet's list now rather than after the TTL.
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+		cl.Revoke(rctx, lease.ID)
+		rcancel()
+	}()
+	ka, err := cl.KeepAlive(ctx, lease.ID)
+	if err != nil {
+		return false, fmt.Errorf("fleet: keep instance %s registered: %w", a.opts.Instance, err)
+	}
+	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "since": a.opts.Now().UTC()})
+	if err := a.put(ctx, a.store.instanceKey(a.opts.Instance), string(reg), lease.ID); err != nil {
+		return false, err
+	}
+	tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
+	rec, rev, err := a.store.Current(tctx)
+	tcancel()
+	// seenMod is the etcd modification revision of config/current last
+	// seen (0: absent). Reading at rev, the key's is at most rev; the
+	// first check reads the config again only if it changed since.
+	seenMod := int64(0)
+	if rec != nil {
+		seenMod = rec.modRevision
+	}
+	if err != nil && !errors.Is(err, ErrNoConfig) {
+		return false, err
+	}
+	a.setFresh()
+	if rec != nil {
+		a.apply(ctx, rec)
+	}
+	if err := a.report(ctx, lease.ID); err != nil {
+		return true, err
+	}
+	// WithRequireLeader ends the watch when the etcd member loses its
+	// quorum, instead of waiting on it silently.
+	// Watch blocks until etcd has created the watch, so it is created
+	// aside: if etcd goes away meanwhile, the checks below notice.
+	wchc := make(chan clientv3.WatchChan, 1)
+	go func() {
+		wchc <- cl.Watch(clientv3.WithRequireLeader(ctx), a.store.CurrentKey(), clientv3.WithRev(rev+1))
+	}()
+	var wch clientv3.WatchChan // nil until created
+	tick := time.NewTicker(a.opts.CheckInterval)
+	defer tick.Stop()
+	for {
+		var recs []*Record
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case wch = <-wchc:
+			continue
+		case _, ok := <-ka:
+			if !ok {
+				return true, fmt.Errorf("fleet: instance %s lost its registration (lease keepalive ended)", a.opts.Instance)
+			}
+			continue
+		case wr, ok := <-wch:
+			if !ok {
+				return true, errors.New("fleet: the watch of the config ended")
+			}
+			if err := wr.Err(); err != nil {
+				return true, fmt.Errorf("fleet: watch of the config: %w", err)
+			}
+			for _, ev := range wr.Events {
+				if ev.Type != clientv3.EventTypePut {
+					continue
+				}
+				r, err := decodeRecord(string(ev.Kv.Key), ev.Kv.Value)
+				if err != nil {
+					a.log.Error("fleet: ignored an unreadable config record", "err", err)
+					continue
+				}
+				seenMod = ev.Kv.ModRevision
+				recs = append(recs, r)
+			}
+		case <-tick.C:
+			// The check proves etcd answers (a linearizable read needs its
+			// quorum) and catches a change a watch might have missed. It
+			// reads the key's metadata only, and the config itself only
+			// when the key changed since it was last seen.
+			tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+			mod, err := a.store.currentModRevision(tctx)
+			tcancel()
+			if err != nil {
+				return true, fmt.Errorf("fleet: etcd check: %w", err)
+			}
+			if mod == seenMod {
+				continue
+			}
+			tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
+			r, _, err := a.store.Current(tctx)
+			tcancel()
+			if err != nil && !errors.Is(err, ErrNoConfig) {
+				return true, fmt.Errorf("fleet: etcd check: %w", err)
+			}
+			seenMod = mod
+			if r != nil {
+				recs = append(recs, r)
+			}
+		}
+		changed := false
+		for _, r := range recs {
+			changed = a.apply(ctx, r) || changed
+		}
+		if changed {
+			if err := a.report(ctx, lease.ID); err != nil {
+				return true, err
+			}
+		}
+	}
+}
+
+// apply reloads rec unless it is the revision in force or one already
+// rejected; it reports whether the status changed.
+func (a *Agent) apply(ctx context.Context, rec *Record) bool {
+	if rec.Revision == a.status.Revision || rec.Revision == a.status.RejectedRevision {
+		return false
+	}
+	cfg, err := rec.Parse()
+	if err == nil {
+		for _, w := range cfg.Warnings() {
+			a.log.Warn(w, "revision", rec.Revision)
+		}
+		err = a.target.Reload(ctx, cfg)
+	}
+	if ctx.Err() != nil {
+		return false // shutting down or reconnecting, not a verdict
+	}
+	if err != nil {
+		a.status.RejectedRevision, a.status.RejectedError = rec.Revision, err.Error()
+		a.log.Error("fleet: config revision rejected on this instance; the last good config keeps serving", "instance", a.opts.Instance, "revision", rec.Revision, "running", a.status.Revision, "err", err)
+	} else {
+		a.status.Revision, a.status.RejectedRevision, a.status.RejectedError = rec.Revision, 0, ""
+		a.log.Info("fleet: config applied", "instance", a.opts.Instance, "revision", rec.Revision, "author", rec.Author, "message", rec.Message)
+	}
+	a.target.SetFleetStatus(a.status)
+	return true
+}
+
+// report writes the instance's config status under its lease.
+func (a *Agent) report(ctx context.Context, lease clientv3.LeaseID) error {
+	r := InstanceReport{Instance: a.opts.Instance, Region: a.opts.Region, Revision: a.status.Revision, Status: "applied",
+		RejectedRevision: a.status.RejectedRevision, Error: a.status.RejectedError, Time: a.opts.Now().UTC()}
+	if r.RejectedRevision != 0 {
+		r.Status = "rejected"
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("fleet: encode the instance report: %w", err)
+	}
+	return a.put(ctx, a.store.instanceConfigKey(a.opts.Instance), string(b), lease)
+}
+
+func (a *Agent) put(ctx context.Context, key, val string, lease clientv3.LeaseID) error {
+	tctx, cancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+	defer cancel()
+	if _, err := a.store.cl.Put(tctx, key, val, clientv3.WithLease(lease)); err != nil {
+		return fmt.Errorf("fleet: write %s: %w", key, err)
+	}
+	return nil
+}
