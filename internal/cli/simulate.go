@@ -236,6 +236,11 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	if client == "" {
 		client = "(frontend's)"
 	}
+	if o.ClientIP != "" {
+		client += " · one client, " + o.ClientIP
+	} else {
+		client += " · many clients"
+	}
 	down := "nothing"
 	if len(o.Down) > 0 {
 		down = strings.Join(o.Down, ", ")
