@@ -1,0 +1,371 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+func TestOwnersRendezvous(t *testing.T) {
+	live := []string{"a", "b", "c", "d"}
+	count := map[string]int{}
+	moved := 0
+	const n = 2000
+	for i := range n {
+		key := fmt.Sprintf("10.0.%d.%d:80/hc", i/250, i%250)
+		o := fleet.Owners(key, live, 2)
+		if len(o) != 2 || o[0] == o[1] {
+			t.Fatalf("%s: owners %v, want 2 distinct", key, o)
+		}
+		if again := fleet.Owners(key, []string{"d", "c", "b", "a"}, 2); !slices.Equal(o, again) {
+			t.Fatalf("%s: owners depend on the order of the live list: %v and %v", key, o, again)
+		}
+		for _, x := range o {
+			count[x]++
+		}
+		// d leaves: keys d did not own keep their owners.
+		after := fleet.Owners(key, []string{"a", "b", "c"}, 2)
+		if !slices.Contains(o, "d") && !slices.Equal(o, after) {
+			t.Fatalf("%s: owners %v changed to %v when d (not an owner) left", key, o, after)
+		}
+		if !slices.Equal(o, after) {
+			moved++
+		}
+	}
+	// Each instance owns about n*2/4 = 1000.
+	for _, x := range live {
+		if count[x] < 850 || count[x] > 1150 {
+			t.Errorf("instance %s owns %d of %d keys, want about 1000: %v", x, count[x], n, count)
+		}
+	}
+	t.Logf("ownership of %d keys × 2 over 4 instances: %v; %d keys moved when d left", n, count, moved)
+	if got := fleet.Owners("k", []string{"a"}, 2); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("one live instance: owners %v, want [a]", got)
+	}
+}
+
+// hcBackend is a backend whose /healthz answers 200 or, once failing is
+// set, 500, and counts the probes it gets.
+type hcBackend struct {
+	addr    string
+	failing atomic.Bool
+	probes  atomic.Int64
+}
+
+// newHCBackend listens on ip (a loopback address of its own, so /health
+// tells the backends apart).
+func newHCBackend(t *testing.T, ip string) *hcBackend {
+	t.Helper()
+	b := &hcBackend{}
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("listen on %s (a loopback address; Linux routes 127.0.0.0/8 to lo): %v", ip, err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			b.probes.Add(1)
+			if b.failing.Load() {
+				http.Error(w, "failing", http.StatusInternalServerError)
+				return
+			}
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	b.addr = ln.Addr().String()
+	return b
+}
+
+func shardedConfig(bs []*hcBackend) string {
+	var eps strings.Builder
+	for _, b := range bs {
+		host, port, _ := net.SplitHostPort(b.addr)
+		fmt.Fprintf(&eps, "  - {ipAddress: %s, port: %s}\n", host, port)
+	}
+	return `healthChecks:
+- {name: hc, type: HTTP, checkIntervalMs: 200, timeoutMs: 150, healthyThreshold: 2, unhealthyThreshold: 3, httpHealthCheck: {requestPath: /healthz}}
+networkEndpointGroups:
+- name: neg
+  zone: us-east1-b
+  endpoints:
+` + eps.String() + `backendServices:
+- name: bs
+  healthChecks: [hc]
+  backends:
+  - {group: neg, balancingMode: RATE, maxRatePerEndpoint: 100000}
+urlMaps:
+- {name: um, defaultService: bs}
+frontends:
+- ` + httpFrontend + "\n"
+}
+
+// sharded is one in-process fleet instance with sharded probing: a real
+// serve.Server, its Agent and its ProbeShare, on one etcd client.
+type sharded struct {
+	name  string
+	srv   *serve.Server
+	share *fleet.ProbeShare
+	cl    *clientv3.Client
+	stop  func()
+}
+
+func startSharded(t *testing.T, e *fleettest.Etcd, name string) *sharded {
+	t.Helper()
+	cl := dial(t, e)
+	st := fleet.NewStore(cl, "")
+	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
+	cfg, status, err := fleet.Start(context.Background(), st, "", 2*time.Second, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share, err := fleet.NewProbeShare(st, fleet.ProbeShareOptions{
+		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(cfg, serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1, ProbeShare: share})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := fleet.NewAgent(st, srv, fleet.AgentOptions{
+		Instance: name, Region: "us-east1", Initial: status, Logger: log,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		LeaseTTL: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 3)
+	go func() { done <- srv.Run(ctx) }()
+	go func() { done <- ag.Run(ctx) }()
+	go func() { done <- share.Run(ctx, srv) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		for range 3 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	select {
+	case <-srv.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("server not ready")
+	}
+	return &sharded{name: name, srv: srv, share: share, cl: cl, stop: stop}
+}
+
+// endpointState is the health state of the endpoint at addr in the
+// instance's /health report.
+func endpointState(s *sharded, addr string) string {
+	for _, svc := range s.srv.Health().Services {
+		for _, b := range svc.Backends {
+			for _, e := range b.Endpoints {
+				if e.IPAddress == addr {
+					return e.HealthState
+				}
+			}
+		}
+	}
+	return "absent"
+}
+
+// ownership checks that every key is owned by exactly the instances
+// Owners names among live, and nobody else.
+func ownership(keys []string, live []*sharded, k int) (bool, string) {
+	names := []string{}
+	for _, s := range live {
+		names = append(names, s.name)
+	}
+	var b strings.Builder
+	ok := true
+	for _, s := range live {
+		st := s.share.Stats()
+		var want []string
+		for _, key := range keys {
+			if slices.Contains(fleet.Owners(key, names, k), s.name) {
+				want = append(want, key)
+			}
+		}
+		if !st.Connected || !slices.Equal(st.Owned, want) {
+			ok = false
+		}
+		fmt.Fprintf(&b, "%s connected=%v owns %v (want %v); ", s.name, st.Connected, st.Owned, want)
+	}
+	return ok, b.String()
+}
+
+// TestShardedProbing: three instances share six endpoints' probing, two
+// probers each; an endpoint that fails is seen unhealthy by the instance
+// that does not probe it; an instance that dies without leaving (its
+// client cut, so its leases expire) has its targets taken over within
+// the lease TTL and an interval; a recovered endpoint is healthy again
+// everywhere.
+func TestShardedProbing(t *testing.T) {
+	e := fleettest.Start(t)
+	st := fleet.NewStore(dial(t, e), "")
+	var bs []*hcBackend
+	var keys []string
+	for i := range 6 {
+		b := newHCBackend(t, fmt.Sprintf("127.0.0.%d", 10+i))
+		bs = append(bs, b)
+		keys = append(keys, b.addr+"/hc")
+	}
+	slices.Sort(keys)
+	push(t, st, shardedConfig(bs))
+	ins := []*sharded{startSharded(t, e, "i1"), startSharded(t, e, "i2"), startSharded(t, e, "i3")}
+
+	start := time.Now()
+	eventually(t, "each target owned by exactly 2 of 3 instances", func() (bool, string) { return ownership(keys, ins, 2) })
+	t.Logf("ownership settled %v after the third instance started", time.Since(start).Round(time.Millisecond))
+	for _, s := range ins {
+		for _, b := range bs {
+			eventually(t, s.name+" sees "+b.addr+" healthy", func() (bool, string) {
+				got := endpointState(s, b.addr)
+				return got == "HEALTHY", got
+			})
+		}
+	}
+
+	// Every prober has published its first verdict: 6 targets × 2.
+	eventually(t, "12 verdicts in etcd", func() (bool, string) {
+		got := healthKeys(t, e)
+		return len(got) == 12, fmt.Sprint(got)
+	})
+
+	// Probe load, measured at the backends: 6 targets × 2 probers over 3
+	// instances is 4 targets each, so each backend gets 2 probes per
+	// 200 ms interval (10/s), not 3 (15/s).
+	w0 := writes(ins)
+	before := probesOf(bs)
+	time.Sleep(3 * time.Second)
+	after := probesOf(bs)
+	total := 0
+	for i := range bs {
+		total += int(after[i] - before[i])
+	}
+	perSec := float64(total) / 3 / float64(len(bs))
+	t.Logf("probes per backend per second with 3 instances × 2 probers: %.1f (unsharded it would be 15); owned per instance: %d %d %d; etcd writes in 3 s of steady state: %d",
+		perSec, len(ins[0].share.Stats().Owned), len(ins[1].share.Stats().Owned), len(ins[2].share.Stats().Owned), writes(ins)-w0)
+	if perSec > 12.5 {
+		t.Errorf("each backend got %.1f probes/s, want about 10 (2 probers at 200 ms), well under 3 probers' 15", perSec)
+	}
+	if w := writes(ins) - w0; w > 2 {
+		t.Errorf("%d etcd writes in 3 s while nothing changed: verdicts should be written on change only", w)
+	}
+
+	// A backend i3 does not probe fails: i3 sees it unhealthy too.
+	var victim *hcBackend
+	for i, k := range keys {
+		if !slices.Contains(fleet.Owners(k, []string{"i1", "i2", "i3"}, 2), "i3") {
+			victim = bs[slices.IndexFunc(bs, func(b *hcBackend) bool { return b.addr+"/hc" == keys[i] })]
+			break
+		}
+	}
+	if victim == nil {
+		t.Fatal("i3 owns every key; cannot pick a backend it does not probe")
+	}
+	victim.failing.Store(true)
+	failed := time.Now()
+	for _, s := range ins {
+		eventually(t, s.name+" sees "+victim.addr+" unhealthy", func() (bool, string) {
+			got := endpointState(s, victim.addr)
+			return got == "UNHEALTHY", got
+		})
+	}
+	t.Logf("a failed backend not probed by i3 was unhealthy on all three %v after it failed (3 × 200 ms to fail on its probers)", time.Since(failed).Round(time.Millisecond))
+
+	// i1 dies without leaving: its client is cut first, so it cannot
+	// revoke its leases and they expire (TTL 2 s).
+	ins[0].cl.Close()
+	died := time.Now()
+	ins[0].stop()
+	rest := ins[1:]
+	eventually(t, "i2 and i3 owning every target", func() (bool, string) { return ownership(keys, rest, 2) })
+	took := time.Since(died)
+	t.Logf("targets moved off the dead instance in %v (lease TTL 2 s + check 200 ms + probe interval 200 ms)", took.Round(time.Millisecond))
+	if took > 2*time.Second+200*time.Millisecond+200*time.Millisecond+3*time.Second {
+		t.Errorf("takeover took %v, want within TTL + interval (2.4 s) and slack", took)
+	}
+	for _, s := range rest {
+		if got := endpointState(s, victim.addr); got != "UNHEALTHY" {
+			t.Errorf("%s: %s is %s after i1 died, want still UNHEALTHY", s.name, victim.addr, got)
+		}
+	}
+	victim.failing.Store(false)
+	for _, s := range rest {
+		eventually(t, s.name+" sees "+victim.addr+" healthy again", func() (bool, string) {
+			got := endpointState(s, victim.addr)
+			return got == "HEALTHY", got
+		})
+	}
+
+	// The published verdicts in etcd: one per (target, live prober); i1's
+	// left with its lease.
+	eventually(t, "6 targets × {i2, i3} verdicts in etcd", func() (bool, string) {
+		got := healthKeys(t, e)
+		return len(got) == 12 && !slices.ContainsFunc(got, func(k string) bool { return strings.HasSuffix(k, "/i1") }), fmt.Sprint(got)
+	})
+}
+
+// healthKeys lists the verdict keys in etcd, checking each is a Verdict.
+func healthKeys(t *testing.T, e *fleettest.Etcd) []string {
+	t.Helper()
+	resp, err := dial(t, e).Get(ctxT(t), "/spillway/health/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range resp.Kvs {
+		var v fleet.Verdict
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			t.Fatalf("%s: %v", kv.Key, err)
+		}
+		got = append(got, string(kv.Key))
+	}
+	return got
+}
+
+func probesOf(bs []*hcBackend) []int64 {
+	out := make([]int64, len(bs))
+	for i, b := range bs {
+		out[i] = b.probes.Load()
+	}
+	return out
+}
+
+func writes(ins []*sharded) int64 {
+	var n int64
+	for _, s := range ins {
+		n += s.share.Stats().Writes
+	}
+	return n
+}
