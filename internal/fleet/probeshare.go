@@ -127,7 +127,7 @@ func NewProbeShare(store *Store, opts ProbeShareOptions) (*ProbeShare, error) {
 		return nil, fmt.Errorf("fleet: sharded probing needs an instance name without '/' (got %q; fix: give --instance NAME)", opts.Instance)
 	}
 	if opts.Probers < 0 {
-		return nil, fmt.Errorf("fleet: %d probers per target (fix: give --fleet-probers 1 or more)", opts.Probers)
+		return nil, fmt.Errorf("fleet: %d probers per target (fix: give --fleet-probers 1 or more, or 0 to have every instance probe every endpoint)", opts.Probers)
 	}
 	if opts.Probers == 0 {
 		opts.Probers = DefaultProbers
@@ -430,6 +430,9 @@ func (ps *ProbeShare) refresh(ctx context.Context, lease *clientv3.LeaseID) erro
 		for _, t := range ts {
 			ps.all[t.Key], ps.byTarget[t.Target] = t, t.Key
 		}
+		// A new plan may have reset endpoints' health: hand every
+		// verdict to the server again (the same verdict changes nothing).
+		clear(ps.shown)
 	}
 	var dels []string
 	if ps.connected || newSet {
