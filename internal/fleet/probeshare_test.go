@@ -127,7 +127,7 @@ type sharded struct {
 	stop  func()
 }
 
-func startSharded(t *testing.T, e *fleettest.Etcd, name string) *sharded {
+func startSharded(t *testing.T, e *fleettest.Etcd, name string, probers int) *sharded {
 	t.Helper()
 	cl := dial(t, e)
 	st := fleet.NewStore(cl, "")
@@ -137,7 +137,7 @@ func startSharded(t *testing.T, e *fleettest.Etcd, name string) *sharded {
 		t.Fatal(err)
 	}
 	share, err := fleet.NewProbeShare(st, fleet.ProbeShareOptions{
-		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
+		Instance: name, Probers: probers, Logger: log, LeaseTTL: 2 * time.Second,
 		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	})
@@ -241,7 +241,7 @@ func TestShardedProbing(t *testing.T) {
 	}
 	slices.Sort(keys)
 	push(t, st, shardedConfig(bs))
-	ins := []*sharded{startSharded(t, e, "i1"), startSharded(t, e, "i2"), startSharded(t, e, "i3")}
+	ins := []*sharded{startSharded(t, e, "i1", 2), startSharded(t, e, "i2", 2), startSharded(t, e, "i3", 2)}
 
 	start := time.Now()
 	eventually(t, "each target owned by exactly 2 of 3 instances", func() (bool, string) { return ownership(keys, ins, 2) })
@@ -352,6 +352,89 @@ func healthKeys(t *testing.T, e *fleettest.Etcd) []string {
 		got = append(got, string(kv.Key))
 	}
 	return got
+}
+
+// TestShardedProbingWithoutEtcd: with one prober per target, two
+// instances lose etcd. Each keeps probing what it probed and believes its
+// own results only: a backend it probes that fails turns unhealthy on it;
+// one only the other probes stays as last seen (never an empty view).
+// When etcd is back they follow each other's verdicts again.
+func TestShardedProbingWithoutEtcd(t *testing.T) {
+	e := fleettest.Start(t)
+	st := fleet.NewStore(dial(t, e), "")
+	var bs []*hcBackend
+	var keys []string
+	for i := range 6 {
+		b := newHCBackend(t, fmt.Sprintf("127.0.0.%d", 20+i))
+		bs = append(bs, b)
+		keys = append(keys, b.addr+"/hc")
+	}
+	slices.Sort(keys)
+	push(t, st, shardedConfig(bs))
+	ins := []*sharded{startSharded(t, e, "i1", 1), startSharded(t, e, "i2", 1)}
+	eventually(t, "each target owned by exactly 1 of 2 instances", func() (bool, string) { return ownership(keys, ins, 1) })
+	owned1 := ins[0].share.Stats().Owned
+	if len(owned1) == 0 || len(owned1) == len(keys) {
+		t.Fatalf("i1 owns %v of %v; the test needs both instances to own some", owned1, keys)
+	}
+	byKey := func(k string) *hcBackend {
+		return bs[slices.IndexFunc(bs, func(b *hcBackend) bool { return b.addr+"/hc" == k })]
+	}
+	var mine, theirs *hcBackend // probed by i1, by i2
+	for _, k := range keys {
+		if slices.Contains(owned1, k) {
+			mine = byKey(k)
+		} else {
+			theirs = byKey(k)
+		}
+	}
+	for _, s := range ins {
+		for _, b := range bs {
+			eventually(t, s.name+" sees "+b.addr+" healthy", func() (bool, string) {
+				got := endpointState(s, b.addr)
+				return got == "HEALTHY", got
+			})
+		}
+	}
+
+	e.Stop()
+	for _, s := range ins {
+		eventually(t, s.name+" noticing etcd is gone", func() (bool, string) {
+			st := s.share.Stats()
+			return !st.Connected, fmt.Sprintf("%+v", st)
+		})
+	}
+	if got := ins[0].share.Stats().Owned; !slices.Equal(got, owned1) {
+		t.Errorf("i1 without etcd probes %v, want what it probed: %v", got, owned1)
+	}
+	mine.failing.Store(true)
+	theirs.failing.Store(true)
+	eventually(t, "i1 seeing the backend it probes unhealthy", func() (bool, string) {
+		got := endpointState(ins[0], mine.addr)
+		return got == "UNHEALTHY", got
+	})
+	eventually(t, "i2 seeing the backend it probes unhealthy", func() (bool, string) {
+		got := endpointState(ins[1], theirs.addr)
+		return got == "UNHEALTHY", got
+	})
+	for _, b := range bs {
+		if b == mine {
+			continue
+		}
+		if got := endpointState(ins[0], b.addr); got != "HEALTHY" {
+			t.Errorf("i1 without etcd: %s is %s, want HEALTHY as last seen", b.addr, got)
+		}
+	}
+
+	e.Restart()
+	for _, s := range ins {
+		for _, b := range []*hcBackend{mine, theirs} {
+			eventually(t, s.name+" seeing "+b.addr+" unhealthy once etcd is back", func() (bool, string) {
+				got := endpointState(s, b.addr)
+				return got == "UNHEALTHY" && s.share.Stats().Connected, got
+			})
+		}
+	}
 }
 
 func probesOf(bs []*hcBackend) []int64 {
