@@ -383,6 +383,10 @@ func (ps *ProbeShare) watched(wr clientv3.WatchResponse, ok bool) error {
 	return nil
 }
 
+func sameVerdict(a, b Verdict) bool {
+	return a.OK == b.OK && a.Detail == b.Detail && a.At.Equal(b.At)
+}
+
 // instanceName returns NAME for instances/NAME (not instances/NAME/config).
 func (ps *ProbeShare) instanceName(key string) (string, bool) {
 	n, ok := strings.CutPrefix(key, ps.store.instancesPrefix())
@@ -400,15 +404,25 @@ func (ps *ProbeShare) applyHealthKV(peers map[string]map[string]Verdict, key str
 		return
 	}
 	tk, inst := rest[:i], rest[i+1:]
+	// This instance's own key, deleted or overwritten by someone else (or
+	// an older write echoed late): write it again.
+	heal := func(v *Verdict) {
+		if o := ps.own[tk]; inst == ps.opts.Instance && o != nil && o.published && (v == nil || !sameVerdict(*v, o.verdict())) {
+			o.published = false
+		}
+	}
 	if del {
 		delete(peers[tk], inst)
+		heal(nil)
 		return
 	}
 	var v Verdict
 	if err := json.Unmarshal(val, &v); err != nil {
 		ps.log.Error("fleet: ignored an unreadable health verdict", "key", key, "err", err)
+		heal(nil)
 		return
 	}
+	heal(&v)
 	if peers[tk] == nil {
 		peers[tk] = map[string]Verdict{}
 	}
@@ -466,8 +480,7 @@ func (ps *ProbeShare) refresh(ctx context.Context, lease *clientv3.LeaseID) erro
 			if o.published || !o.h.Known() {
 				continue
 			}
-			v := Verdict{OK: o.h.Healthy(), Detail: o.h.Detail, At: o.h.Since.UTC()}
-			b, _ := json.Marshal(v)
+			b, _ := json.Marshal(o.verdict())
 			tctx, cancel := context.WithTimeout(ctx, ps.opts.CheckTimeout)
 			_, err := ps.store.cl.Put(tctx, ps.healthKey(k, ps.opts.Instance), string(b), clientv3.WithLease(*lease))
 			cancel()
@@ -528,26 +541,43 @@ func (ps *ProbeShare) reown(force bool) []string {
 }
 
 // verdict is the fleet's verdict for key, false when there is none to
-// act on (keep what is shown). Connected: healthy unless every current
-// prober of key that has published says unhealthy. Offline: this
-// instance's own verdict for the keys it probes; the others as last seen.
+// act on (keep what is shown). Connected: Combine over the current
+// probers of key, this instance's own verdict taken before etcd echoes
+// it. Offline: this instance's own verdict for the keys it probes; the
+// others as last seen.
 func (ps *ProbeShare) verdict(key string, live []string) (Verdict, bool) {
-	if !ps.connected {
-		if o := ps.own[key]; o != nil && o.h.Known() {
-			return Verdict{OK: o.h.Healthy(), Detail: ps.opts.Instance + ": " + o.h.Detail, At: o.h.Since}, true
-		}
-		return Verdict{}, false
+	o := ps.own[key]
+	if o != nil && !o.h.Known() {
+		o = nil
 	}
+	if !ps.connected {
+		if o == nil {
+			return Verdict{}, false
+		}
+		return Verdict{OK: o.h.Healthy(), Detail: ps.opts.Instance + ": " + o.h.Detail, At: o.h.Since}, true
+	}
+	vs := ps.peers[key]
+	if o != nil {
+		vs = maps.Clone(vs)
+		if vs == nil {
+			vs = map[string]Verdict{}
+		}
+		vs[ps.opts.Instance] = o.verdict()
+	}
+	return Combine(Owners(key, live, ps.opts.Probers), vs)
+}
+
+// Combine is the fleet's verdict for one target from its probers' (in
+// owners' order; verdicts from others are ignored): healthy if any prober
+// that has published says healthy, unhealthy if every one that has
+// published says so, and none (false) if none has published. One bad
+// vantage point cannot take an endpoint down; the details say who saw
+// what.
+func Combine(owners []string, verdicts map[string]Verdict) (Verdict, bool) {
 	var got []string
 	var last Verdict
-	for _, n := range Owners(key, live, ps.opts.Probers) {
-		v, ok := ps.peers[key][n]
-		if n == ps.opts.Instance {
-			// Our own verdict is current before etcd echoes it.
-			if o := ps.own[key]; o != nil && o.h.Known() {
-				v, ok = Verdict{OK: o.h.Healthy(), Detail: o.h.Detail, At: o.h.Since}, true
-			}
-		}
+	for _, n := range owners {
+		v, ok := verdicts[n]
 		if !ok {
 			continue
 		}
@@ -560,6 +590,11 @@ func (ps *ProbeShare) verdict(key string, live []string) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	return Verdict{OK: false, Detail: strings.Join(got, "; "), At: last.At}, true
+}
+
+// verdict is what this instance publishes for the target.
+func (o *ownVerdict) verdict() Verdict {
+	return Verdict{OK: o.h.Healthy(), Detail: o.h.Detail, At: o.h.Since.UTC()}
 }
 
 // show hands the server every verdict that changed.

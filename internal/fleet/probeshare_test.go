@@ -59,6 +59,36 @@ func TestOwnersRendezvous(t *testing.T) {
 	}
 }
 
+func TestCombine(t *testing.T) {
+	ok := fleet.Verdict{OK: true, Detail: "HTTP 200"}
+	bad := fleet.Verdict{OK: false, Detail: "HTTP 500"}
+	owners := []string{"a", "b"}
+	for _, c := range []struct {
+		name     string
+		verdicts map[string]fleet.Verdict
+		want     string // "healthy", "unhealthy: DETAIL", "none"
+	}{
+		{"nobody published", nil, "none"},
+		{"only a non-prober published", map[string]fleet.Verdict{"c": bad}, "none"},
+		{"one bad vantage point", map[string]fleet.Verdict{"a": bad, "b": ok}, "healthy"},
+		{"one bad vantage point, the other's ok first", map[string]fleet.Verdict{"a": ok, "b": bad}, "healthy"},
+		{"the only prober that published says unhealthy", map[string]fleet.Verdict{"b": bad}, "unhealthy: b: HTTP 500"},
+		{"both say unhealthy", map[string]fleet.Verdict{"a": bad, "b": bad, "c": ok}, "unhealthy: a: HTTP 500; b: HTTP 500"},
+	} {
+		v, has := fleet.Combine(owners, c.verdicts)
+		got := "none"
+		switch {
+		case has && v.OK:
+			got = "healthy"
+		case has:
+			got = "unhealthy: " + v.Detail
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
 // hcBackend is a backend whose /healthz answers 200 or, once failing is
 // set, 500, and counts the probes it gets.
 type hcBackend struct {
@@ -246,6 +276,10 @@ func TestShardedProbing(t *testing.T) {
 	start := time.Now()
 	eventually(t, "each target owned by exactly 2 of 3 instances", func() (bool, string) { return ownership(keys, ins, 2) })
 	t.Logf("ownership settled %v after the third instance started", time.Since(start).Round(time.Millisecond))
+	// The observer, last, is the instance probing the fewest targets: at
+	// most 4 of the 6 (12 probes over 3), so at least 2 it does not probe.
+	slices.SortStableFunc(ins, func(a, b *sharded) int { return len(b.share.Stats().Owned) - len(a.share.Stats().Owned) })
+	obs, dead, all := ins[2], ins[0], []string{"i1", "i2", "i3"}
 	for _, s := range ins {
 		for _, b := range bs {
 			eventually(t, s.name+" sees "+b.addr+" healthy", func() (bool, string) {
@@ -282,16 +316,16 @@ func TestShardedProbing(t *testing.T) {
 		t.Errorf("%d etcd writes in 3 s while nothing changed: verdicts should be written on change only", w)
 	}
 
-	// A backend i3 does not probe fails: i3 sees it unhealthy too.
+	// A backend the observer does not probe fails: it sees it unhealthy too.
 	var victim *hcBackend
 	for i, k := range keys {
-		if !slices.Contains(fleet.Owners(k, []string{"i1", "i2", "i3"}, 2), "i3") {
+		if !slices.Contains(fleet.Owners(k, all, 2), obs.name) {
 			victim = bs[slices.IndexFunc(bs, func(b *hcBackend) bool { return b.addr+"/hc" == keys[i] })]
 			break
 		}
 	}
 	if victim == nil {
-		t.Fatal("i3 owns every key; cannot pick a backend it does not probe")
+		t.Fatalf("%s owns every key; cannot pick a backend it does not probe", obs.name)
 	}
 	victim.failing.Store(true)
 	failed := time.Now()
@@ -301,15 +335,52 @@ func TestShardedProbing(t *testing.T) {
 			return got == "UNHEALTHY", got
 		})
 	}
-	t.Logf("a failed backend not probed by i3 was unhealthy on all three %v after it failed (3 × 200 ms to fail on its probers)", time.Since(failed).Round(time.Millisecond))
+	t.Logf("a failed backend not probed by %s was unhealthy on all three %v after it failed (3 × 200 ms to fail on its probers)", obs.name, time.Since(failed).Round(time.Millisecond))
 
-	// i1 dies without leaving: its client is cut first, so it cannot
-	// revoke its leases and they expire (TTL 2 s).
-	ins[0].cl.Close()
+	// A prober's own verdict is its to keep: one overwritten or deleted
+	// by someone else is written again. The observer never sees the
+	// injected verdict take the endpoint down (the other prober says
+	// healthy).
+	var other string
+	for _, k := range keys {
+		if o := fleet.Owners(k, all, 2); !slices.Contains(o, obs.name) && k != victim.addr+"/hc" {
+			other = k
+		}
+	}
+	if other == "" {
+		t.Fatalf("no second backend %s does not probe", obs.name)
+	}
+	otherAddr := strings.TrimSuffix(other, "/hc")
+	owners := fleet.Owners(other, all, 2)
+	admin := dial(t, e)
+	if _, err := admin.Put(ctxT(t), "/spillway/health/"+other+"/"+owners[0], `{"ok":false,"detail":"injected","at":"2026-01-01T00:00:00Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Delete(ctxT(t), "/spillway/health/"+other+"/"+owners[1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range owners {
+		eventually(t, o+" writing its verdict for "+other+" again", func() (bool, string) {
+			resp, err := admin.Get(ctxT(t), "/spillway/health/"+other+"/"+o)
+			if err != nil || len(resp.Kvs) != 1 {
+				return false, fmt.Sprint(resp, err)
+			}
+			var v fleet.Verdict
+			json.Unmarshal(resp.Kvs[0].Value, &v)
+			return v.OK, string(resp.Kvs[0].Value)
+		})
+	}
+	if got := endpointState(obs, otherAddr); got != "HEALTHY" {
+		t.Errorf("%s: %s is %s after one prober's verdict was overwritten with unhealthy, want HEALTHY", obs.name, otherAddr, got)
+	}
+
+	// Another instance dies without leaving: its client is cut first, so
+	// it cannot revoke its leases and they expire (TTL 2 s).
+	dead.cl.Close()
 	died := time.Now()
-	ins[0].stop()
+	dead.stop()
 	rest := ins[1:]
-	eventually(t, "i2 and i3 owning every target", func() (bool, string) { return ownership(keys, rest, 2) })
+	eventually(t, "the two others owning every target", func() (bool, string) { return ownership(keys, rest, 2) })
 	took := time.Since(died)
 	t.Logf("targets moved off the dead instance in %v (lease TTL 2 s + check 200 ms + probe interval 200 ms)", took.Round(time.Millisecond))
 	if took > 2*time.Second+200*time.Millisecond+200*time.Millisecond+3*time.Second {
@@ -317,7 +388,7 @@ func TestShardedProbing(t *testing.T) {
 	}
 	for _, s := range rest {
 		if got := endpointState(s, victim.addr); got != "UNHEALTHY" {
-			t.Errorf("%s: %s is %s after i1 died, want still UNHEALTHY", s.name, victim.addr, got)
+			t.Errorf("%s: %s is %s after %s died, want still UNHEALTHY", s.name, victim.addr, got, dead.name)
 		}
 	}
 	victim.failing.Store(false)
@@ -328,11 +399,11 @@ func TestShardedProbing(t *testing.T) {
 		})
 	}
 
-	// The published verdicts in etcd: one per (target, live prober); i1's
-	// left with its lease.
-	eventually(t, "6 targets × {i2, i3} verdicts in etcd", func() (bool, string) {
+	// The published verdicts in etcd: one per (target, live prober); the
+	// dead instance's left with its lease.
+	eventually(t, "6 targets × 2 live probers' verdicts in etcd", func() (bool, string) {
 		got := healthKeys(t, e)
-		return len(got) == 12 && !slices.ContainsFunc(got, func(k string) bool { return strings.HasSuffix(k, "/i1") }), fmt.Sprint(got)
+		return len(got) == 12 && !slices.ContainsFunc(got, func(k string) bool { return strings.HasSuffix(k, "/"+dead.name) }), fmt.Sprint(got)
 	})
 }
 
