@@ -170,10 +170,18 @@ func (ps *ProbeShare) SetTargets(ts []serve.SharedTarget) {
 func (ps *ProbeShare) Own(r probe.Result) {
 	ps.results.Add(1)
 	ps.mu.Lock()
+	if len(ps.pending) >= maxPending {
+		// Run is stuck (or not running): keep the newer half, so memory
+		// stays bounded; the thresholds see a gap, nothing worse.
+		ps.pending = slices.Delete(ps.pending, 0, maxPending/2)
+	}
 	ps.pending = append(ps.pending, r)
 	ps.mu.Unlock()
 	ps.poke()
 }
+
+// maxPending bounds the own results waiting for Run.
+const maxPending = 1 << 16
 
 func (ps *ProbeShare) poke() {
 	select {
