@@ -258,7 +258,7 @@ func ownership(keys []string, live []*sharded, k int) (bool, string) {
 // that does not probe it; an instance that dies without leaving (its
 // client cut, so its leases expire) has its targets taken over within
 // the lease TTL and an interval; a recovered endpoint is healthy again
-// everywhere.
+// everywhere; a push that adds an endpoint has it divided and probed.
 func TestShardedProbing(t *testing.T) {
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "")
@@ -405,6 +405,21 @@ func TestShardedProbing(t *testing.T) {
 		got := healthKeys(t, e)
 		return len(got) == 12 && !slices.ContainsFunc(got, func(k string) bool { return strings.HasSuffix(k, "/"+dead.name) }), fmt.Sprint(got)
 	})
+
+	// A push that adds a backend: the running instances divide it too.
+	nb := newHCBackend(t, "127.0.0.16")
+	nb.failing.Store(true)
+	bs = append(bs, nb)
+	keys = append(keys, nb.addr+"/hc")
+	slices.Sort(keys)
+	push(t, st, shardedConfig(bs))
+	eventually(t, "the two live instances owning all 7 targets", func() (bool, string) { return ownership(keys, rest, 2) })
+	for _, s := range rest {
+		eventually(t, s.name+" sees the new "+nb.addr+" unhealthy", func() (bool, string) {
+			got := endpointState(s, nb.addr)
+			return got == "UNHEALTHY", got
+		})
+	}
 }
 
 // healthKeys lists the verdict keys in etcd, checking each is a Verdict.
