@@ -180,6 +180,8 @@ func TestServeFleet(t *testing.T) {
 		f := fleetStatus(t, admin)
 		return f != nil && f.Revision == 2 && f.Instance == "lb-a" && !f.Stale
 	}, logs)
+	// Sharded probing is on by default in fleet mode.
+	waitFor(t, "probes shared", func() bool { return strings.Contains(logs.String(), "fleet: sharing probes") }, logs)
 }
 
 // TestServeFleetFallback: with etcd unreachable at start, serve --fleet

@@ -126,6 +126,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	instance := fs.String("instance", host, "fleet mode: this instance's `NAME`, unique in the fleet (default the host name)")
 	region := fs.String("region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
 	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
+	fleetProbers := fs.Int("fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -186,6 +187,13 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		log.Warn(w, "file", cfg.File)
 	}
 	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
+	var share *fleet.ProbeShare
+	if fleetMode && *fleetProbers != 0 {
+		if share, err = fleet.NewProbeShare(store, fleet.ProbeShareOptions{Instance: *instance, Probers: *fleetProbers, Logger: log}); err != nil {
+			return err
+		}
+		opts.ProbeShare = share
+	}
 	runErr := make(chan error, 1)
 	srv, err := startServer(ctx, cfg, opts, runErr)
 	if err != nil && fleetMode && fleetStatus.Revision > 0 && *cfgPath != "" {
@@ -230,6 +238,11 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		agentDone := make(chan struct{})
 		defer func() { stopAgent(); <-agentDone }()
 		go func() { defer close(agentDone); ag.Run(agentCtx) }()
+		if share != nil {
+			shareDone := make(chan struct{})
+			defer func() { stopAgent(); <-shareDone }()
+			go func() { defer close(shareDone); share.Run(agentCtx, srv) }()
+		}
 	}
 	if autoProcs {
 		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {

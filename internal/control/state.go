@@ -180,6 +180,19 @@ func (s *State) ObserveProbe(id int, ok bool, detail string, now time.Time) bool
 	return false
 }
 
+// ObserveVerdict sets endpoint id's health to a verdict whose thresholds
+// were already applied elsewhere (the fleet's shared view: the instances
+// probing the endpoint apply them before they publish), and re-evaluates
+// drain. It reports whether anything changed.
+func (s *State) ObserveVerdict(id int, healthy bool, detail string, now time.Time) bool {
+	changed := s.health[id].Observe(healthy, detail, now, health.Thresholds{Healthy: 1, Unhealthy: 1})
+	if s.Evaluate(now) || changed {
+		s.version++
+		return true
+	}
+	return false
+}
+
 // SetEjected marks endpoint id ejected (or returned) by outlier detection.
 func (s *State) SetEjected(id int, ejected bool, now time.Time) bool {
 	if s.ejected[id] == ejected {

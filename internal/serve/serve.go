@@ -69,6 +69,11 @@ type Options struct {
 	// Stdout is where an access log with path "stdout" goes (default
 	// os.Stdout).
 	Stdout io.Writer
+	// ProbeShare, in fleet mode with sharded probing, decides which
+	// targets this instance probes and the health it believes (see
+	// ProbeShare). Nil: probe every target and believe the results
+	// (standalone).
+	ProbeShare ProbeShare
 }
 
 // Server is a running Spillway instance.
@@ -160,8 +165,11 @@ type frontendServer interface {
 }
 
 type event struct {
-	probe  *probe.Result
-	reload *reloadReq
+	probe *probe.Result
+	// verdict marks probe as the fleet's verdict (ObserveShared), its
+	// thresholds already applied.
+	verdict bool
+	reload  *reloadReq
 }
 
 type reloadReq struct {
@@ -263,6 +271,10 @@ func (s *Server) AdminAddr() string {
 
 func (s *Server) onProbe(r probe.Result) {
 	s.metrics.ops.probed(&r)
+	if sh := s.opts.ProbeShare; sh != nil {
+		sh.Own(r)
+		return
+	}
 	select {
 	case s.events <- event{probe: &r}:
 	case <-s.stopped:
@@ -404,6 +416,7 @@ func (s *Server) publish(p *plan.Plan, newPlan bool) error {
 func (s *Server) updateTargets(p *plan.Plan) {
 	s.targets = map[probe.Target][]int{}
 	var list []probe.Target
+	names, th := map[probe.Target]string{}, map[probe.Target][2]int{}
 	for _, e := range p.Endpoints {
 		hc := e.HealthCheck
 		if hc == nil {
@@ -415,8 +428,14 @@ func (s *Server) updateTargets(p *plan.Plan) {
 		}}
 		if _, ok := s.targets[t]; !ok {
 			list = append(list, t)
+			names[t], th[t] = hc.Name, [2]int{hc.HealthyThreshold, hc.UnhealthyThreshold}
 		}
 		s.targets[t] = append(s.targets[t], e.ID)
+	}
+	// In a fleet the share decides what this instance probes.
+	if sh := s.opts.ProbeShare; sh != nil {
+		sh.SetTargets(sharedTargets(list, names, th))
+		return
 	}
 	// Before Run, Update only records the set. While running, Update
 	// waits for removed probe goroutines, which may be blocked handing a
@@ -526,7 +545,7 @@ func (s *Server) loop(ctx context.Context) {
 		case ev := <-s.events:
 			switch {
 			case ev.probe != nil:
-				s.applyProbe(ev.probe)
+				s.applyProbe(ev.probe, ev.verdict)
 			case ev.reload != nil:
 				ev.reload.errc <- s.applyReload(ev.reload)
 				p = s.snap.Load().Plan
@@ -547,11 +566,17 @@ func (s *Server) loop(ctx context.Context) {
 	}
 }
 
-func (s *Server) applyProbe(r *probe.Result) {
+// applyProbe steps the health of r's endpoints with r: a probe result,
+// or with verdict the fleet's verdict (thresholds already applied).
+func (s *Server) applyProbe(r *probe.Result, verdict bool) {
 	changed := false
 	for _, id := range s.targets[r.Target] {
 		before := s.state.Health(id)
-		if s.state.ObserveProbe(id, r.OK, r.Detail, s.now()) {
+		observe := s.state.ObserveProbe
+		if verdict {
+			observe = s.state.ObserveVerdict
+		}
+		if observe(id, r.OK, r.Detail, s.now()) {
 			changed = true
 			if after := s.state.Health(id); before.Healthy() != after.Healthy() || !before.Known() && !after.Healthy() {
 				e := s.state.Plan().Endpoints[id]

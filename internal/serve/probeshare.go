@@ -1,0 +1,65 @@
+package serve
+
+import (
+	"context"
+
+	"github.com/spillwaylb/spillway/internal/probe"
+)
+
+// SharedTarget is one probe target of the plan as a fleet sees it: the
+// target, a key the same on every instance running the same config (the
+// probe address and the health check's name), and the check's
+// thresholds, which the instances probing it apply before they publish.
+type SharedTarget struct {
+	Target probe.Target
+	Key    string
+	// Healthy and Unhealthy are the check's healthyThreshold and
+	// unhealthyThreshold.
+	Healthy, Unhealthy int
+}
+
+// ProbeShare divides probing among a fleet's instances (package fleet's
+// ProbeShare). With Options.ProbeShare set, the Server no longer hands
+// its prober every target nor feeds its own probe results to its health
+// state: it tells the share the plan's targets, gives the share its
+// results, and probes and believes only what the share says (ProbeOnly,
+// ObserveShared). Without it (standalone) nothing changes.
+type ProbeShare interface {
+	// SetTargets is told every target of the plan in force, at New and
+	// on each reload, from the Server's loop. It must not block.
+	SetTargets([]SharedTarget)
+	// Own receives each of this instance's probe results, from the probe
+	// goroutines. It must be safe for concurrent use, return quickly and
+	// not call back into the Server.
+	Own(probe.Result)
+}
+
+// ProbeOnly sets the targets this instance probes (those the fleet gave
+// it). It waits for removed targets' probes to stop, so it must not be
+// called from ProbeShare.Own.
+func (s *Server) ProbeOnly(targets []probe.Target) { s.prober.Update(targets) }
+
+// ObserveShared sets the health of target t's endpoints to the fleet's
+// verdict for it (thresholds already applied by the instances probing
+// it). It returns ctx's error if ctx ends first, nil once the verdict is
+// queued (or the Server has stopped).
+func (s *Server) ObserveShared(ctx context.Context, t probe.Target, healthy bool, detail string) error {
+	select {
+	case s.events <- event{probe: &probe.Result{Target: t, OK: healthy, Detail: detail, At: s.now()}, verdict: true}:
+		return nil
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sharedTargets lists the plan's targets for a ProbeShare, in list's
+// order, keyed by address and the first check's name.
+func sharedTargets(list []probe.Target, names map[probe.Target]string, th map[probe.Target][2]int) []SharedTarget {
+	out := make([]SharedTarget, 0, len(list))
+	for _, t := range list {
+		out = append(out, SharedTarget{Target: t, Key: t.Addr + "/" + names[t], Healthy: th[t][0], Unhealthy: th[t][1]})
+	}
+	return out
+}
