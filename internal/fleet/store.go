@@ -22,8 +22,9 @@ import (
 const HistoryLimit = 50
 
 // maxPushAttempts bounds the compare-and-swap retries of one push when
-// other pushes keep winning.
-const maxPushAttempts = 10
+// other pushes keep winning; the pause between them grows (pushPause), so
+// a push gives up only after several seconds of losing.
+const maxPushAttempts = 30
 
 // Record is one config revision: the config file's bytes and who pushed
 // it when. It is stored as JSON under config/current and
@@ -208,7 +209,7 @@ func (s *Store) PushUnchecked(ctx context.Context, data []byte, meta PushMeta) (
 		return nil, errors.New("fleet: push without an author (fix: give --author NAME or set $USER)")
 	}
 	sum := sha256.Sum256(data)
-	for range maxPushAttempts {
+	for attempt := range maxPushAttempts {
 		resp, err := s.cl.Get(ctx, s.CurrentKey())
 		if err != nil {
 			return nil, fmt.Errorf("fleet: read %s: %w", s.CurrentKey(), err)
@@ -246,8 +247,9 @@ func (s *Store) PushUnchecked(ctx context.Context, data []byte, meta PushMeta) (
 			return r, nil
 		}
 		// Another push won; read again and take the next revision, after
-		// a random pause so racing pushes spread out.
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(20 * time.Millisecond))))
+		// a random pause that doubles with each loss (from 20 ms, at most
+		// 500 ms) so racing pushes spread out.
+		t := time.NewTimer(pushPause(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -256,6 +258,13 @@ func (s *Store) PushUnchecked(ctx context.Context, data []byte, meta PushMeta) (
 		}
 	}
 	return nil, fmt.Errorf("fleet: %d concurrent pushes won over this one in a row; try again", maxPushAttempts)
+}
+
+// pushPause is the random pause after the attempt-th lost
+// compare-and-swap: up to 20 ms × 2^attempt, at most 500 ms.
+func pushPause(attempt int) time.Duration {
+	ceiling := min(20*time.Millisecond<<min(attempt, 5), 500*time.Millisecond)
+	return time.Duration(rand.Int64N(int64(ceiling)))
 }
 
 // Rollback pushes revision rev's config again as a new revision.
