@@ -1,0 +1,356 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"github.com/spillwaylb/spillway/internal/plan"
+)
+
+// drainConfig: one service over two zones of two endpoints each, with
+// auto-capacity drain and the default 60 s undrain hold.
+const drainConfig = `
+healthChecks: [{name: hc, type: HTTP}]
+serviceLbPolicies:
+- {name: pol, loadBalancingAlgorithm: SPRAY_TO_REGION, autoCapacityDrain: {enable: true}}
+networkEndpointGroups:
+- {name: south, zone: us-south1-a, endpoints: [{ipAddress: 10.0.0.1, port: 80}, {ipAddress: 10.0.0.2, port: 80}]}
+- {name: east, zone: us-east4-a, endpoints: [{ipAddress: 10.1.0.1, port: 80}, {ipAddress: 10.1.0.2, port: 80}]}
+backendServices:
+- name: bs
+  healthChecks: [hc]
+  serviceLbPolicy: pol
+  backends:
+  - {group: south, balancingMode: RATE, maxRatePerEndpoint: 100}
+  - {group: east, balancingMode: RATE, maxRatePerEndpoint: 100}
+urlMaps: [{name: um, defaultService: bs}]
+`
+
+// drainHost is one instance's control state, driven directly with
+// verdicts and ticks on a virtual clock the test moves (standing in for
+// serve's event loop). It records every change of the south backend's
+// Drained, and every drain decision a follower made by itself.
+type drainHost struct {
+	name string
+	mu   sync.Mutex
+	p    *plan.Plan
+	st   *control.State
+	now  time.Time
+	// flips lists south's Drained after each change; selfDecided counts
+	// drain changes on a follower that did not come from ApplyDrain.
+	flips       []bool
+	selfDecided int
+}
+
+func newDrainHost(t *testing.T, name string, now time.Time) *drainHost {
+	t.Helper()
+	c, err := config.Parse([]byte(drainConfig), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &drainHost{name: name, p: p, st: control.New(p), now: now}
+}
+
+func (h *drainHost) DrainSnapshot() []control.DrainEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.st.DrainSnapshot()
+}
+
+func (h *drainHost) ApplyDrain(s []control.DrainEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.st.ApplyDrain(s, h.now)
+	h.record()
+}
+
+func (h *drainHost) SetDrainFollower(f bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.st.SetDrainFollower(f)
+}
+
+// record notes south's Drained when it changed; h.mu is held.
+func (h *drainHost) record() {
+	d := h.st.Drain(0, 0).Drained
+	if len(h.flips) == 0 && !d {
+		return
+	}
+	if len(h.flips) == 0 || h.flips[len(h.flips)-1] != d {
+		h.flips = append(h.flips, d)
+	}
+}
+
+// step runs f on the state at the virtual time now and checks that a
+// follower's drain state did not change by itself.
+func (h *drainHost) step(now time.Time, f func(*control.State)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = now
+	before, _ := json.Marshal(h.st.DrainSnapshot())
+	follower := h.st.DrainFollower()
+	f(h.st)
+	after, _ := json.Marshal(h.st.DrainSnapshot())
+	if follower && string(before) != string(after) {
+		h.selfDecided++
+	}
+	h.record()
+}
+
+// southHealthy sets how many of south's two members are healthy.
+func (h *drainHost) southHealthy(n int, now time.Time) {
+	h.step(now, func(st *control.State) {
+		for i, e := range h.p.Services[0].Backends[0].Endpoints {
+			st.ObserveVerdict(e.ID, i < n, "", now)
+		}
+	})
+}
+
+func (h *drainHost) tick(now time.Time) { h.step(now, func(st *control.State) { st.Tick(now) }) }
+
+func (h *drainHost) south() control.DrainState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.st.Drain(0, 0)
+}
+
+type loopInstance struct {
+	host   *drainHost
+	loop   *fleet.ControlLoop
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startLoop(t *testing.T, e *fleettest.Etcd, name string, now time.Time) *loopInstance {
+	t.Helper()
+	l, err := fleet.NewControlLoop(fleet.NewStore(dial(t, e), ""), fleet.ControlLoopOptions{
+		Instance: name, LeaseTTL: 2 * time.Second, PublishInterval: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)).With("test", name),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &loopInstance{host: newDrainHost(t, name, now), loop: l, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	in.cancel = cancel
+	go func() { defer close(in.done); l.Run(ctx, in.host) }()
+	t.Cleanup(in.stop)
+	return in
+}
+
+// stop ends the instance's loop (its lease is revoked) and waits for it.
+func (in *loopInstance) stop() {
+	in.cancel()
+	<-in.done
+}
+
+// oneLeader waits until exactly one of ins leads and all of them name it.
+func oneLeader(t *testing.T, ins []*loopInstance) *loopInstance {
+	t.Helper()
+	var leader *loopInstance
+	eventually(t, "exactly one leader, named by all", func() (bool, string) {
+		leader = nil
+		n := 0
+		var got []string
+		for _, in := range ins {
+			s := in.loop.Stats()
+			got = append(got, fmt.Sprintf("%s: leading %v, leader %q", in.host.name, s.Leading, s.Leader))
+			if s.Leading {
+				n++
+				leader = in
+			}
+		}
+		if n != 1 {
+			return false, strings.Join(got, "; ")
+		}
+		for _, in := range ins {
+			if in.loop.Stats().Leader != leader.host.name {
+				return false, strings.Join(got, "; ")
+			}
+		}
+		return true, ""
+	})
+	return leader
+}
+
+// TestControlLoopFailover: three instances elect one leader; it drains a
+// zone whose health fell below 25% and the others apply it; when it stops
+// another is elected, which continues the undrain hold the first one had
+// started, without an undrain or a redrain on any instance.
+func TestControlLoopFailover(t *testing.T) {
+	e := fleettest.Start(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ins []*loopInstance
+	for _, n := range []string{"i1", "i2", "i3"} {
+		ins = append(ins, startLoop(t, e, n, t0))
+	}
+	all := func(what string, ok func(*loopInstance) bool, of []*loopInstance) {
+		t.Helper()
+		eventually(t, what, func() (bool, string) {
+			var got []string
+			done := true
+			for _, in := range of {
+				if !ok(in) {
+					done = false
+				}
+				got = append(got, fmt.Sprintf("%s: %+v", in.host.name, in.host.south()))
+			}
+			return done, strings.Join(got, "; ")
+		})
+	}
+	first := oneLeader(t, ins)
+	var followers []*loopInstance
+	for _, in := range ins {
+		if in != first {
+			followers = append(followers, in)
+		}
+	}
+	// Every instance sees the same verdicts (the shared health view);
+	// the followers first, so a follower that decided by itself would
+	// drain before the leader's state arrives.
+	for _, in := range followers {
+		in.host.southHealthy(0, t0)
+	}
+	for _, in := range followers {
+		if d := in.host.south(); d.Drained {
+			t.Fatalf("%s drained south by itself: %+v", in.host.name, d)
+		}
+	}
+	first.host.southHealthy(0, t0)
+	if !first.host.south().Drained {
+		t.Fatalf("leader %s did not drain south at 0%% healthy", first.host.name)
+	}
+	all("south drained on every instance, since t0", func(in *loopInstance) bool {
+		d := in.host.south()
+		return d.Drained && d.Since.Equal(t0)
+	}, ins)
+
+	// Recovery starts at t0+10s: the hold would end at t0+70s.
+	recovered := t0.Add(10 * time.Second)
+	for _, in := range ins {
+		in.host.southHealthy(2, recovered)
+	}
+	all("the undrain hold from t0+10s on every instance", func(in *loopInstance) bool {
+		d := in.host.south()
+		return d.Drained && d.RecoveringSince.Equal(recovered)
+	}, ins)
+
+	// The leader stops at t0+40s; another is elected.
+	takeover := t0.Add(40 * time.Second)
+	for _, in := range ins {
+		in.host.tick(takeover)
+	}
+	first.stop()
+	second := oneLeader(t, followers)
+	if second == first {
+		t.Fatal("the stopped leader still leads")
+	}
+	if d := second.host.south(); !d.Drained || !d.RecoveringSince.Equal(recovered) || !d.Since.Equal(t0) {
+		t.Fatalf("new leader %s: south %+v, want still drained since t0, recovering since t0+10s", second.host.name, d)
+	}
+	second.host.tick(t0.Add(69 * time.Second))
+	if !second.host.south().Drained {
+		t.Fatalf("new leader %s undrained at t0+69s, before the hold begun at t0+10s ended", second.host.name)
+	}
+	undrained := recovered.Add(60 * time.Second)
+	for _, in := range followers {
+		in.host.tick(undrained)
+	}
+	if d := second.host.south(); d.Drained || !d.UndrainedAt.Equal(undrained) {
+		t.Fatalf("new leader %s at t0+70s: south %+v, want undrained then", second.host.name, d)
+	}
+	all("south undrained at t0+70s on the survivors", func(in *loopInstance) bool {
+		d := in.host.south()
+		return !d.Drained && d.UndrainedAt.Equal(undrained)
+	}, followers)
+
+	for _, in := range ins {
+		in.host.mu.Lock()
+		flips, self := in.host.flips, in.host.selfDecided
+		in.host.mu.Unlock()
+		want := "[true false]"
+		if in == first {
+			want = "[true]"
+		}
+		if got := fmt.Sprint(flips); got != want {
+			t.Errorf("%s: south's Drained went %s, want %s (no flap on failover)", in.host.name, got, want)
+		}
+		if self != 0 && in != first && in != second {
+			t.Errorf("%s, a follower throughout, changed its drain state by itself %d times", in.host.name, self)
+		}
+	}
+	t.Logf("leaders: %s then %s; writes %d and %d", first.host.name, second.host.name, first.loop.Stats().Writes, second.loop.Stats().Writes)
+}
+
+// TestControlLoopWithoutEtcd: when etcd is lost a follower keeps the
+// drain state it last applied (whatever its own verdicts say) and the
+// leader keeps deciding locally; once etcd is back the leader, still the
+// last to publish, carries on from its local state (no redrain) and the
+// follower applies it.
+func TestControlLoopWithoutEtcd(t *testing.T) {
+	e := fleettest.Start(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ins := []*loopInstance{startLoop(t, e, "i1", t0), startLoop(t, e, "i2", t0)}
+	leader := oneLeader(t, ins)
+	follower := ins[0]
+	if follower == leader {
+		follower = ins[1]
+	}
+	follower.host.southHealthy(0, t0)
+	leader.host.southHealthy(0, t0)
+	eventually(t, "the follower applying the drain", func() (bool, string) {
+		d := follower.host.south()
+		return d.Drained, fmt.Sprintf("%+v", d)
+	})
+
+	stopped := time.Now()
+	e.Stop()
+	t.Logf("etcd stopped in %v", time.Since(stopped).Round(time.Millisecond))
+	eventually(t, "both loops noticing etcd is gone", func() (bool, string) {
+		a, b := leader.loop.Stats(), follower.loop.Stats()
+		return !a.Connected && !b.Connected, fmt.Sprintf("leader %+v, follower %+v", a, b)
+	})
+	t.Logf("both loops disconnected %v after the stop began", time.Since(stopped).Round(time.Millisecond))
+	// South recovers and stays up past the hold, on both.
+	recovered, past := t0.Add(10*time.Second), t0.Add(71*time.Second)
+	for _, in := range ins {
+		in.host.southHealthy(2, recovered)
+		in.host.tick(past)
+	}
+	if d := follower.host.south(); !d.Drained || !d.RecoveringSince.IsZero() {
+		t.Fatalf("follower without etcd: south %+v, want the last applied state (drained, no hold of its own)", d)
+	}
+	if d := leader.host.south(); d.Drained || !d.UndrainedAt.Equal(past) {
+		t.Fatalf("leader without etcd: south %+v, want undrained locally at t0+71s", d)
+	}
+
+	e.Restart()
+	again := oneLeader(t, ins)
+	eventually(t, "both instances on the undrain decided without etcd", func() (bool, string) {
+		a, b := leader.host.south(), follower.host.south()
+		return !a.Drained && !b.Drained && a.UndrainedAt.Equal(past) && b.UndrainedAt.Equal(past), fmt.Sprintf("%s %+v, %s %+v", leader.host.name, a, follower.host.name, b)
+	})
+	for _, in := range ins {
+		in.host.mu.Lock()
+		flips := fmt.Sprint(in.host.flips)
+		in.host.mu.Unlock()
+		if flips != "[true false]" {
+			t.Errorf("%s: south's Drained went %s, want [true false] (no redrain on rejoin)", in.host.name, flips)
+		}
+	}
+	t.Logf("leader %s before etcd was lost, %s after", leader.host.name, again.host.name)
+}
