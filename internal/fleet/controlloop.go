@@ -23,13 +23,13 @@ import (
 type DrainHost interface {
 	// DrainSnapshot returns the drain state the host decided (or last
 	// applied): control.State.DrainSnapshot.
-	DrainSnapshot() []control.DrainEntry
+	DrainSnapshot(ctx context.Context) ([]control.DrainEntry, error)
 	// ApplyDrain sets the host's drain state from a published snapshot,
 	// deciding nothing: control.State.ApplyDrain at the host's now.
-	ApplyDrain([]control.DrainEntry)
+	ApplyDrain(ctx context.Context, snap []control.DrainEntry) error
 	// SetDrainFollower switches the host between following (true) and
 	// deciding drains itself (false): control.State.SetDrainFollower.
-	SetDrainFollower(bool)
+	SetDrainFollower(ctx context.Context, follower bool) error
 }
 
 // DrainRecord is the value of control/drain: the elected leader's drain
@@ -213,7 +213,9 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 		case c.drainKey():
 			if !(resume && c.publishedBySelf(kv.Value)) {
 				resume = false
-				c.apply(host, kv.Value)
+				if err := c.apply(ctx, host, kv.Value); err != nil {
+					return err
+				}
 			}
 		case c.leaderKey():
 			leader = string(kv.Value)
@@ -221,7 +223,9 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 	}
 	// From here on drains come from the leader (which may be this
 	// instance, once elected).
-	host.SetDrainFollower(true)
+	if err := host.SetDrainFollower(ctx, true); err != nil {
+		return fmt.Errorf("fleet: follow the published drain state: %w", err)
+	}
 	c.update(func(s *ControlLoopStats) { s.Connected, s.Leading, s.Leader = true, false, leader })
 
 	el := concurrency.NewElection(sess, c.electionPrefix())
@@ -276,7 +280,9 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 					}
 					if ev.Type == clientv3.EventTypePut {
 						resume = false
-						c.apply(host, ev.Kv.Value)
+						if err := c.apply(ctx, host, ev.Kv.Value); err != nil {
+							return err
+						}
 					}
 				}
 			}
@@ -290,14 +296,17 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 
 // apply hands a published record to the host; a record that does not
 // decode is logged and ignored (the host keeps what it had).
-func (c *ControlLoop) apply(host DrainHost, val []byte) {
+func (c *ControlLoop) apply(ctx context.Context, host DrainHost, val []byte) error {
 	var rec DrainRecord
 	if err := json.Unmarshal(val, &rec); err != nil {
 		c.log.Error("fleet: ignoring a control/drain value that does not decode", "instance", c.opts.Instance, "err", err)
-		return
+		return nil
 	}
-	host.ApplyDrain(rec.Backends)
+	if err := host.ApplyDrain(ctx, rec.Backends); err != nil {
+		return fmt.Errorf("fleet: apply the published drain state: %w", err)
+	}
 	c.update(func(s *ControlLoopStats) { s.Applied++ })
+	return nil
 }
 
 // publishedBySelf reports whether a control/drain value was written by
@@ -333,9 +342,13 @@ func (c *ControlLoop) lead(ctx context.Context, host DrainHost, el *concurrency.
 		return fmt.Errorf("fleet: read %s: %w", c.drainKey(), err)
 	}
 	if len(resp.Kvs) > 0 && !(resume && c.publishedBySelf(resp.Kvs[0].Value)) {
-		c.apply(host, resp.Kvs[0].Value)
+		if err := c.apply(ctx, host, resp.Kvs[0].Value); err != nil {
+			return err
+		}
 	}
-	host.SetDrainFollower(false)
+	if err := host.SetDrainFollower(ctx, false); err != nil {
+		return fmt.Errorf("fleet: start deciding drains: %w", err)
+	}
 	c.published = nil
 	tctx, tcancel = context.WithTimeout(ctx, c.opts.CheckTimeout)
 	tr, err := c.store.cl.Txn(tctx).If(isLeader(el)).Then(clientv3.OpPut(c.leaderKey(), c.opts.Instance, clientv3.WithLease(lease))).Commit()
@@ -360,7 +373,12 @@ func isLeader(el *concurrency.Election) clientv3.Cmp {
 // publish writes the host's drain state when it differs from the one
 // last written, only while this instance is the leader.
 func (c *ControlLoop) publish(ctx context.Context, host DrainHost, el *concurrency.Election) error {
-	snap := host.DrainSnapshot()
+	snap, err := host.DrainSnapshot(ctx)
+	if err != nil {
+		// Never publish a state the host could not give (a stopping
+		// server): the published one stays.
+		return fmt.Errorf("fleet: read the drain state: %w", err)
+	}
 	b, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("fleet: encode the drain state: %w", err)

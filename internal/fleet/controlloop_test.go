@@ -65,23 +65,25 @@ func newDrainHost(t *testing.T, name string, now time.Time) *drainHost {
 	return &drainHost{name: name, p: p, st: control.New(p), now: now}
 }
 
-func (h *drainHost) DrainSnapshot() []control.DrainEntry {
+func (h *drainHost) DrainSnapshot(context.Context) ([]control.DrainEntry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.st.DrainSnapshot()
+	return h.st.DrainSnapshot(), nil
 }
 
-func (h *drainHost) ApplyDrain(s []control.DrainEntry) {
+func (h *drainHost) ApplyDrain(_ context.Context, s []control.DrainEntry) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.st.ApplyDrain(s, h.now)
 	h.record()
+	return nil
 }
 
-func (h *drainHost) SetDrainFollower(f bool) {
+func (h *drainHost) SetDrainFollower(_ context.Context, f bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.st.SetDrainFollower(f)
+	return nil
 }
 
 // record notes south's Drained when it changed; h.mu is held.
@@ -374,4 +376,116 @@ func TestControlLoopWithoutEtcd(t *testing.T) {
 			t.Errorf("%s: south's Drained went %s, want %s (no redrain on rejoin)", in.host.name, flips, want)
 		}
 	}
+}
+
+// drainZonesConfig: one service with auto-capacity drain over two zones
+// of two real backends each, fast probes and a 1 s undrain hold.
+func drainZonesConfig(a, b []*hcBackend) string {
+	var c strings.Builder
+	c.WriteString(`healthChecks:
+- {name: hc, type: HTTP, checkIntervalMs: 200, timeoutMs: 150, healthyThreshold: 2, unhealthyThreshold: 2, httpHealthCheck: {requestPath: /healthz}}
+serviceLbPolicies:
+- {name: pol, loadBalancingAlgorithm: SPRAY_TO_REGION, autoCapacityDrain: {enable: true}}
+spillway: {undrainHoldSec: 1}
+networkEndpointGroups:
+`)
+	for i, zone := range [][]*hcBackend{a, b} {
+		fmt.Fprintf(&c, "- name: neg-%d\n  zone: us-east1-%c\n  endpoints:\n", i, 'b'+i)
+		for _, be := range zone {
+			host, port, _ := strings.Cut(be.addr, ":")
+			fmt.Fprintf(&c, "  - {ipAddress: %s, port: %s}\n", host, port)
+		}
+	}
+	c.WriteString(`backendServices:
+- name: bs
+  healthChecks: [hc]
+  serviceLbPolicy: pol
+  backends:
+  - {group: neg-0, balancingMode: RATE, maxRatePerEndpoint: 100000}
+  - {group: neg-1, balancingMode: RATE, maxRatePerEndpoint: 100000}
+urlMaps:
+- {name: um, defaultService: bs}
+frontends:
+- ` + httpFrontend + "\n")
+	return c.String()
+}
+
+// TestControlLoopServers runs the control loop on real servers (each
+// with its agent and probe share, as spillway serve --fleet runs them):
+// a zone whose backends fail is drained by the leader and the follower's
+// server applies it; when the leader stops, the other server leads with
+// the zone still drained, and undrains it once it recovers.
+func TestControlLoopServers(t *testing.T) {
+	e := fleettest.Start(t)
+	st := fleet.NewStore(dial(t, e), "")
+	var zoneA, zoneB []*hcBackend
+	for i := range 2 {
+		zoneA = append(zoneA, newHCBackend(t, fmt.Sprintf("127.0.0.%d", 30+i)))
+		zoneB = append(zoneB, newHCBackend(t, fmt.Sprintf("127.0.0.%d", 40+i)))
+	}
+	push(t, st, drainZonesConfig(zoneA, zoneB))
+	type node struct {
+		s    *sharded
+		loop *fleet.ControlLoop
+		stop func()
+	}
+	var nodes []*node
+	for _, name := range []string{"i1", "i2"} {
+		s := startSharded(t, e, name, 2)
+		loop, err := fleet.NewControlLoop(fleet.NewStore(s.cl, ""), fleet.ControlLoopOptions{
+			Instance: name, LeaseTTL: 2 * time.Second, PublishInterval: 50 * time.Millisecond,
+			CheckTimeout: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); loop.Run(ctx, s.srv) }()
+		n := &node{s: s, loop: loop}
+		n.stop = func() { cancel(); <-done }
+		t.Cleanup(n.stop)
+		nodes = append(nodes, n)
+	}
+	var loops []*loopInstance
+	for _, n := range nodes {
+		loops = append(loops, &loopInstance{host: &drainHost{name: n.s.name}, loop: n.loop})
+	}
+	leader := oneLeader(t, loops)
+	var first, other *node
+	for _, n := range nodes {
+		if n.loop == leader.loop {
+			first = n
+		} else {
+			other = n
+		}
+	}
+	drained := func(n *node) bool { return n.s.srv.Snapshot().View.Backend(0, 0).Drained }
+	for _, b := range zoneA {
+		b.failing.Store(true)
+	}
+	for _, n := range nodes {
+		eventually(t, n.s.name+" with zone us-east1-b drained", func() (bool, string) {
+			return drained(n), fmt.Sprintf("%+v", n.loop.Stats())
+		})
+	}
+	if st := other.loop.Stats(); st.Leading || st.Applied == 0 || st.Writes != 0 {
+		t.Errorf("follower %s: %+v, want a follower that applied the leader's state and wrote nothing", other.s.name, st)
+	}
+
+	first.stop()
+	first.s.stop()
+	eventually(t, other.s.name+" leading", func() (bool, string) {
+		st := other.loop.Stats()
+		return st.Connected && st.Leading, fmt.Sprintf("%+v", st)
+	})
+	if !drained(other) {
+		t.Fatalf("new leader %s: zone us-east1-b not drained after the failover", other.s.name)
+	}
+	for _, b := range zoneA {
+		b.failing.Store(false)
+	}
+	eventually(t, other.s.name+" undraining zone us-east1-b after it recovered and held", func() (bool, string) {
+		return !drained(other), fmt.Sprintf("%+v", other.loop.Stats())
+	})
 }
