@@ -92,7 +92,8 @@ type ControlLoop struct {
 	stats ControlLoopStats
 
 	// Owned by Run's goroutine.
-	published []byte // the Backends last written, as JSON
+	published    []byte // the Backends last written, as JSON
+	publishedRev int64  // the etcd revision of that write
 }
 
 // NewControlLoop returns a control loop; Run starts it.
@@ -269,11 +270,13 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 					c.update(func(s *ControlLoopStats) { s.Leader = name })
 				case c.drainKey():
 					if leading {
-						// Written by someone else (an operator, a
-						// stray script, a deposed leader's late write
-						// cannot pass the txn): write ours again on
-						// the next tick.
-						if ev.Type != clientv3.EventTypePut || !c.ours(ev.Kv.Value) {
+						// Written or deleted by someone else (an
+						// operator, a stray script; a deposed leader's
+						// late write cannot pass the txn): write ours
+						// again on the next tick.
+						// Every write up to the leader's last one is
+						// superseded by it; a later one is not its own.
+						if ev.Kv.ModRevision > c.publishedRev {
 							c.published = nil
 						}
 						continue
@@ -314,16 +317,6 @@ func (c *ControlLoop) apply(ctx context.Context, host DrainHost, val []byte) err
 func (c *ControlLoop) publishedBySelf(val []byte) bool {
 	var rec DrainRecord
 	return json.Unmarshal(val, &rec) == nil && rec.Leader == c.opts.Instance
-}
-
-// ours reports whether val holds the backends this leader published last.
-func (c *ControlLoop) ours(val []byte) bool {
-	var rec DrainRecord
-	if json.Unmarshal(val, &rec) != nil {
-		return false
-	}
-	b, err := json.Marshal(rec.Backends)
-	return err == nil && bytes.Equal(b, c.published)
 }
 
 // lead takes over as the elected leader: it applies the published state
@@ -401,7 +394,7 @@ func (c *ControlLoop) publish(ctx context.Context, host DrainHost, el *concurren
 	if !tr.Succeeded {
 		return errors.New("fleet: no longer the control loop's leader")
 	}
-	c.published = b
+	c.published, c.publishedRev = b, tr.Header.Revision
 	c.update(func(s *ControlLoopStats) { s.Writes++ })
 	c.log.Info("fleet: published the drain state", "instance", c.opts.Instance, "backends", drainSummary(snap))
 	return nil

@@ -489,3 +489,40 @@ func TestControlLoopServers(t *testing.T) {
 		return !drained(other), fmt.Sprintf("%+v", other.loop.Stats())
 	})
 }
+
+// TestControlLoopRewritesForeignDrain: a control/drain written by someone
+// else is overwritten by the leader, which otherwise writes nothing while
+// nothing changes.
+func TestControlLoopRewritesForeignDrain(t *testing.T) {
+	e := fleettest.Start(t)
+	cl := dial(t, e)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := startLoop(t, e, "i1", t0)
+	oneLeader(t, []*loopInstance{in})
+	in.host.southHealthy(0, t0)
+	published := func() (fleet.DrainRecord, string) {
+		resp, err := cl.Get(ctxT(t), fleet.DefaultPrefix+"control/drain")
+		if err != nil || len(resp.Kvs) == 0 {
+			return fleet.DrainRecord{}, fmt.Sprintf("err %v, %d keys", err, len(resp.Kvs))
+		}
+		var rec fleet.DrainRecord
+		if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+			t.Fatal(err)
+		}
+		return rec, string(resp.Kvs[0].Value)
+	}
+	drainedBy := func(leader string) (bool, string) {
+		rec, raw := published()
+		return rec.Leader == leader && len(rec.Backends) == 1 && rec.Backends[0].Drained, raw
+	}
+	eventually(t, "south drained in control/drain", func() (bool, string) { return drainedBy("i1") })
+	if _, err := cl.Put(ctxT(t), fleet.DefaultPrefix+"control/drain", `{"leader": "someone", "backends": []}`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the leader's state written again", func() (bool, string) { return drainedBy("i1") })
+	before := in.loop.Stats().Writes
+	time.Sleep(time.Second) // 20 publish intervals with nothing changing
+	if after := in.loop.Stats().Writes; after != before {
+		t.Errorf("%d writes in 1 s with nothing changing, want 0", after-before)
+	}
+}
