@@ -270,12 +270,11 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 					c.update(func(s *ControlLoopStats) { s.Leader = name })
 				case c.drainKey():
 					if leading {
-						// Written or deleted by someone else (an
-						// operator, a stray script; a deposed leader's
-						// late write cannot pass the txn): write ours
-						// again on the next tick.
-						// Every write up to the leader's last one is
-						// superseded by it; a later one is not its own.
+						// A change after the leader's last write is
+						// someone else's (an operator, a stray script;
+						// a deposed leader's late write cannot pass the
+						// txn): write ours again on the next tick.
+						// Anything up to that write is superseded.
 						if ev.Kv.ModRevision > c.publishedRev {
 							c.published = nil
 						}
