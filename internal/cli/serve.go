@@ -243,6 +243,13 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			defer func() { stopAgent(); <-shareDone }()
 			go func() { defer close(shareDone); share.Run(agentCtx, srv) }()
 		}
+		loop, err := fleet.NewControlLoop(store, fleet.ControlLoopOptions{Instance: *instance, Logger: log})
+		if err != nil {
+			return err
+		}
+		loopDone := make(chan struct{})
+		defer func() { stopAgent(); <-loopDone }()
+		go func() { defer close(loopDone); loop.Run(agentCtx, srv) }()
 	}
 	if autoProcs {
 		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {

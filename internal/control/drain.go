@@ -18,10 +18,17 @@ import (
 //     backend, zero-capacity ones included) are drained at once. When the
 //     candidates exceed the limit, the least healthy are drained first
 //     (ties by backend order) and the rest are reported as Blocked.
+//
+// On a drain follower (SetDrainFollower) Evaluate decides nothing: it only
+// moves the time ramp shares are read at and reports whether an undrain
+// ramp stepped.
 func (s *State) Evaluate(now time.Time) bool {
 	changed := false
 	prev := s.evaluated
 	s.evaluated = now
+	if s.follower {
+		return s.rampMoved(prev, now)
+	}
 	for _, svc := range s.plan.Services {
 		ds := s.drain[svc.ID]
 		if !svc.AutoDrain {
@@ -101,4 +108,22 @@ func (s *State) Evaluate(now time.Time) bool {
 		}
 	}
 	return changed
+}
+
+// rampMoved reports whether an undrain ramp's step differs between the
+// times prev and now.
+func (s *State) rampMoved(prev, now time.Time) bool {
+	for _, ds := range s.drain {
+		for _, d := range ds {
+			if d.Drained || d.UndrainedAt.IsZero() {
+				continue
+			}
+			before, _ := rampStep(prev.Sub(d.UndrainedAt), s.plan.UndrainRamp)
+			after, _ := rampStep(now.Sub(d.UndrainedAt), s.plan.UndrainRamp)
+			if before != after {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -64,6 +64,9 @@ type State struct {
 	// evaluated is the time of the last Evaluate: the "now" that ramp
 	// shares are read at.
 	evaluated time.Time
+	// follower: drain states are set by ApplyDrain only (a fleet
+	// instance that is not the elected leader); Evaluate decides nothing.
+	follower bool
 }
 
 // New returns a State for p in which every endpoint is unknown (healthy).
@@ -111,6 +114,7 @@ func (s *State) Rebase(p *plan.Plan) *State {
 			}
 		}
 	}
+	n.follower = s.follower
 	n.version = s.version + 1
 	return n
 }

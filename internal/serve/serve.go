@@ -170,6 +170,9 @@ type event struct {
 	// thresholds already applied.
 	verdict bool
 	reload  *reloadReq
+	// do runs on the loop, with the state (a fleet's control loop
+	// reading or setting drain state: drainhost.go).
+	do func()
 }
 
 type reloadReq struct {
@@ -550,6 +553,8 @@ func (s *Server) loop(ctx context.Context) {
 				ev.reload.errc <- s.applyReload(ev.reload)
 				p = s.snap.Load().Plan
 				window.Reset(p.DemandWindow)
+			case ev.do != nil:
+				ev.do()
 			}
 		case out := <-s.outcomes:
 			s.applyOutcome(out)
