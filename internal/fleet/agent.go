@@ -72,21 +72,7 @@ func NewAgent(store *Store, target Target, opts AgentOptions) (*Agent, error) {
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = 2 * time.Second
 	}
-	if opts.CheckTimeout <= 0 {
-		opts.CheckTimeout = 3 * time.Second
-	}
-	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = 10 * time.Second
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 200 * time.Millisecond
-	}
-	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = max(10*time.Second, opts.MinBackoff)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -154,27 +140,20 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := a.store.cl
-	tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
-	lease, err := cl.Grant(tctx, int64(max(a.opts.LeaseTTL/time.Second, 1)))
-	tcancel()
+	leaseID, revoke, err := a.store.grantLease(ctx, a.opts.LeaseTTL, a.opts.CheckTimeout)
 	if err != nil {
 		return false, fmt.Errorf("fleet: register instance %s (lease grant): %w", a.opts.Instance, err)
 	}
-	defer func() {
-		// Leave the fleet's list now rather than after the TTL.
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		cl.Revoke(rctx, lease.ID)
-		rcancel()
-	}()
-	ka, err := cl.KeepAlive(ctx, lease.ID)
+	defer revoke() // leave the fleet's list now rather than after the TTL
+	ka, err := cl.KeepAlive(ctx, leaseID)
 	if err != nil {
 		return false, fmt.Errorf("fleet: keep instance %s registered: %w", a.opts.Instance, err)
 	}
 	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "since": a.opts.Now().UTC()})
-	if err := a.put(ctx, a.store.instanceKey(a.opts.Instance), string(reg), lease.ID); err != nil {
+	if err := a.put(ctx, a.store.instanceKey(a.opts.Instance), string(reg), leaseID); err != nil {
 		return false, err
 	}
-	tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
+	tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
 	rec, rev, err := a.store.Current(tctx)
 	tcancel()
 	// seenMod is the etcd modification revision of config/current last
@@ -191,7 +170,7 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	if rec != nil {
 		a.apply(ctx, rec)
 	}
-	if err := a.report(ctx, lease.ID); err != nil {
+	if err := a.report(ctx, leaseID); err != nil {
 		return true, err
 	}
 	// WithRequireLeader ends the watch when the etcd member loses its
@@ -266,7 +245,7 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 			changed = a.apply(ctx, r) || changed
 		}
 		if changed {
-			if err := a.report(ctx, lease.ID); err != nil {
+			if err := a.report(ctx, leaseID); err != nil {
 				return true, err
 			}
 		}

@@ -101,24 +101,10 @@ func NewControlLoop(store *Store, opts ControlLoopOptions) (*ControlLoop, error)
 	if opts.Instance == "" {
 		return nil, errors.New("fleet: an instance needs a name (fix: give --instance NAME, unique in the fleet)")
 	}
-	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = 10 * time.Second
-	}
 	if opts.PublishInterval <= 0 {
 		opts.PublishInterval = 200 * time.Millisecond
 	}
-	if opts.CheckTimeout <= 0 {
-		opts.CheckTimeout = 3 * time.Second
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 200 * time.Millisecond
-	}
-	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = max(10*time.Second, opts.MinBackoff)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
 	return &ControlLoop{store: store, opts: opts, log: opts.Logger}, nil
 }
 
@@ -180,24 +166,18 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := c.store.cl
-	tctx, tcancel := context.WithTimeout(ctx, c.opts.CheckTimeout)
-	lease, err := cl.Grant(tctx, int64(max(c.opts.LeaseTTL/time.Second, 1)))
-	tcancel()
+	leaseID, revoke, err := c.store.grantLease(ctx, c.opts.LeaseTTL, c.opts.CheckTimeout)
 	if err != nil {
 		return fmt.Errorf("fleet: control loop lease: %w", err)
 	}
-	defer func() {
-		// Revoking the lease deletes the election key: the next
-		// candidate is elected now rather than after the TTL.
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		cl.Revoke(rctx, lease.ID)
-		rcancel()
-	}()
-	sess, err := concurrency.NewSession(cl, concurrency.WithLease(lease.ID), concurrency.WithContext(ctx))
+	// Revoking the lease deletes the election key: the next candidate is
+	// elected now rather than after the TTL.
+	defer revoke()
+	sess, err := concurrency.NewSession(cl, concurrency.WithLease(leaseID), concurrency.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("fleet: control loop session: %w", err)
 	}
-	tctx, tcancel = context.WithTimeout(ctx, c.opts.CheckTimeout)
+	tctx, tcancel := context.WithTimeout(ctx, c.opts.CheckTimeout)
 	resp, err := cl.Get(tctx, c.controlPrefix(), clientv3.WithPrefix())
 	tcancel()
 	if err != nil {
@@ -246,7 +226,7 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 			if err != nil {
 				return fmt.Errorf("fleet: campaign for the control loop: %w", err)
 			}
-			if err := c.lead(ctx, host, el, lease.ID, resume); err != nil {
+			if err := c.lead(ctx, host, el, leaseID, resume); err != nil {
 				return err
 			}
 			leading = true

@@ -132,24 +132,10 @@ func NewProbeShare(store *Store, opts ProbeShareOptions) (*ProbeShare, error) {
 	if opts.Probers == 0 {
 		opts.Probers = DefaultProbers
 	}
-	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = 10 * time.Second
-	}
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = 2 * time.Second
 	}
-	if opts.CheckTimeout <= 0 {
-		opts.CheckTimeout = 3 * time.Second
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 200 * time.Millisecond
-	}
-	if opts.MaxBackoff < opts.MinBackoff {
-		opts.MaxBackoff = max(10*time.Second, opts.MinBackoff)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
 	return &ProbeShare{
 		store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
 		all: map[string]serve.SharedTarget{}, byTarget: map[probe.Target]string{},
@@ -275,23 +261,16 @@ func (ps *ProbeShare) session(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := ps.store.cl
-	tctx, tcancel := context.WithTimeout(ctx, ps.opts.CheckTimeout)
-	lease, err := cl.Grant(tctx, int64(max(ps.opts.LeaseTTL/time.Second, 1)))
-	tcancel()
+	leaseID, revoke, err := ps.store.grantLease(ctx, ps.opts.LeaseTTL, ps.opts.CheckTimeout)
 	if err != nil {
 		return fmt.Errorf("fleet: probe share lease: %w", err)
 	}
-	defer func() {
-		// The verdicts leave etcd now rather than after the TTL.
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		cl.Revoke(rctx, lease.ID)
-		rcancel()
-	}()
-	ka, err := cl.KeepAlive(ctx, lease.ID)
+	defer revoke() // the verdicts leave etcd now rather than after the TTL
+	ka, err := cl.KeepAlive(ctx, leaseID)
 	if err != nil {
 		return fmt.Errorf("fleet: keep the probe share lease: %w", err)
 	}
-	tctx, tcancel = context.WithTimeout(ctx, ps.opts.CheckTimeout)
+	tctx, tcancel := context.WithTimeout(ctx, ps.opts.CheckTimeout)
 	resp, err := cl.Txn(tctx).Then(
 		clientv3.OpGet(ps.store.instancesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(ps.healthPrefix(), clientv3.WithPrefix()),
@@ -327,7 +306,7 @@ func (ps *ProbeShare) session(ctx context.Context) error {
 			cl.Watch(wctx, ps.healthPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)),
 		}
 	}()
-	if err := ps.refresh(ctx, &lease.ID); err != nil {
+	if err := ps.refresh(ctx, &leaseID); err != nil {
 		return err
 	}
 	var wi, wh clientv3.WatchChan // nil until created
@@ -362,7 +341,7 @@ func (ps *ProbeShare) session(ctx context.Context) error {
 				return fmt.Errorf("fleet: etcd check: %w", err)
 			}
 		}
-		if err := ps.refresh(ctx, &lease.ID); err != nil {
+		if err := ps.refresh(ctx, &leaseID); err != nil {
 			return err
 		}
 	}
