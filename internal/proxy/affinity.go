@@ -12,7 +12,7 @@ import (
 // pick chooses the endpoint of svc for r: engine.View.PickClient with the
 // request's session-affinity key.
 func (h *handler) pick(w http.ResponseWriter, r *http.Request, snap *Snapshot, svc *plan.Service, c engine.Client) engine.Decision {
-	key, ok := h.affinityKey(w, r, svc)
+	key, ok := h.affinityKey(w, r, svc, c)
 	return snap.View.PickClient(svc.ID, c, snap.View.NextDraw(svc.ID, c.Region), key, ok)
 }
 
@@ -21,21 +21,22 @@ func (h *handler) pick(w http.ResponseWriter, r *http.Request, snap *Snapshot, s
 // localityLbPolicy (RING_HASH, MAGLEV); under the others no key is
 // computed and no cookie issued.
 //
-//   - CLIENT_IP: the client's IP address (r.RemoteAddr without port).
+//   - CLIENT_IP: the client's IP address (r.RemoteAddr without port),
+//     hashed once per request in c.
 //   - HEADER_FIELD: the value of consistentHash.httpHeaderName; no key when
 //     the header is absent.
 //   - GENERATED_COOKIE, HTTP_COOKIE: the value of the affinity cookie. When
 //     the request has none, a random value is generated, used as the key
 //     and set on the response (Set-Cookie added to w's header map before
 //     the backend's headers are merged in, see keepSetCookie).
-func (h *handler) affinityKey(w http.ResponseWriter, r *http.Request, svc *plan.Service) (uint64, bool) {
+func (h *handler) affinityKey(w http.ResponseWriter, r *http.Request, svc *plan.Service, c engine.Client) (uint64, bool) {
 	a := &svc.Affinity
 	if a.Kind == plan.AffinityNone || !svc.HashPolicy() {
 		return 0, false
 	}
 	switch a.Kind {
 	case plan.AffinityClientIP:
-		return engine.HashKey(hostOnly(r.RemoteAddr)), true
+		return c.Addr, c.HasAddr // HashKey of the client's IP, as handler.client computes it
 	case plan.AffinityHeaderField:
 		switch vv := r.Header[a.Header]; len(vv) {
 		case 0:
