@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func ParseEndpoints(v string) (eps []string, tlsScheme bool, err error) {
 			continue
 		}
 		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" || port == "" {
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || strings.ContainsAny(host, "/@?#") || perr != nil || n < 1 || n > 65535 {
 			return nil, false, fmt.Errorf("--fleet %q: %q is not host:port (fix: write etcd://host:2379,host:2379)", v, a)
 		}
 		eps = append(eps, a)
