@@ -247,6 +247,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		srv.SetFleetSources(fleet.Sources(loop, share))
 		loopDone := make(chan struct{})
 		defer func() { stopAgent(); <-loopDone }()
 		go func() { defer close(loopDone); loop.Run(agentCtx, srv) }()

@@ -103,13 +103,7 @@ func (in *instance) get(t *testing.T) string {
 // admin fetches an admin path.
 func (in *instance) admin(t *testing.T, path string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + in.srv.AdminAddr() + path)
-	if err != nil {
-		t.Fatalf("%s admin %s: %v", in.name, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return adminGet(t, in.srv, path)
 }
 
 // fleetHealth is the fleet part of /health.

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 // DrainHost is the control state a ControlLoop drives. The loop calls it
@@ -394,4 +395,21 @@ func drainSummary(snap []control.DrainEntry) string {
 		return "none drained"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Sources reports loop's and share's state in a server's /health and
+// /metrics (serve.Server.SetFleetSources); share may be nil (every
+// instance probes everything).
+func Sources(loop *ControlLoop, share *ProbeShare) serve.FleetSources {
+	src := serve.FleetSources{Control: func() serve.FleetControl {
+		st := loop.Stats()
+		return serve.FleetControl{Leader: st.Leader, Leading: st.Leading, Connected: st.Connected, Applied: st.Applied, Writes: st.Writes}
+	}}
+	if share != nil {
+		src.Probing = func() serve.FleetProbing {
+			st := share.Stats()
+			return serve.FleetProbing{Targets: st.Targets, Probing: len(st.Owned), Connected: st.Connected}
+		}
+	}
+	return src
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 // drainConfig: one service over two zones of two endpoints each, with
@@ -439,6 +442,7 @@ func TestControlLoopServers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.srv.SetFleetSources(fleet.Sources(loop, s.share))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); loop.Run(ctx, s.srv) }()
@@ -471,6 +475,32 @@ func TestControlLoopServers(t *testing.T) {
 	}
 	if st := other.loop.Stats(); st.Leading || st.Applied == 0 || st.Writes != 0 {
 		t.Errorf("follower %s: %+v, want a follower that applied the leader's state and wrote nothing", other.s.name, st)
+	}
+	// The leader and each instance's probing are visible in /health and
+	// /metrics over the admin API.
+	for _, n := range nodes {
+		var r serve.HealthReport
+		if err := json.Unmarshal([]byte(adminGet(t, n.s.srv, "/health")), &r); err != nil {
+			t.Fatal(err)
+		}
+		f := r.Fleet
+		if f == nil || f.Control == nil || f.Probing == nil {
+			t.Fatalf("%s: /health fleet status %+v lacks control or probing", n.s.name, f)
+		}
+		leading := n == first
+		if f.Control.Leader != first.s.name || f.Control.Leading != leading || !f.Control.Connected {
+			t.Errorf("%s: /health fleet.control %+v, want leader %s, leading %v, connected", n.s.name, *f.Control, first.s.name, leading)
+		}
+		// 4 targets, 2 probers, 2 instances: each probes all 4.
+		if f.Probing.Targets != 4 || f.Probing.Probing != 4 || !f.Probing.Connected {
+			t.Errorf("%s: /health fleet.probing %+v, want 4 of 4 targets, connected", n.s.name, *f.Probing)
+		}
+		m := adminGet(t, n.s.srv, "/metrics")
+		for _, want := range []string{fmt.Sprintf("spillway_fleet_control_leader %d", b2i(leading)), "spillway_fleet_probe_targets 4"} {
+			if !strings.Contains(m, want) {
+				t.Errorf("%s: /metrics lacks %q:\n%s", n.s.name, want, grepFleet(m))
+			}
+		}
 	}
 
 	first.stop()
@@ -525,4 +555,23 @@ func TestControlLoopRewritesForeignDrain(t *testing.T) {
 	if after := in.loop.Stats().Writes; after != before {
 		t.Errorf("%d writes in 1 s with nothing changing, want 0", after-before)
 	}
+}
+
+// adminGet fetches an admin path of srv.
+func adminGet(t *testing.T, srv *serve.Server, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + srv.AdminAddr() + path)
+	if err != nil {
+		t.Fatalf("admin %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

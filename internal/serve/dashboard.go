@@ -81,6 +81,9 @@ type DashState struct {
 	Regions     []DashRegion  `json:"regions"`
 	Transitions []Transition  `json:"transitions"`
 	DNS         []DashName    `json:"dns,omitempty"`
+	// Fleet is the instance's fleet status (as in /health), absent when
+	// standalone.
+	Fleet *FleetStatus `json:"fleet,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
 }
@@ -275,7 +278,7 @@ func (d *dashboard) noteReload(now time.Time, detail string) {
 func (d *dashboard) state() *DashState {
 	h := d.s.Health()
 	snap := d.s.Snapshot()
-	st := &DashState{Time: d.s.now(), Step: dashInterval.String()}
+	st := &DashState{Time: d.s.now(), Step: dashInterval.String(), Fleet: d.s.FleetStatus()}
 	if h == nil || snap == nil || snap.Plan == nil {
 		return st
 	}

@@ -152,6 +152,17 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A standalone instance shows no fleet status; a fleet instance that
+	// lost etcd shows it stale in the header.
+	if hidden, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("fleet").hidden`)); err != nil || !hidden {
+		t.Errorf("standalone: fleet status shown (hidden=%v, err=%v)", hidden, err)
+	}
+	srv.SetFleetStatus(serve.FleetStatus{Instance: "lb-south-1", Revision: 7, Stale: true, StaleSince: time.Now(), StaleWhy: "fleet: etcd check: context deadline exceeded"})
+	staleShown := `(() => { const f = document.getElementById("fleet"); return !f.hidden && f.dataset.stale === "true" &&
+		f.textContent.includes("lb-south-1") && f.textContent.includes("config revision 7") && f.textContent.includes("STALE") })()`
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](staleShown, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Errorf("stale fleet instance never shown: %v", err)
+	}
 	dir := t.TempDir()
 	if os.Getenv("SPILLWAY_UPDATE_SCREENSHOTS") != "" {
 		dir = filepath.Join("..", "..", "docs", "img")

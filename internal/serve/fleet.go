@@ -24,11 +24,72 @@ type FleetStatus struct {
 	// apply (0 if none since the last one applied), with the reason.
 	RejectedRevision int64  `json:"rejectedRevision,omitempty"`
 	RejectedError    string `json:"rejectedError,omitempty"`
+	// Control and Probing are the state of the instance's control loop
+	// and probe share when it runs them (FleetSources), read when the
+	// status is.
+	Control *FleetControl `json:"control,omitempty"`
+	Probing *FleetProbing `json:"probing,omitempty"`
 }
+
+// FleetControl is what an instance knows of the fleet's elected control
+// loop (docs/fleet.md, "One control loop").
+type FleetControl struct {
+	// Leader is the elected instance that decides drains ("" when none is
+	// known); Leading is true on the leader itself.
+	Leader  string `json:"leader"`
+	Leading bool   `json:"leading"`
+	// Connected is false while the loop has no session with etcd: a
+	// follower then keeps the drain state it last applied.
+	Connected bool `json:"connected"`
+	// Applied counts the leader's drain states this instance applied;
+	// Writes the drain states it published while leading.
+	Applied int64 `json:"drainStatesApplied"`
+	Writes  int64 `json:"drainStatesPublished"`
+}
+
+// FleetProbing is what an instance's share of the fleet's probing is
+// (docs/fleet.md, "Sharded probing").
+type FleetProbing struct {
+	// Targets is how many probe targets the config has; Probing how many
+	// of them this instance probes.
+	Targets int `json:"targets"`
+	Probing int `json:"probing"`
+	// Connected is false while the share has lost etcd: the instance then
+	// believes only its own probes.
+	Connected bool `json:"connected"`
+}
+
+// FleetSources report the state of a fleet instance's control loop and
+// probe share; either may be nil (not running).
+type FleetSources struct {
+	Control func() FleetControl
+	Probing func() FleetProbing
+}
+
+// SetFleetSources registers where FleetStatus reads the control loop's
+// and the probe share's state.
+func (s *Server) SetFleetSources(src FleetSources) { s.fleetSrc.Store(&src) }
 
 // SetFleetStatus records the instance's fleet status (package fleet calls
 // it on every change).
 func (s *Server) SetFleetStatus(st FleetStatus) { s.fleet.Store(&st) }
 
 // FleetStatus returns the instance's fleet status, nil when standalone.
-func (s *Server) FleetStatus() *FleetStatus { return s.fleet.Load() }
+func (s *Server) FleetStatus() *FleetStatus {
+	st := s.fleet.Load()
+	if st == nil {
+		return nil
+	}
+	out := *st
+	if src := s.fleetSrc.Load(); src != nil {
+		if src.Control != nil {
+			c := src.Control()
+			out.Control = &c
+		}
+		if src.Probing != nil {
+			p := src.Probing()
+			out.Probing = &p
+		}
+	}
+	return &out
+}

@@ -40,6 +40,8 @@ type metrics struct {
 	certFailDesc    *prometheus.Desc
 	fleetStale      *prometheus.Desc
 	fleetRevision   *prometheus.Desc
+	fleetLeader     *prometheus.Desc
+	fleetProbing    *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -61,12 +63,14 @@ func newMetrics(s *Server) *metrics {
 		certFailDesc:    prometheus.NewDesc("spillway_tls_file_reload_failures_total", "Changed certificate, key or CA files that failed to load (the old ones kept serving).", nil, nil),
 		fleetStale:      prometheus.NewDesc("spillway_fleet_stale", "Fleet mode only: 1 while the instance has lost etcd and serves its last good config, else 0.", nil, nil),
 		fleetRevision:   prometheus.NewDesc("spillway_fleet_config_revision", "Fleet mode only: the fleet config revision in force (0: the --config file).", nil, nil),
+		fleetLeader:     prometheus.NewDesc("spillway_fleet_control_leader", "Fleet mode only: 1 on the instance elected to decide drains, else 0 (summed over the fleet: 1).", nil, nil),
+		fleetProbing:    prometheus.NewDesc("spillway_fleet_probe_targets", "Fleet mode only: the probe targets this instance probes (sharded probing).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision} {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing} {
 		ch <- d
 	}
 	for _, d := range m.d.all() {
@@ -106,6 +110,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	if f := m.s.FleetStatus(); f != nil {
 		gauge(m.fleetStale, b01(f.Stale))
 		gauge(m.fleetRevision, float64(f.Revision))
+		if f.Control != nil {
+			gauge(m.fleetLeader, b01(f.Control.Leading))
+		}
+		if f.Probing != nil {
+			gauge(m.fleetProbing, float64(f.Probing.Probing))
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.reloadsDesc, prometheus.CounterValue, float64(m.reloads.Load()))
 	ch <- prometheus.MustNewConstMetric(m.reloadFailDesc, prometheus.CounterValue, float64(m.reloadFailures.Load()))

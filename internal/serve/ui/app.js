@@ -112,6 +112,21 @@ function renderTransitions(ts) {
       t.what, t.detail ? el("span", { class: "meta", text: " — " + t.detail }) : null)));
 }
 
+// renderFleet shows how a fleet instance stands (docs/fleet.md): its
+// name, config revision, the control loop's leader and its probing share,
+// and, loudly, when it has lost etcd and serves its last good view.
+function renderFleet(f) {
+  const box = document.getElementById("fleet");
+  box.hidden = !f;
+  if (!f) return;
+  const parts = [`fleet instance ${f.instance}`, `config revision ${f.configRevision}`];
+  if (f.control) parts.push(f.control.leading ? "leads the control loop" : `leader ${f.control.leader || "unknown"}`);
+  if (f.probing) parts.push(`probes ${f.probing.probing} of ${f.probing.targets} targets`);
+  if (f.stale) parts.push(`STALE since ${new Date(f.staleSince).toLocaleTimeString()}: ${f.staleWhy || "etcd lost"}`);
+  box.dataset.stale = String(!!f.stale);
+  box.textContent = parts.join(" · ");
+}
+
 async function tick() {
   const status = document.getElementById("status");
   try {
@@ -122,6 +137,7 @@ async function tick() {
     renderServices(st.backendServices || [], st.step);
     renderDNS(st.dns);
     renderTransitions(st.transitions || []);
+    renderFleet(st.fleet);
     status.dataset.state = "live";
     status.textContent = `state version ${st.version} · ${new Date(st.time).toLocaleTimeString()}`;
   } catch (e) {
