@@ -381,9 +381,9 @@ func TestControlLoopWithoutEtcd(t *testing.T) {
 	}
 }
 
-// drainZonesConfig: one service with auto-capacity drain over two zones
-// of two real backends each, fast probes and a 1 s undrain hold.
-func drainZonesConfig(a, b []*hcBackend) string {
+// drainZonesConfig: one service with auto-capacity drain over the zones
+// given (us-east1-b, -c, ...), fast probes and a 1 s undrain hold.
+func drainZonesConfig(zones ...[]*hcBackend) string {
 	var c strings.Builder
 	c.WriteString(`healthChecks:
 - {name: hc, type: HTTP, checkIntervalMs: 200, timeoutMs: 150, healthyThreshold: 2, unhealthyThreshold: 2, httpHealthCheck: {requestPath: /healthz}}
@@ -392,7 +392,7 @@ serviceLbPolicies:
 spillway: {undrainHoldSec: 1}
 networkEndpointGroups:
 `)
-	for i, zone := range [][]*hcBackend{a, b} {
+	for i, zone := range zones {
 		fmt.Fprintf(&c, "- name: neg-%d\n  zone: us-east1-%c\n  endpoints:\n", i, 'b'+i)
 		for _, be := range zone {
 			host, port, _ := strings.Cut(be.addr, ":")
@@ -404,13 +404,43 @@ networkEndpointGroups:
   healthChecks: [hc]
   serviceLbPolicy: pol
   backends:
-  - {group: neg-0, balancingMode: RATE, maxRatePerEndpoint: 100000}
-  - {group: neg-1, balancingMode: RATE, maxRatePerEndpoint: 100000}
-urlMaps:
+`)
+	for i := range zones {
+		fmt.Fprintf(&c, "  - {group: neg-%d, balancingMode: RATE, maxRatePerEndpoint: 100000}\n", i)
+	}
+	c.WriteString(`urlMaps:
 - {name: um, defaultService: bs}
 frontends:
 - ` + httpFrontend + "\n")
 	return c.String()
+}
+
+// node is one in-process fleet instance as spillway serve --fleet runs
+// it: a real server with its agent, probe share and control loop.
+type node struct {
+	s    *sharded
+	loop *fleet.ControlLoop
+	stop func()
+}
+
+func startNode(t *testing.T, e *fleettest.Etcd, name string, probers int) *node {
+	t.Helper()
+	s := startSharded(t, e, name, probers)
+	loop, err := fleet.NewControlLoop(fleet.NewStore(s.cl, ""), fleet.ControlLoopOptions{
+		Instance: name, LeaseTTL: 2 * time.Second, PublishInterval: 50 * time.Millisecond,
+		CheckTimeout: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv.SetFleetSources(fleet.Sources(loop, s.share))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); loop.Run(ctx, s.srv) }()
+	n := &node{s: s, loop: loop}
+	n.stop = func() { cancel(); <-done }
+	t.Cleanup(n.stop)
+	return n
 }
 
 // TestControlLoopServers runs the control loop on real servers (each
@@ -427,29 +457,9 @@ func TestControlLoopServers(t *testing.T) {
 		zoneB = append(zoneB, newHCBackend(t, fmt.Sprintf("127.0.0.%d", 40+i)))
 	}
 	push(t, st, drainZonesConfig(zoneA, zoneB))
-	type node struct {
-		s    *sharded
-		loop *fleet.ControlLoop
-		stop func()
-	}
 	var nodes []*node
 	for _, name := range []string{"i1", "i2"} {
-		s := startSharded(t, e, name, 2)
-		loop, err := fleet.NewControlLoop(fleet.NewStore(s.cl, ""), fleet.ControlLoopOptions{
-			Instance: name, LeaseTTL: 2 * time.Second, PublishInterval: 50 * time.Millisecond,
-			CheckTimeout: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.srv.SetFleetSources(fleet.Sources(loop, s.share))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); loop.Run(ctx, s.srv) }()
-		n := &node{s: s, loop: loop}
-		n.stop = func() { cancel(); <-done }
-		t.Cleanup(n.stop)
-		nodes = append(nodes, n)
+		nodes = append(nodes, startNode(t, e, name, 2))
 	}
 	var loops []*loopInstance
 	for _, n := range nodes {

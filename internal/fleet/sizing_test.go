@@ -1,0 +1,174 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+)
+
+// writeCounter counts the writes (puts and deletes) under the fleet's
+// prefix by the key's first path element (config, instances, health,
+// control, ...), from a watch: every write is one event.
+type writeCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func countWrites(t *testing.T, cl *clientv3.Client) *writeCounter {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &writeCounter{n: map[string]int{}}
+	ch := cl.Watch(ctx, fleet.DefaultPrefix, clientv3.WithPrefix())
+	go func() {
+		for resp := range ch {
+			w.mu.Lock()
+			for _, ev := range resp.Events {
+				class, _, _ := strings.Cut(strings.TrimPrefix(string(ev.Kv.Key), fleet.DefaultPrefix), "/")
+				w.n[class]++
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// take returns the counts since the last take and resets them.
+func (w *writeCounter) take() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.n
+	w.n = map[string]int{}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// TestFleetSizing measures the etcd writes a fleet sends (docs/fleet.md,
+// "Sizing"): M instances (server, agent, probe share, control loop each)
+// over N endpoints in three zones, with 2 probers per endpoint. Phases:
+// steady state; one endpoint flapping every second; a whole zone failing
+// (drained by the leader) and recovering. SPILLWAY_FLEET_SIZING="M,N"
+// sets the size (default 3 instances, 12 endpoints).
+func TestFleetSizing(t *testing.T) {
+	m, n := 3, 12
+	if v := os.Getenv("SPILLWAY_FLEET_SIZING"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d,%d", &m, &n); err != nil || m < 2 || n < 3 {
+			t.Fatalf("SPILLWAY_FLEET_SIZING=%q: want M,N with M >= 2 instances and N >= 3 endpoints", v)
+		}
+	}
+	e := fleettest.Start(t)
+	cl := dial(t, e)
+	st := fleet.NewStore(cl, "")
+	zones := make([][]*hcBackend, 3)
+	var all []*hcBackend
+	for i := range n {
+		b := newHCBackend(t, fmt.Sprintf("127.0.%d.%d", 60+i/200, 1+i%200))
+		zones[i%3] = append(zones[i%3], b)
+		all = append(all, b)
+	}
+	w := countWrites(t, cl)
+	push(t, st, drainZonesConfig(zones...))
+	var nodes []*node
+	for i := range m {
+		nodes = append(nodes, startNode(t, e, fmt.Sprintf("i%d", i+1), fleet.DefaultProbers))
+	}
+	start := time.Now()
+	eventually(t, "every instance sees every endpoint healthy", func() (bool, string) {
+		for _, nd := range nodes {
+			for _, b := range all {
+				if got := endpointState(nd.s, b.addr); got != "HEALTHY" {
+					return false, nd.s.name + " " + b.addr + " " + got
+				}
+			}
+		}
+		return true, ""
+	})
+	var keys []string
+	var ins []*sharded
+	for _, b := range all {
+		keys = append(keys, b.addr+"/hc")
+	}
+	slices.Sort(keys)
+	for _, nd := range nodes {
+		ins = append(ins, nd.s)
+	}
+	eventually(t, "probing ownership settled", func() (bool, string) { return ownership(keys, ins, fleet.DefaultProbers) })
+	time.Sleep(time.Second) // the new probers' first verdicts
+	startup := w.take()
+	t.Logf("start of %d instances over %d endpoints (%v): etcd writes %v", m, n, time.Since(start).Round(100*time.Millisecond), startup)
+
+	const steadyFor = 4 * time.Second
+	time.Sleep(steadyFor)
+	steady := w.take()
+	t.Logf("steady state, %v: etcd writes %v (%.2f/s)", steadyFor, steady, float64(total(steady))/steadyFor.Seconds())
+	if total(steady) > 1 {
+		t.Errorf("%d etcd writes in %v of steady state (%v); nothing changed, so there should be none", total(steady), steadyFor, steady)
+	}
+
+	// One endpoint flaps: down for 1 s, up for 1 s, twice. Each change is
+	// one verdict per prober.
+	flap := all[0]
+	for range 2 {
+		flap.failing.Store(true)
+		time.Sleep(time.Second)
+		flap.failing.Store(false)
+		time.Sleep(time.Second)
+	}
+	time.Sleep(time.Second) // the last change's verdicts
+	flapped := w.take()
+	t.Logf("one endpoint down and up twice (4 verdict changes): etcd writes %v", flapped)
+	if h := flapped["health"]; h < 4 || h > 4*fleet.DefaultProbers {
+		t.Errorf("%d health writes for 4 verdict changes, want 4..%d (one per change per prober)", h, 4*fleet.DefaultProbers)
+	}
+
+	// A whole zone fails: drained by the leader, applied everywhere; then
+	// it recovers and is undrained after the 1 s hold.
+	drained := func(want bool) func() (bool, string) {
+		return func() (bool, string) {
+			for _, nd := range nodes {
+				if nd.s.srv.Snapshot().View.Backend(0, 0).Drained != want {
+					return false, nd.s.name
+				}
+			}
+			return true, ""
+		}
+	}
+	for _, b := range zones[0] {
+		b.failing.Store(true)
+	}
+	eventually(t, "zone us-east1-b drained on every instance", drained(true))
+	time.Sleep(500 * time.Millisecond)
+	down := w.take()
+	for _, b := range zones[0] {
+		b.failing.Store(false)
+	}
+	eventually(t, "zone us-east1-b undrained on every instance", drained(false))
+	time.Sleep(500 * time.Millisecond)
+	up := w.take()
+	t.Logf("zone of %d endpoints down: etcd writes %v; back up: %v", len(zones[0]), down, up)
+	for what, got := range map[string]map[string]int{"down": down, "up": up} {
+		if h := got["health"]; h > len(zones[0])*fleet.DefaultProbers {
+			t.Errorf("zone %s: %d health writes, want at most %d (one per endpoint per prober)", what, h, len(zones[0])*fleet.DefaultProbers)
+		}
+		if c := got["control"]; c < 1 || c > 3 {
+			t.Errorf("zone %s: %d control writes, want 1..3 (the leader's drain state)", what, c)
+		}
+	}
+}
