@@ -1,0 +1,242 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+// demander is one instance's DemandShare, run on a client of its own, fed
+// windows directly (standing in for the server's measureDemand).
+type demander struct {
+	name  string
+	share *fleet.DemandShare
+	cl    *clientv3.Client
+	stop  func()
+}
+
+func startDemander(t *testing.T, e *fleettest.Etcd, name string) *demander {
+	t.Helper()
+	cl := dial(t, e)
+	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
+	share, err := fleet.NewDemandShare(fleet.NewStore(cl, ""), fleet.DemandShareOptions{
+		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- share.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return &demander{name: name, share: share, cl: cl, stop: stop}
+}
+
+// window hands the share one window of rps from European clients to
+// web-bs.
+func (d *demander) window(rps float64) {
+	d.share.Publish(time.Now(), time.Second, serve.DemandRates{"web-bs": {"europe-west1": rps}})
+}
+
+func (d *demander) remoteEU() float64 { return d.share.Remote()["web-bs"]["europe-west1"] }
+
+// remoteIs waits until every demander's remote European rate is want.
+func remoteIs(t *testing.T, what string, want float64, ds ...*demander) {
+	t.Helper()
+	for _, d := range ds {
+		eventually(t, d.name+" "+what, func() (bool, string) {
+			got := d.remoteEU()
+			return got == want, fmt.Sprintf("remote %v, stats %+v", got, d.share.Stats())
+		})
+	}
+}
+
+func demandWrites(ds ...*demander) int64 {
+	var n int64
+	for _, d := range ds {
+		n += d.share.Stats().Writes
+	}
+	return n
+}
+
+// seed001Split is the engine's split of web-bs for European clients in
+// seed 001's worked example (examples/spillover) at a demand of rps, by
+// group.
+func seed001Split(t *testing.T, rps float64) map[string]float64 {
+	t.Helper()
+	c, err := config.Load("../../examples/spillover/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := control.New(p)
+	st.SetDemand(0, p.RegionIndex["europe-west1"], rps, time.Now())
+	got := map[string]float64{}
+	for _, sh := range engine.NewView(st).Split(0, p.RegionIndex["europe-west1"]).Shares {
+		got[p.Services[0].Backends[sh.Backend].Group.Name] += sh.Fraction
+	}
+	return got
+}
+
+// TestDemandShareSeed001: seed 001's worked example on three instances,
+// each receiving 1500 rps of European clients. Each sees the other two's
+// 3000 rps, so each counts 4500 against europe-west1's 3000 rps of
+// capacity and sends a third of its requests to us-east1: 3000 / 1500
+// fleet-wide, as one instance receiving 4500 rps would. Steady windows
+// (rates within 5%) write nothing; a foreign write to an instance's key
+// is undone; an instance cut off from etcd stops counting once its
+// lease expires.
+func TestDemandShareSeed001(t *testing.T) {
+	e := fleettest.Start(t)
+	ds := []*demander{startDemander(t, e, "i1"), startDemander(t, e, "i2"), startDemander(t, e, "i3")}
+	for _, d := range ds {
+		d.window(1500)
+	}
+	remoteIs(t, "seeing the other two's 1500 + 1500 rps", 3000, ds...)
+	for _, d := range ds {
+		total := 1500 + d.remoteEU()
+		got := seed001Split(t, total)
+		t.Logf("%s: 1500 local + %.0f remote = %.0f rps; europe-west1 %.4f (%.0f fleet-wide), us-east1 %.4f (%.0f)",
+			d.name, d.remoteEU(), total, got["web-europe-west1"], 3*1500*got["web-europe-west1"], got["web-us-east1"], 3*1500*got["web-us-east1"])
+		if math.Abs(got["web-us-east1"]-1.0/3) > 0.05/3 || math.Abs(3*1500*got["web-europe-west1"]-3000) > 150 {
+			t.Errorf("%s: split %v, want 1/3 to us-east1 (1500 of 4500 fleet-wide) within 5%%", d.name, got)
+		}
+	}
+	if alone := seed001Split(t, 1500); alone["web-us-east1"] != 0 {
+		t.Errorf("1500 rps counted alone spill %v, want nothing (the per-instance count this replaces)", alone)
+	}
+
+	// 50 windows of jitter within ±4% per instance: nothing is written.
+	w0 := demandWrites(ds...)
+	for k := range 50 {
+		for i, d := range ds {
+			d.window(1500 * (1 + 0.04*math.Sin(float64(k+i))))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if w := demandWrites(ds...) - w0; w != 0 {
+		t.Errorf("%d writes over 50 windows of rates within 5%% of the published ones, want 0", w)
+	}
+
+	// A ramp from 1500 to 3000 rps on i1 over 50 windows (1.4% a window):
+	// written about every 4th window, and the others follow within 5%.
+	w0 = demandWrites(ds...)
+	for k := range 51 {
+		ds[0].window(1500 * math.Pow(2, float64(k)/50))
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	ramp := demandWrites(ds...) - w0
+	t.Logf("writes over a 50-window ramp from 1500 to 3000 rps on one instance: %d (one every %.1f windows)", ramp, 50/float64(ramp))
+	if ramp < 10 || ramp > 17 {
+		t.Errorf("%d writes over the ramp, want about 14 (one per 5%% step: ln 2 / ln 1.05)", ramp)
+	}
+	for _, d := range ds[1:] {
+		if got := d.remoteEU(); got < 1500+3000*0.95 {
+			t.Errorf("%s: remote %v after i1's ramp to 3000, want within 5%% of 4500", d.name, got)
+		}
+	}
+	ds[0].window(1500)
+	remoteIs(t, "seeing i1 back at 1500", 3000, ds[1:]...)
+
+	// Someone else overwrites i1's record: i1 writes its own again.
+	admin := dial(t, e)
+	if _, err := admin.Put(ctxT(t), "/spillway/demand/i1", `{"rates":{"web-bs":{"europe-west1":99999}}}`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "i1 writing its own record again after a foreign write", func() (bool, string) {
+		resp, err := admin.Get(ctxT(t), "/spillway/demand/i1")
+		if err != nil || len(resp.Kvs) != 1 {
+			return false, fmt.Sprint(resp, err)
+		}
+		var r fleet.DemandRecord
+		json.Unmarshal(resp.Kvs[0].Value, &r)
+		return r.Rates["web-bs"]["europe-west1"] == 1500 && r.WindowSec == 1 && !r.At.IsZero(), string(resp.Kvs[0].Value)
+	})
+	remoteIs(t, "seeing i1's own record again", 3000, ds[1:]...)
+
+	// i3 is cut off (its client closed, so it cannot revoke its lease):
+	// its 1500 rps leave the others' remote once the lease expires.
+	ds[2].cl.Close()
+	cut := time.Now()
+	ds[2].stop()
+	remoteIs(t, "no longer counting i3", 1500, ds[:2]...)
+	took := time.Since(cut)
+	t.Logf("i3's demand left the fleet's %v after its client was cut (lease TTL 2 s)", took.Round(time.Millisecond))
+	if took < time.Second {
+		t.Errorf("i3's demand left after %v, before its lease could expire", took)
+	}
+	if got := ds[0].share.Stats().Peers; len(got) != 1 || got[0] != "i2" {
+		t.Errorf("i1's peers %v, want [i2]", got)
+	}
+}
+
+// TestDemandShareWithoutEtcd: etcd stops. Each instance keeps the
+// other's rate as last seen (the fleet still serves). When etcd is back
+// each publishes again under a new lease and sees what the other
+// measured meanwhile.
+func TestDemandShareWithoutEtcd(t *testing.T) {
+	e := fleettest.Start(t)
+	a, b := startDemander(t, e, "a"), startDemander(t, e, "b")
+	a.window(100)
+	b.window(200)
+	remoteIs(t, "seeing the other's rate", 200, a)
+	remoteIs(t, "seeing the other's rate", 100, b)
+
+	e.Stop()
+	for _, d := range []*demander{a, b} {
+		eventually(t, d.name+" noticing etcd is gone", func() (bool, string) {
+			st := d.share.Stats()
+			return !st.Connected, fmt.Sprintf("%+v", st)
+		})
+	}
+	a.window(300) // cannot be written now
+	for range 5 {
+		b.window(200)
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := a.remoteEU(); got != 200 {
+		t.Errorf("a without etcd: remote %v, want b's 200 as last seen", got)
+	}
+	if got := b.remoteEU(); got != 100 {
+		t.Errorf("b without etcd: remote %v, want a's 100 as last seen", got)
+	}
+
+	w0 := demandWrites(a, b)
+	e.Restart()
+	remoteIs(t, "seeing a's rate written while etcd was down, once it is back", 300, b)
+	remoteIs(t, "seeing b's rate again", 200, a)
+	if w := demandWrites(a, b) - w0; w < 2 {
+		t.Errorf("%d writes on rejoin, want each instance to publish again (2)", w)
+	}
+}
