@@ -4,8 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,4 +245,259 @@ func TestDemandShareWithoutEtcd(t *testing.T) {
 	if w := demandWrites(a, b) - w0; w < 2 {
 		t.Errorf("%d writes on rejoin, want each instance to publish again (2)", w)
 	}
+}
+
+// rateConfig is seed 001 scaled down by 30: europe-west1 and us-east1,
+// each a group of 10 endpoints with maxRatePerEndpoint 10 (100 rps per
+// region), behind a frontend in europe-west1.
+func rateConfig(eu, us []string) string {
+	var b strings.Builder
+	for _, g := range []struct {
+		name, zone string
+		addrs      []string
+	}{{"web-europe-west1", "europe-west1-b", eu}, {"web-us-east1", "us-east1-b", us}} {
+		fmt.Fprintf(&b, "- name: %s\n  zone: %s\n  endpoints:\n", g.name, g.zone)
+		for _, a := range g.addrs {
+			host, port, _ := net.SplitHostPort(a)
+			fmt.Fprintf(&b, "  - {ipAddress: %s, port: %s}\n", host, port)
+		}
+	}
+	return "networkEndpointGroups:\n" + b.String() + `backendServices:
+- name: web-bs
+  backends:
+  - {group: web-europe-west1, balancingMode: RATE, maxRatePerEndpoint: 10}
+  - {group: web-us-east1, balancingMode: RATE, maxRatePerEndpoint: 10}
+urlMaps:
+- {name: um, defaultService: web-bs}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um, region: europe-west1}
+`
+}
+
+// rateInstance is one in-process fleet instance counting RATE across the
+// fleet: a real serve.Server and its DemandShare, and a client sending it
+// requests at a set rate and counting which region answered.
+type rateInstance struct {
+	name  string
+	srv   *serve.Server
+	share *fleet.DemandShare
+	cl    *clientv3.Client
+	stop  func()
+
+	rps      atomic.Int64 // requests per second the client sends (0: none)
+	eu, us   atomic.Int64 // answers from each region
+	failures atomic.Int64
+}
+
+func startRateInstance(t *testing.T, e *fleettest.Etcd, name string) *rateInstance {
+	t.Helper()
+	cl := dial(t, e)
+	st := fleet.NewStore(cl, "")
+	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("in", name)
+	cfg, _, err := fleet.Start(context.Background(), st, "", 2*time.Second, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &rateInstance{name: name, cl: cl}
+	in.share, err = fleet.NewDemandShare(st, fleet.DemandShareOptions{
+		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.srv, err = serve.New(cfg, serve.Options{Logger: log, WatchInterval: -1, DemandShare: in.share}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := in.srv.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Go(func() { in.share.Run(ctx) })
+	select {
+	case <-in.srv.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("server not ready")
+	}
+	wg.Go(func() { in.load(ctx) })
+	stopped := false
+	in.stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			wg.Wait()
+		}
+	}
+	t.Cleanup(in.stop)
+	return in
+}
+
+// load sends GET / at in.rps requests per second, evenly spaced, until
+// ctx ends; up to 8 at once.
+func (in *rateInstance) load(ctx context.Context) {
+	url := "http://" + in.srv.FrontendAddr("fe") + "/"
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer client.CloseIdleConnections()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	next := time.Now()
+	for ctx.Err() == nil {
+		rps := in.rps.Load()
+		if rps <= 0 {
+			time.Sleep(10 * time.Millisecond)
+			next = time.Now()
+			continue
+		}
+		next = next.Add(time.Second / time.Duration(rps))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			resp, err := client.Get(url)
+			if err != nil {
+				in.failures.Add(1)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch string(body) {
+			case "eu":
+				in.eu.Add(1)
+			case "us":
+				in.us.Add(1)
+			default:
+				in.failures.Add(1)
+			}
+		})
+	}
+}
+
+// usShare is the engine's share of us-east1 for the frontend's clients.
+func (in *rateInstance) usShare() float64 {
+	for _, f := range in.srv.Health().Services[0].Frontends {
+		for _, b := range f.Backends {
+			if b.Group == "web-us-east1" {
+				return b.Share
+			}
+		}
+	}
+	return -1
+}
+
+// measured counts the answers by region over d.
+func measured(ins []*rateInstance, d time.Duration) (eu, us []int64) {
+	for _, in := range ins {
+		eu, us = append(eu, -in.eu.Load()), append(us, -in.us.Load())
+	}
+	time.Sleep(d)
+	for i, in := range ins {
+		eu[i] += in.eu.Load()
+		us[i] += in.us.Load()
+	}
+	return eu, us
+}
+
+func rateWrites(ins []*rateInstance) int64 {
+	var n int64
+	for _, in := range ins {
+		n += in.share.Stats().Writes
+	}
+	return n
+}
+
+// TestFleetRateServers: seed 001 scaled down (100 rps of capacity per
+// region) on three real servers, each sent 50 rps of real requests from
+// European clients: 150 rps fleet-wide, so each sends a third to
+// us-east1 (100 / 50 fleet-wide), measured at the backends, within 0.05:
+// each instance's published rate may be up to 5% off its current one
+// (it is written again only past 5%), and the control state keeps a
+// demand within 5% too. Without the
+// share each would count its 50 rps alone and send nothing to us-east1,
+// so the fleet would take 150 rps in europe-west1. Then one instance's
+// load halves (the others follow within a window or two), and an
+// instance is cut off from etcd: its demand leaves the fleet's once its
+// lease expires.
+func TestFleetRateServers(t *testing.T) {
+	e := fleettest.Start(t)
+	var eu, us []string
+	for range 10 {
+		eu, us = append(eu, backend(t, "eu")), append(us, backend(t, "us"))
+	}
+	push(t, fleet.NewStore(dial(t, e), ""), rateConfig(eu, us))
+	ins := []*rateInstance{startRateInstance(t, e, "i1"), startRateInstance(t, e, "i2"), startRateInstance(t, e, "i3")}
+	for _, in := range ins {
+		in.rps.Store(50)
+	}
+	// 50 rps each, 150 fleet-wide over 100 of capacity: a third spills.
+	start := time.Now()
+	for _, in := range ins {
+		eventually(t, in.name+" sending a third to us-east1", func() (bool, string) {
+			got := in.usShare()
+			return math.Abs(got-1.0/3) < 0.05, fmt.Sprintf("us-east1 share %.4f", got)
+		})
+	}
+	t.Logf("every instance's split at 1/3 ± 0.05 %v after the load started", time.Since(start).Round(time.Millisecond))
+	w0 := rateWrites(ins)
+	const steady = 6 * time.Second
+	euN, usN := measured(ins, steady)
+	steadyWrites := rateWrites(ins) - w0
+	var euAll, usAll int64
+	for i, in := range ins {
+		share := float64(usN[i]) / float64(euN[i]+usN[i])
+		t.Logf("%s over %v: %d to europe-west1, %d to us-east1 (%.3f); engine share %.4f, i.e. a fleet demand of %.1f rps",
+			in.name, steady, euN[i], usN[i], share, in.usShare(), 100/(1-in.usShare()))
+		if math.Abs(share-1.0/3) > 0.05 {
+			t.Errorf("%s sent %.3f of its requests to us-east1, want 1/3 ± 0.05", in.name, share)
+		}
+		euAll, usAll = euAll+euN[i], usAll+usN[i]
+	}
+	secs := steady.Seconds()
+	t.Logf("fleet-wide: %.1f rps to europe-west1, %.1f rps to us-east1 (capacity 100 each); etcd writes in %v of steady load: %d (%.2f/s for 3 instances)",
+		float64(euAll)/secs, float64(usAll)/secs, steady, steadyWrites, float64(steadyWrites)/secs)
+	if got := float64(usAll) / float64(euAll+usAll); math.Abs(got-1.0/3) > 0.03 {
+		t.Errorf("fleet-wide share of us-east1 %.3f, want 1/3", got)
+	}
+	for _, in := range ins {
+		if f := in.failures.Load(); f > 0 {
+			t.Errorf("%s: %d requests failed", in.name, f)
+		}
+	}
+
+	// i3's load halves: 125 rps fleet-wide, 25 spill (a fifth).
+	w0 = rateWrites(ins)
+	changed := time.Now()
+	ins[2].rps.Store(25)
+	for _, in := range ins {
+		eventually(t, in.name+" sending a fifth to us-east1", func() (bool, string) {
+			got := in.usShare()
+			return math.Abs(got-0.2) < 0.05, fmt.Sprintf("us-east1 share %.4f", got)
+		})
+	}
+	t.Logf("i3's load 50 → 25 rps: every split at 1/5 ± 0.05 %v later; etcd writes meanwhile: %d", time.Since(changed).Round(time.Millisecond), rateWrites(ins)-w0)
+
+	// i3 is cut off from etcd and stops: the other two count only each
+	// other once its lease expires: 100 rps over 100 of capacity.
+	ins[2].cl.Close()
+	cut := time.Now()
+	ins[2].stop()
+	for _, in := range ins[:2] {
+		eventually(t, in.name+" no longer counting i3", func() (bool, string) {
+			st := in.share.Stats()
+			return len(st.Peers) == 1 && in.usShare() < 0.05, fmt.Sprintf("peers %v, us-east1 share %.4f", st.Peers, in.usShare())
+		})
+	}
+	t.Logf("i3's demand left the others' %v after its client was cut (lease TTL 2 s)", time.Since(cut).Round(time.Millisecond))
 }
