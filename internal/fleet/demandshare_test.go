@@ -26,18 +26,88 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
+// cutter forwards TCP connections to etcd until Cut, which closes them
+// all and refuses new ones: an instance whose client dials through it
+// can be cut off from etcd without a chance to revoke its leases (closing
+// its client would not do: Close ends the watches, and the share's revoke
+// can get out before the connection closes).
+type cutter struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	cut   bool
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{ln: ln}
+	t.Cleanup(c.Cut)
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			if c.cut {
+				c.mu.Unlock()
+				in.Close()
+				out.Close()
+				continue
+			}
+			c.conns = append(c.conns, in, out)
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c
+}
+
+// Cut closes every forwarded connection and the listener.
+func (c *cutter) Cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = true
+	c.ln.Close()
+	for _, x := range c.conns {
+		x.Close()
+	}
+}
+
+// dialVia is dial through a cutter.
+func dialVia(t *testing.T, c *cutter) *clientv3.Client {
+	t.Helper()
+	cl, err := fleet.ClientConfig{Endpoints: []string{c.ln.Addr().String()}, DialTimeout: 2 * time.Second}.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 // demander is one instance's DemandShare, run on a client of its own, fed
 // windows directly (standing in for the server's measureDemand).
 type demander struct {
 	name  string
 	share *fleet.DemandShare
-	cl    *clientv3.Client
+	cut   *cutter // its connection to etcd
 	stop  func()
 }
 
 func startDemander(t *testing.T, e *fleettest.Etcd, name string) *demander {
 	t.Helper()
-	cl := dial(t, e)
+	cut := newCutter(t, e.ClientAddr)
+	cl := dialVia(t, cut)
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
 	share, err := fleet.NewDemandShare(fleet.NewStore(cl, ""), fleet.DemandShareOptions{
 		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
@@ -61,7 +131,7 @@ func startDemander(t *testing.T, e *fleettest.Etcd, name string) *demander {
 		}
 	}
 	t.Cleanup(stop)
-	return &demander{name: name, share: share, cl: cl, stop: stop}
+	return &demander{name: name, share: share, cut: cut, stop: stop}
 }
 
 // window hands the share one window of rps from European clients to
@@ -191,14 +261,18 @@ func TestDemandShareSeed001(t *testing.T) {
 	})
 	remoteIs(t, "seeing i1's own record again", 3000, ds[1:]...)
 
-	// i3 is cut off (its client closed, so it cannot revoke its lease):
+	// i3 is cut off from etcd (so it cannot revoke its lease) and stops:
 	// its 1500 rps leave the others' remote once the lease expires.
-	ds[2].cl.Close()
+	ds[2].cut.Cut()
 	cut := time.Now()
 	ds[2].stop()
+	// Still there: it goes with the lease, not with a revoke or delete.
+	if resp, err := admin.Get(ctxT(t), "/spillway/demand/i3"); err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("i3's record right after it was cut off: %v %v, want it still there until its lease expires", resp, err)
+	}
 	remoteIs(t, "no longer counting i3", 1500, ds[:2]...)
 	took := time.Since(cut)
-	t.Logf("i3's demand left the fleet's %v after its client was cut (lease TTL 2 s)", took.Round(time.Millisecond))
+	t.Logf("i3's demand left the fleet's %v after it was cut off (lease TTL 2 s)", took.Round(time.Millisecond))
 	if took < time.Second {
 		t.Errorf("i3's demand left after %v, before its lease could expire", took)
 	}
@@ -281,7 +355,7 @@ type rateInstance struct {
 	name  string
 	srv   *serve.Server
 	share *fleet.DemandShare
-	cl    *clientv3.Client
+	cut   *cutter // its connection to etcd
 	stop  func()
 
 	rps      atomic.Int64 // requests per second the client sends (0: none)
@@ -291,14 +365,15 @@ type rateInstance struct {
 
 func startRateInstance(t *testing.T, e *fleettest.Etcd, name string) *rateInstance {
 	t.Helper()
-	cl := dial(t, e)
+	cut := newCutter(t, e.ClientAddr)
+	cl := dialVia(t, cut)
 	st := fleet.NewStore(cl, "")
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("in", name)
 	cfg, _, err := fleet.Start(context.Background(), st, "", 2*time.Second, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &rateInstance{name: name, cl: cl}
+	in := &rateInstance{name: name, cut: cut}
 	in.share, err = fleet.NewDemandShare(st, fleet.DemandShareOptions{
 		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
 		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
@@ -490,7 +565,7 @@ func TestFleetRateServers(t *testing.T) {
 
 	// i3 is cut off from etcd and stops: the other two count only each
 	// other once its lease expires: 100 rps over 100 of capacity.
-	ins[2].cl.Close()
+	ins[2].cut.Cut()
 	cut := time.Now()
 	ins[2].stop()
 	for _, in := range ins[:2] {
@@ -499,5 +574,5 @@ func TestFleetRateServers(t *testing.T) {
 			return len(st.Peers) == 1 && in.usShare() < 0.05, fmt.Sprintf("peers %v, us-east1 share %.4f", st.Peers, in.usShare())
 		})
 	}
-	t.Logf("i3's demand left the others' %v after its client was cut (lease TTL 2 s)", time.Since(cut).Round(time.Millisecond))
+	t.Logf("i3's demand left the others' %v after it was cut off from etcd (lease TTL 2 s)", time.Since(cut).Round(time.Millisecond))
 }
