@@ -460,6 +460,11 @@ func (in *rateInstance) load(ctx context.Context) {
 	}
 }
 
+// offered is the offered rate the instance's split is for (/health).
+func (in *rateInstance) offered() float64 {
+	return in.srv.Health().Services[0].Frontends[0].OfferedRate
+}
+
 // usShare is the engine's share of us-east1 for the frontend's clients.
 func (in *rateInstance) usShare() float64 {
 	for _, f := range in.srv.Health().Services[0].Frontends {
@@ -532,8 +537,11 @@ func TestFleetRateServers(t *testing.T) {
 	var euAll, usAll int64
 	for i, in := range ins {
 		share := float64(usN[i]) / float64(euN[i]+usN[i])
-		t.Logf("%s over %v: %d to europe-west1, %d to us-east1 (%.3f); engine share %.4f, i.e. a fleet demand of %.1f rps",
-			in.name, steady, euN[i], usN[i], share, in.usShare(), 100/(1-in.usShare()))
+		t.Logf("%s over %v: %d to europe-west1, %d to us-east1 (%.3f); engine share %.4f for a fleet demand of %.1f rps",
+			in.name, steady, euN[i], usN[i], share, in.usShare(), in.offered())
+		if got := in.offered(); math.Abs(got-150) > 0.1*150 {
+			t.Errorf("%s: offered rate %.1f in /health, want the fleet's 150 rps within the two 5%% bands", in.name, got)
+		}
 		if math.Abs(share-1.0/3) > 0.05 {
 			t.Errorf("%s sent %.3f of its requests to us-east1, want 1/3 ± 0.05", in.name, share)
 		}

@@ -53,6 +53,9 @@ func seed001Window(t *testing.T, share DemandShare, eu int) (*Server, map[string
 			for _, b := range f.Backends {
 				got[b.Group] = b.Share
 			}
+			if want := s.state.Demand(0, region); f.OfferedRate != want {
+				t.Errorf("/health: fe-eu's offeredRate %v, want the demand the split is for, %v", f.OfferedRate, want)
+			}
 		}
 	}
 	return s, got
