@@ -51,7 +51,9 @@ The admin listener (loopback by default) serves:
                   health state, drained or drain-blocked, why)
   GET  /metrics   Prometheus metrics: endpoint health and ejection, backend
                   healthy members, drained / drain-blocked, traffic share,
-                  config and TLS file reloads and failures, Go runtime;
+                  offered rate per service and client region (in fleet
+                  mode the fleet's), config and TLS file reloads and
+                  failures, Go runtime;
                   in fleet mode spillway_fleet_stale and
                   spillway_fleet_config_revision
   GET  /ui/       the live dashboard: zones, drains, the split and the
