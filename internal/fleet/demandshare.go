@@ -100,6 +100,7 @@ type DemandShare struct {
 	written    serve.DemandRates            // the rates last written this session; nil: none
 	writtenRev int64                        // the etcd revision of that write
 	connected  bool
+	warned     bool // about a foreign write of this instance's record, this session
 }
 
 // NewDemandShare returns a DemandShare for instance opts.Instance.
@@ -206,7 +207,7 @@ func (d *DemandShare) session(ctx context.Context) error {
 	for _, kv := range resp.Kvs {
 		d.applyKV(string(kv.Key), kv.Value, false, kv.ModRevision)
 	}
-	d.written, d.connected = nil, true // a new lease: publish again
+	d.written, d.connected, d.warned = nil, true, false // a new lease: publish again
 	d.sum()
 	d.log.Info("fleet: sharing demand", "instance", d.opts.Instance, "peers", len(d.peers))
 	// As in ProbeShare.session: the watch is created aside, and
@@ -245,6 +246,11 @@ func (d *DemandShare) session(ctx context.Context) error {
 				d.applyKV(string(ev.Kv.Key), ev.Kv.Value, ev.Type == clientv3.EventTypeDelete, ev.Kv.ModRevision)
 			}
 			d.sum()
+			// Not written now even if this instance's record was
+			// changed by someone else: with the next window (or check),
+			// so that two instances given the same name rewrite it at
+			// most once a window each rather than in a loop.
+			continue
 		case <-d.wake:
 		case <-tick.C:
 			tctx, tcancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
@@ -262,15 +268,21 @@ func (d *DemandShare) session(ctx context.Context) error {
 
 // applyKV records (or with del forgets) the record at key. This
 // instance's own record is not read back (its local rates are fresher),
-// but one deleted or overwritten by someone else is written again.
+// but one deleted or overwritten by someone else is written again with
+// the next window.
 func (d *DemandShare) applyKV(key string, val []byte, del bool, modRev int64) {
 	name, ok := strings.CutPrefix(key, d.demandPrefix())
 	if !ok || name == "" || strings.Contains(name, "/") {
 		return
 	}
 	if name == d.opts.Instance {
-		if modRev > d.writtenRev {
+		if modRev > d.writtenRev && d.written != nil {
 			d.written = nil
+			if d.warned {
+				return
+			}
+			d.warned = true // once a session
+			d.log.Warn("fleet: this instance's demand record was changed by someone else; writing it again (is another instance running with the same --instance name?)", "instance", d.opts.Instance, "key", key)
 		}
 		return
 	}

@@ -251,6 +251,7 @@ func TestDemandShareSeed001(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "i1 writing its own record again after a foreign write", func() (bool, string) {
+		ds[0].window(1500) // the server's next window
 		resp, err := admin.Get(ctxT(t), "/spillway/demand/i1")
 		if err != nil || len(resp.Kvs) != 1 {
 			return false, fmt.Sprint(resp, err)
@@ -583,4 +584,29 @@ func TestFleetRateServers(t *testing.T) {
 		})
 	}
 	t.Logf("i3's demand left the others' %v after it was cut off from etcd (lease TTL 2 s)", time.Since(cut).Round(time.Millisecond))
+}
+
+// TestDemandShareSameName: two instances wrongly given the same name
+// overwrite each other's record. Each writes it again with its next
+// window only, so they write at most once a window each rather than in a
+// loop.
+func TestDemandShareSameName(t *testing.T) {
+	e := fleettest.Start(t)
+	a, b := startDemander(t, e, "dup"), startDemander(t, e, "dup")
+	a.window(100)
+	b.window(200)
+	time.Sleep(300 * time.Millisecond)
+	w0 := demandWrites(a, b)
+	const windows = 20
+	for range windows {
+		a.window(100)
+		b.window(200)
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	w := demandWrites(a, b) - w0
+	t.Logf("two instances named dup: %d writes over %d windows", w, windows)
+	if w > 2*windows+2 {
+		t.Errorf("%d writes over %d windows, want at most one a window each", w, windows)
+	}
 }
