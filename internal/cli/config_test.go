@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
@@ -182,6 +183,17 @@ func TestServeFleet(t *testing.T) {
 	}, logs)
 	// Sharded probing is on by default in fleet mode.
 	waitFor(t, "probes shared", func() bool { return strings.Contains(logs.String(), "fleet: sharing probes") }, logs)
+	// So is fleet-wide RATE: the instance publishes its demand.
+	waitFor(t, "demand shared", func() bool { return strings.Contains(logs.String(), "fleet: sharing demand") }, logs)
+	cl, err := fleet.ClientConfig{Endpoints: []string{e.ClientAddr}, DialTimeout: 2 * time.Second}.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	waitFor(t, "lb-a's demand record in etcd", func() bool {
+		resp, err := cl.Get(context.Background(), "/spillway/demand/lb-a")
+		return err == nil && len(resp.Kvs) == 1
+	}, logs)
 }
 
 // TestServeFleetFallback: with etcd unreachable at start, serve --fleet

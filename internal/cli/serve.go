@@ -51,7 +51,9 @@ The admin listener (loopback by default) serves:
                   health state, drained or drain-blocked, why)
   GET  /metrics   Prometheus metrics: endpoint health and ejection, backend
                   healthy members, drained / drain-blocked, traffic share,
-                  config and TLS file reloads and failures, Go runtime;
+                  offered rate per service and client region (in fleet
+                  mode the fleet's), config and TLS file reloads and
+                  failures, Go runtime;
                   in fleet mode spillway_fleet_stale and
                   spillway_fleet_config_revision
   GET  /ui/       the live dashboard: zones, drains, the split and the
@@ -101,6 +103,15 @@ SIGHUP and POST /reload do not apply: push instead. etcd TLS: --fleet-ca,
 authentication: --fleet-user with --fleet-password-file or
 $SPILLWAY_FLEET_PASSWORD.
 
+In fleet mode RATE capacity (maxRatePerInstance, maxRatePerEndpoint,
+maxRate) is the fleet's, not each instance's: every instance publishes the
+rate it receives per backend service and client region to etcd (when it moves
+by more than 5%) and spills what the whole fleet offers over capacity, so N
+instances do not get N times the configured rate. If etcd is lost the others'
+rates are kept as last seen. --fleet-rate=false counts each instance's own
+demand only. Health checks are sharded (--fleet-probers) and auto-capacity
+drain is decided by one elected instance; see docs/fleet.md.
+
 Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
   spillway get-health --admin 127.0.0.1:9901
@@ -127,6 +138,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	region := fs.String("region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
 	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fleetProbers := fs.Int("fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
+	fleetRate := fs.Bool("fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -194,6 +206,13 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		opts.ProbeShare = share
 	}
+	var demand *fleet.DemandShare
+	if fleetMode && *fleetRate {
+		if demand, err = fleet.NewDemandShare(store, fleet.DemandShareOptions{Instance: *instance, Logger: log}); err != nil {
+			return err
+		}
+		opts.DemandShare = demand
+	}
 	runErr := make(chan error, 1)
 	srv, err := startServer(ctx, cfg, opts, runErr)
 	if err != nil && fleetMode && fleetStatus.Revision > 0 && *cfgPath != "" {
@@ -242,6 +261,11 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			shareDone := make(chan struct{})
 			defer func() { stopAgent(); <-shareDone }()
 			go func() { defer close(shareDone); share.Run(agentCtx, srv) }()
+		}
+		if demand != nil {
+			demandDone := make(chan struct{})
+			defer func() { stopAgent(); <-demandDone }()
+			go func() { defer close(demandDone); demand.Run(agentCtx) }()
 		}
 		loop, err := fleet.NewControlLoop(store, fleet.ControlLoopOptions{Instance: *instance, Logger: log})
 		if err != nil {

@@ -47,8 +47,14 @@ type FrontendSplit struct {
 	// MeasuredRequests is how many of the frontend's requests reached a
 	// backend of the service since the process started; the measured
 	// shares are over them.
-	MeasuredRequests uint64       `json:"measuredRequests"`
-	Backends         []SplitShare `json:"backends"`
+	MeasuredRequests uint64 `json:"measuredRequests"`
+	// OfferedRate is the offered rate (requests per second) the split is
+	// computed for: the service's clients in ClientRegion, through every
+	// frontend of the region, as last measured (the control state keeps
+	// it within 5%). In fleet mode it is the fleet's: this instance's
+	// own plus the other instances' published rates.
+	OfferedRate float64      `json:"offeredRate"`
+	Backends    []SplitShare `json:"backends"`
 }
 
 // SplitShare is one backend's computed and measured share.
@@ -134,7 +140,7 @@ func buildHealth(st *control.State, v *engine.View, now time.Time) *HealthReport
 			if f.Protocol != "HTTP" && f.Protocol != "HTTPS" {
 				continue
 			}
-			fsplit := FrontendSplit{Frontend: f.Name, ClientRegion: f.Region}
+			fsplit := FrontendSplit{Frontend: f.Name, ClientRegion: f.Region, OfferedRate: st.Demand(svc.ID, f.RegionID)}
 			rsplit := v.Split(svc.ID, f.RegionID)
 			for _, b := range svc.Backends {
 				ss := SplitShare{Group: b.Group.Name, Zone: b.Group.Zone}

@@ -33,6 +33,7 @@ type metrics struct {
 	backendDrained  *prometheus.Desc
 	backendBlocked  *prometheus.Desc
 	backendShare    *prometheus.Desc
+	offeredRate     *prometheus.Desc
 	reloadsDesc     *prometheus.Desc
 	reloadFailDesc  *prometheus.Desc
 	stateVersion    *prometheus.Desc
@@ -56,6 +57,7 @@ func newMetrics(s *Server) *metrics {
 		backendDrained:  prometheus.NewDesc("spillway_backend_drained", "1 while auto-capacity drain has drained the backend.", be, nil),
 		backendBlocked:  prometheus.NewDesc("spillway_backend_drain_blocked", "1 while the backend is a drain candidate held back by the 50% limit.", be, nil),
 		backendShare:    prometheus.NewDesc("spillway_backend_traffic_share", "Share of the backend service's traffic (clients without a region) the backend receives, 0-1.", be, nil),
+		offeredRate:     prometheus.NewDesc("spillway_offered_rate_rps", "Offered rate (requests per second) from the clients of a region (\"\" for none) to a backend service, that RATE capacity is compared with: as last measured over a demand window, within 5%; in fleet mode the whole fleet's. Regions of HTTP(S) frontends only.", []string{"backend_service", "client_region"}, nil),
 		reloadsDesc:     prometheus.NewDesc("spillway_config_reloads_total", "Config reloads applied.", nil, nil),
 		reloadFailDesc:  prometheus.NewDesc("spillway_config_reload_failures_total", "Config reloads rejected (the old config kept serving).", nil, nil),
 		stateVersion:    prometheus.NewDesc("spillway_control_state_version", "Increases on every health, drain or demand change.", nil, nil),
@@ -70,7 +72,7 @@ func newMetrics(s *Server) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing} {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.offeredRate, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing} {
 		ch <- d
 	}
 	for _, d := range m.d.all() {
@@ -103,6 +105,13 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 					el := []string{svc.Name, b.Group, b.Zone, e.IPAddress}
 					gauge(m.endpointHealthy, b01(e.HealthState != "UNHEALTHY"), el...)
 					gauge(m.endpointEjected, b01(e.Ejected), el...)
+				}
+			}
+			seen := map[string]bool{}
+			for _, f := range svc.Frontends {
+				if !seen[f.ClientRegion] {
+					seen[f.ClientRegion] = true
+					gauge(m.offeredRate, f.OfferedRate, svc.Name, f.ClientRegion)
 				}
 			}
 		}

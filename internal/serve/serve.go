@@ -74,6 +74,11 @@ type Options struct {
 	// ProbeShare). Nil: probe every target and believe the results
 	// (standalone).
 	ProbeShare ProbeShare
+	// DemandShare, in fleet mode, adds the other instances' offered
+	// rates to the demand this instance measures, so that RATE capacity
+	// is counted across the fleet (see DemandShare). Nil: this
+	// instance's demand alone (standalone).
+	DemandShare DemandShare
 }
 
 // Server is a running Spillway instance.
@@ -620,23 +625,6 @@ func (s *Server) logDrainChanges() {
 				s.log.Warn("auto-capacity drain blocked by the 50% limit", "service", svc.Name, "group", b.Group.Name, "zone", b.Group.Zone)
 			}
 		}
-	}
-}
-
-func (s *Server) measureDemand(p *plan.Plan) {
-	snap := s.snap.Load()
-	changed := false
-	secs := p.DemandWindow.Seconds()
-	for svc := range p.Services {
-		for r := -1; r < len(p.Regions); r++ {
-			n := snap.Demand.Swap(svc, r)
-			if s.state.SetDemand(svc, r, float64(n)/secs, s.now()) {
-				changed = true
-			}
-		}
-	}
-	if changed {
-		s.publish(p, false)
 	}
 }
 

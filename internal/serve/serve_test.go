@@ -374,6 +374,7 @@ func TestMetrics(t *testing.T) {
 		`spillway_backend_traffic_share{backend_service="bs",group="neg-1",preference="DEFAULT",region="us-east1",zone="us-east1-c"} 1`,
 		`spillway_config_reloads_total 1`,
 		`spillway_config_reload_failures_total 1`,
+		`spillway_offered_rate_rps{backend_service="bs",client_region=`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -1,0 +1,379 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+// DefaultDemandChange is the relative change of a rate past which an
+// instance publishes its demand again: 5%, the control state's own
+// demand hysteresis (control.State.SetDemand).
+const DefaultDemandChange = 0.05
+
+// DemandRecord is what one instance publishes under demand/<instance>:
+// its own offered rates (requests per second, measured over one demand
+// window) by backend service name and client region name ("" for clients
+// of frontends without a region). At is the end of the window last
+// written and WindowSec its length; both are for people reading etcd.
+// The record is written when a rate moves, not every window, so an old
+// At does not make the rates stale: the record lives as long as the
+// instance's lease.
+type DemandRecord struct {
+	At        time.Time         `json:"at"`
+	WindowSec float64           `json:"windowSec"`
+	Rates     serve.DemandRates `json:"rates"`
+}
+
+// DemandShareOptions configure a DemandShare.
+type DemandShareOptions struct {
+	// Instance (required) is this instance's name; it publishes under
+	// demand/<Instance>.
+	Instance string
+	// Change is the relative change of any one rate (or a move to or
+	// from zero) that makes the instance publish again (default
+	// DefaultDemandChange).
+	Change float64
+	// LeaseTTL is the TTL of the lease the record lives under (default
+	// 10 s): a dead instance's demand leaves the fleet's after it.
+	// CheckInterval and CheckTimeout as for the Agent (defaults 2 s and
+	// 3 s); MinBackoff and MaxBackoff bound the wait between
+	// reconnections (defaults 200 ms and 10 s).
+	LeaseTTL, CheckInterval, CheckTimeout time.Duration
+	MinBackoff, MaxBackoff                time.Duration
+	Logger                                *slog.Logger
+}
+
+// DemandShareStats count what a DemandShare did, for tests, logs and the
+// write rates in docs/fleet.md.
+type DemandShareStats struct {
+	// Connected: the share follows etcd (false: etcd lost, the remote
+	// rates are the last seen).
+	Connected bool
+	// Peers are the other instances whose records count, sorted.
+	Peers []string
+	// Windows is how many windows the server handed over (Publish);
+	// Writes how many puts of this instance's record it sent to etcd.
+	Windows, Writes int64
+}
+
+// DemandShare counts RATE capacity across a fleet: each instance
+// publishes its own offered rates under demand/<instance>, under a lease,
+// when one of them moves by more than Change (or to or from zero), and
+// sums the other live instances' records for the server (Remote). It
+// implements serve.DemandShare; create it before the server
+// (serve.Options.DemandShare) and Run it with the server.
+//
+// When etcd is lost the remote rates stay as last seen (the other
+// instances most likely still serve; dropping their demand would give
+// this instance their share of the capacity too) until etcd is back;
+// then the records are read again, and those of instances whose leases
+// expired meanwhile are gone. The instance publishes again under a new
+// lease.
+type DemandShare struct {
+	store *Store
+	opts  DemandShareOptions
+	log   *slog.Logger
+	wake  chan struct{}
+
+	windows, writes atomic.Int64
+	remote          atomic.Pointer[serve.DemandRates]
+
+	mu     sync.Mutex
+	latest *DemandRecord // the newest window from the server; nil until one
+	stats  DemandShareStats
+
+	// Owned by Run's goroutine.
+	peers      map[string]serve.DemandRates // other instances' records
+	written    serve.DemandRates            // the rates last written this session; nil: none
+	writtenRev int64                        // the etcd revision of that write
+	connected  bool
+	warned     bool // about a foreign write of this instance's record, this session
+}
+
+// NewDemandShare returns a DemandShare for instance opts.Instance.
+func NewDemandShare(store *Store, opts DemandShareOptions) (*DemandShare, error) {
+	if opts.Instance == "" || strings.Contains(opts.Instance, "/") {
+		return nil, fmt.Errorf("fleet: sharing demand needs an instance name without '/' (got %q; fix: give --instance NAME)", opts.Instance)
+	}
+	if opts.Change <= 0 {
+		opts.Change = DefaultDemandChange
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = 2 * time.Second
+	}
+	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
+	return &DemandShare{store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), peers: map[string]serve.DemandRates{}}, nil
+}
+
+// Publish implements serve.DemandShare: it keeps the window's rates for
+// Run, which writes them when they moved enough. It never waits for etcd.
+func (d *DemandShare) Publish(at time.Time, window time.Duration, rates serve.DemandRates) {
+	d.windows.Add(1)
+	d.mu.Lock()
+	d.latest = &DemandRecord{At: at.UTC(), WindowSec: window.Seconds(), Rates: rates}
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Remote implements serve.DemandShare: the sum of the other instances'
+// published rates (nil before any is seen).
+func (d *DemandShare) Remote() serve.DemandRates {
+	if r := d.remote.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
+
+// Stats returns the share's counters.
+func (d *DemandShare) Stats() DemandShareStats {
+	d.mu.Lock()
+	st := d.stats
+	d.mu.Unlock()
+	st.Windows, st.Writes = d.windows.Load(), d.writes.Load()
+	return st
+}
+
+func (d *DemandShare) demandPrefix() string { return d.store.prefix + "demand/" }
+
+func (d *DemandShare) key() string { return d.demandPrefix() + d.opts.Instance }
+
+// Run publishes this instance's demand and follows the others' until
+// ctx is done. When etcd is lost it keeps the others' rates as last seen
+// and reconnects with backoff; on rejoin it reads them again and
+// publishes its own under a new lease.
+func (d *DemandShare) Run(ctx context.Context) error {
+	backoff := d.opts.MinBackoff
+	for ctx.Err() == nil {
+		err := d.session(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if d.connected {
+			backoff = d.opts.MinBackoff
+			d.log.Warn("fleet: lost etcd; counting RATE capacity against this instance's demand and the others' as last published until it is back", "instance", d.opts.Instance, "err", err)
+		}
+		d.connected = false
+		d.setStats()
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, d.opts.MaxBackoff)
+	}
+	return nil
+}
+
+// session runs one connection to etcd until it fails or ctx ends.
+func (d *DemandShare) session(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cl := d.store.cl
+	leaseID, revoke, err := d.store.grantLease(ctx, d.opts.LeaseTTL, d.opts.CheckTimeout)
+	if err != nil {
+		return fmt.Errorf("fleet: demand share lease: %w", err)
+	}
+	defer revoke() // the record leaves etcd now rather than after the TTL
+	ka, err := cl.KeepAlive(ctx, leaseID)
+	if err != nil {
+		return fmt.Errorf("fleet: keep the demand share lease: %w", err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
+	resp, err := cl.Get(tctx, d.demandPrefix(), clientv3.WithPrefix())
+	tcancel()
+	if err != nil {
+		return fmt.Errorf("fleet: read %s: %w", d.demandPrefix(), err)
+	}
+	// The records in etcd now replace those last seen: an instance whose
+	// lease expired while this one was cut off no longer counts.
+	d.peers = map[string]serve.DemandRates{}
+	for _, kv := range resp.Kvs {
+		d.applyKV(string(kv.Key), kv.Value, false, kv.ModRevision)
+	}
+	d.written, d.connected, d.warned = nil, true, false // a new lease: publish again
+	d.sum()
+	d.log.Info("fleet: sharing demand", "instance", d.opts.Instance, "peers", len(d.peers))
+	// As in ProbeShare.session: the watch is created aside, and
+	// WithRequireLeader ends it when etcd loses its quorum.
+	wctx := clientv3.WithRequireLeader(ctx)
+	wchc := make(chan clientv3.WatchChan, 1)
+	go func() {
+		wchc <- cl.Watch(wctx, d.demandPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	}()
+	if err := d.flush(ctx, leaseID); err != nil {
+		return err
+	}
+	var wch clientv3.WatchChan // nil until created
+	tick := time.NewTicker(d.opts.CheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case w := <-wchc:
+			wch = w
+			continue
+		case _, ok := <-ka:
+			if !ok {
+				return errors.New("fleet: the demand share lease's keepalive ended")
+			}
+			continue
+		case wr, ok := <-wch:
+			if !ok {
+				return errors.New("fleet: the watch of demand ended")
+			}
+			if err := wr.Err(); err != nil {
+				return fmt.Errorf("fleet: watch of demand: %w", err)
+			}
+			for _, ev := range wr.Events {
+				d.applyKV(string(ev.Kv.Key), ev.Kv.Value, ev.Type == clientv3.EventTypeDelete, ev.Kv.ModRevision)
+			}
+			d.sum()
+			// Not written now even if this instance's record was
+			// changed by someone else: with the next window (or check),
+			// so that two instances given the same name rewrite it at
+			// most once a window each rather than in a loop.
+			continue
+		case <-d.wake:
+		case <-tick.C:
+			tctx, tcancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
+			_, err := cl.Get(tctx, d.key(), clientv3.WithCountOnly())
+			tcancel()
+			if err != nil {
+				return fmt.Errorf("fleet: etcd check: %w", err)
+			}
+		}
+		if err := d.flush(ctx, leaseID); err != nil {
+			return err
+		}
+	}
+}
+
+// applyKV records (or with del forgets) the record at key. This
+// instance's own record is not read back (its local rates are fresher),
+// but one deleted or overwritten by someone else is written again with
+// the next window.
+func (d *DemandShare) applyKV(key string, val []byte, del bool, modRev int64) {
+	name, ok := strings.CutPrefix(key, d.demandPrefix())
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return
+	}
+	if name == d.opts.Instance {
+		if modRev > d.writtenRev && d.written != nil {
+			d.written = nil
+			if d.warned {
+				return
+			}
+			d.warned = true // once a session
+			d.log.Warn("fleet: this instance's demand record was changed by someone else; writing it again (is another instance running with the same --instance name?)", "instance", d.opts.Instance, "key", key)
+		}
+		return
+	}
+	if del {
+		delete(d.peers, name)
+		return
+	}
+	var r DemandRecord
+	if err := json.Unmarshal(val, &r); err != nil {
+		d.log.Error("fleet: ignored an unreadable demand record", "key", key, "err", err)
+		delete(d.peers, name)
+		return
+	}
+	d.peers[name] = r.Rates
+}
+
+// sum recomputes the remote rates from the peers' records.
+func (d *DemandShare) sum() {
+	total := serve.DemandRates{}
+	for _, rates := range d.peers {
+		for svc, byRegion := range rates {
+			for region, rps := range byRegion {
+				if rps > 0 {
+					total.Add(svc, region, rps)
+				}
+			}
+		}
+	}
+	d.remote.Store(&total)
+	d.setStats()
+}
+
+// flush writes the newest window's rates when nothing was written this
+// session or some rate moved by more than Change (or to or from zero)
+// since the last write.
+func (d *DemandShare) flush(ctx context.Context, lease clientv3.LeaseID) error {
+	d.mu.Lock()
+	rec := d.latest
+	d.mu.Unlock()
+	if rec == nil || (d.written != nil && !moved(d.written, rec.Rates, d.opts.Change)) {
+		return nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("fleet: encode the demand record: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
+	resp, err := d.store.cl.Put(tctx, d.key(), string(b), clientv3.WithLease(lease))
+	cancel()
+	d.writes.Add(1)
+	if err != nil {
+		return fmt.Errorf("fleet: publish the demand record: %w", err)
+	}
+	d.written, d.writtenRev = rec.Rates, resp.Header.Revision
+	return nil
+}
+
+// moved reports whether any rate of b differs from a's by more than
+// change (relative to a's), or moved to or from zero; a rate absent is
+// zero.
+func moved(a, b serve.DemandRates, change float64) bool {
+	differs := func(x, y serve.DemandRates) bool {
+		for svc, byRegion := range x {
+			for region, old := range byRegion {
+				now := y[svc][region]
+				if old == now {
+					continue
+				}
+				if old == 0 || now == 0 || now > old*(1+change) || now < old*(1-change) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// Every rate of a against b; then the rates only b has (from zero).
+	if differs(a, b) {
+		return true
+	}
+	for svc, byRegion := range b {
+		for region, now := range byRegion {
+			if a[svc][region] == 0 && now != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (d *DemandShare) setStats() {
+	d.mu.Lock()
+	d.stats.Connected, d.stats.Peers = d.connected, slices.Sorted(maps.Keys(d.peers))
+	d.mu.Unlock()
+}
