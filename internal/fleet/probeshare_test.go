@@ -154,12 +154,14 @@ type sharded struct {
 	srv   *serve.Server
 	share *fleet.ProbeShare
 	cl    *clientv3.Client
+	cut   *cutter // its connection to etcd
 	stop  func()
 }
 
 func startSharded(t *testing.T, e *fleettest.Etcd, name string, probers int) *sharded {
 	t.Helper()
-	cl := dial(t, e)
+	cut := newCutter(t, e.ClientAddr)
+	cl := dialVia(t, cut)
 	st := fleet.NewStore(cl, "")
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
 	cfg, status, err := fleet.Start(context.Background(), st, "", 2*time.Second, log)
@@ -210,7 +212,7 @@ func startSharded(t *testing.T, e *fleettest.Etcd, name string, probers int) *sh
 	case <-time.After(5 * time.Second):
 		t.Fatal("server not ready")
 	}
-	return &sharded{name: name, srv: srv, share: share, cl: cl, stop: stop}
+	return &sharded{name: name, srv: srv, share: share, cl: cl, cut: cut, stop: stop}
 }
 
 // endpointState is the health state of the endpoint at addr in the
@@ -374,9 +376,9 @@ func TestShardedProbing(t *testing.T) {
 		t.Errorf("%s: %s is %s after one prober's verdict was overwritten with unhealthy, want HEALTHY", obs.name, otherAddr, got)
 	}
 
-	// Another instance dies without leaving: its client is cut first, so
-	// it cannot revoke its leases and they expire (TTL 2 s).
-	dead.cl.Close()
+	// Another instance dies without leaving: its connection to etcd is
+	// cut first, so it cannot revoke its leases and they expire (TTL 2 s).
+	dead.cut.Cut()
 	died := time.Now()
 	dead.stop()
 	rest := ins[1:]
