@@ -187,12 +187,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		log.Warn(w, "file", cfg.File)
 	}
 	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
-	var share *fleet.ProbeShare
-	if fleetMode && *fleetProbers != 0 {
-		if share, err = fleet.NewProbeShare(store, fleet.ProbeShareOptions{Instance: *instance, Probers: *fleetProbers, Logger: log}); err != nil {
+	var inst *fleet.Instance
+	if fleetMode {
+		if inst, err = fleet.NewInstance(store, fleet.InstanceOptions{Instance: *instance, Region: *region, Probers: *fleetProbers, Logger: log}); err != nil {
 			return err
 		}
-		opts.ProbeShare = share
+		opts = inst.ServeOptions(opts)
 	}
 	runErr := make(chan error, 1)
 	srv, err := startServer(ctx, cfg, opts, runErr)
@@ -230,26 +230,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}()
 	if fleetMode {
-		ag, err := fleet.NewAgent(store, srv, fleet.AgentOptions{Instance: *instance, Region: *region, Initial: fleetStatus, Logger: log})
-		if err != nil {
-			return err
-		}
-		agentCtx, stopAgent := context.WithCancel(ctx)
-		agentDone := make(chan struct{})
-		defer func() { stopAgent(); <-agentDone }()
-		go func() { defer close(agentDone); ag.Run(agentCtx) }()
-		if share != nil {
-			shareDone := make(chan struct{})
-			defer func() { stopAgent(); <-shareDone }()
-			go func() { defer close(shareDone); share.Run(agentCtx, srv) }()
-		}
-		loop, err := fleet.NewControlLoop(store, fleet.ControlLoopOptions{Instance: *instance, Logger: log})
-		if err != nil {
-			return err
-		}
-		loopDone := make(chan struct{})
-		defer func() { stopAgent(); <-loopDone }()
-		go func() { defer close(loopDone); loop.Run(agentCtx, srv) }()
+		instCtx, stopInst := context.WithCancel(ctx)
+		instDone := make(chan struct{})
+		defer func() { stopInst(); <-instDone }()
+		go func() { defer close(instDone); inst.Run(instCtx, srv, fleetStatus) }()
 	}
 	if autoProcs {
 		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {
