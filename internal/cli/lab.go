@@ -91,6 +91,10 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scenario := fs.String("scenario", "", "run a named scenario instead of the seed-000 matrix: winticket")
 	outlierInterval := fs.Duration("outlier-interval", lab.DefaultOutlierInterval, "winticket: outlierDetection.interval the lab sets")
 	ejectionTime := fs.Duration("ejection-time", lab.DefaultBaseEjectionTime, "winticket: outlierDetection.baseEjectionTime the lab sets")
+	fleetLab := fs.Bool("fleet", false, "run the table through a fleet (three instances on an embedded etcd), then kill the control-loop leader and a prober under load (see Fleet lab above)")
+	fleetInstances := fs.Int("fleet-instances", lab.DefaultFleetInstances, "--fleet: how many instances")
+	fleetLease := fs.Duration("fleet-lease", lab.DefaultFleetLeaseTTL, "--fleet: the TTL of every lease (registrations, verdicts, election), instead of serve's 10s")
+	noKill := fs.Bool("no-kill", false, "--fleet: the table only, no kill timeline")
 	var only listFlag
 	fs.Var(&only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
 	if err := parse(fs, args); err != nil {
@@ -102,6 +106,10 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *requests <= 0 || *rate <= 0 || *interval < 10*time.Millisecond {
 		fmt.Fprintln(stderr, "spillway lab: --requests and --rate must be positive and --interval at least 10ms")
+		return errUsage
+	}
+	if *fleetLab && *scenario != "" {
+		fmt.Fprintln(stderr, "spillway lab: --fleet runs seed 000's table; it cannot be combined with --scenario")
 		return errUsage
 	}
 	if *scenario != "" {
@@ -144,12 +152,38 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		configs = []lab.Config{c}
+	case *fleetLab && len(only) == 0:
+		cs, err := lab.SeedConfigs([]string{"with-policy"})
+		if err != nil {
+			return err
+		}
+		configs = cs
 	default:
 		cs, err := lab.SeedConfigs(only)
 		if err != nil {
 			return err
 		}
 		configs = cs
+	}
+	if *fleetLab {
+		if *fleetInstances < 2 || *fleetLease < time.Second {
+			fmt.Fprintln(stderr, "spillway lab: --fleet-instances must be at least 2 and --fleet-lease at least 1s (etcd leases count whole seconds)")
+			return errUsage
+		}
+		rep, err := lab.RunFleet(ctx, lab.FleetOptions{
+			Options: lab.Options{
+				Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),
+				Interval: *interval, Rate: *rate, Progress: stderr,
+			},
+			Instances: *fleetInstances, LeaseTTL: *fleetLease, NoKill: *noKill,
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return lab.WriteFleetJSON(stdout, rep)
+		}
+		return lab.WriteFleetTable(stdout, rep)
 	}
 	rep, err := lab.Run(ctx, lab.Options{
 		Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),

@@ -126,6 +126,11 @@ type Report struct {
 	FailMode FailMode      `json:"-"`
 	Interval time.Duration `json:"-"`
 	Rate     float64       `json:"-"`
+	// Fleet, when not empty, describes the fleet the requests went
+	// through (a line under the table's title).
+	Fleet string `json:"-"`
+	// Brief leaves out the explanation under the table.
+	Brief bool `json:"-"`
 }
 
 // Result is one scenario's counts.
@@ -581,39 +586,45 @@ func send(ctx context.Context, urls []string, o *Options, zoneRegion map[string]
 
 // one sends a request and counts its answer.
 func one(ctx context.Context, client *http.Client, url string, zoneRegion map[string]string, t *tally) {
+	code, zone, err := fetch(ctx, client, url)
+	t.status[code]++
+	if err != nil {
+		t.lastErr = err
+	}
+	if zone == "" {
+		return
+	}
+	t.zones[zone]++
+	reg := zoneRegion[zone]
+	if reg == "" {
+		reg = config.RegionOfZone(zone)
+	}
+	t.regions[reg]++
+}
+
+// fetch sends a GET and returns the answer's status code ("error" when
+// there is no HTTP answer, "bad-body" for a 200 whose body names no
+// zone) and, for a 200, the zone named in the body.
+func fetch(ctx context.Context, client *http.Client, url string) (code, zone string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		t.status["error"]++
-		t.lastErr = err
-		return
+		return "error", "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.status["error"]++
-		t.lastErr = err
-		return
+		return "error", "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		t.status["error"]++
-		t.lastErr = fmt.Errorf("read body: %w", err)
-		return
+		return "error", "", fmt.Errorf("read body: %w", err)
 	}
-	t.status[strconv.Itoa(resp.StatusCode)]++
 	if resp.StatusCode != http.StatusOK {
-		return
+		return strconv.Itoa(resp.StatusCode), "", nil
 	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil || r.Zone == "" {
-		t.status["200"]--
-		t.status["bad-body"]++
-		return
+		return "bad-body", "", nil
 	}
-	t.zones[r.Zone]++
-	reg := zoneRegion[r.Zone]
-	if reg == "" {
-		reg = config.RegionOfZone(r.Zone)
-	}
-	t.regions[reg]++
+	return "200", r.Zone, nil
 }
