@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/embedded"
 	"github.com/spillwaylb/spillway/internal/procs"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
@@ -127,6 +129,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	region := fs.String("region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
 	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fleetProbers := fs.Int("fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
+	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
+	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
+	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -134,7 +139,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fleetMode := ff.given()
+	set := givenFlags(fs)
+	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *instance)
+	if err != nil {
+		return err
+	}
+	fleetMode := ff.given() || member != nil
 	if *cfgPath == "" && !fleetMode {
 		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml), or --fleet etcd://HOST:2379 for fleet mode")
 		return errUsage
@@ -147,7 +157,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	autoProcs, err := setProcs(*procsFlag, givenFlags(fs)["procs"], log)
+	autoProcs, err := setProcs(*procsFlag, set["procs"], log)
 	if err != nil {
 		return err
 	}
@@ -168,6 +178,17 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if fleetMode {
 		if *instance == "" {
 			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
+		}
+		if member != nil {
+			m, err := embedded.Start(*member)
+			if err != nil {
+				return fmt.Errorf("--fleet-embedded: %w", err)
+			}
+			defer m.Close()
+			if !ff.given() {
+				*ff.endpoints = "etcd://" + dialable(m.ClientAddr())
+			}
+			log.Info("fleet: embedded etcd member started", "member", member.Name, "client", m.ClientAddr(), "data", member.Dir, "cluster", *fleetEmbedded, "etcd", *ff.endpoints)
 		}
 		var closeStore func()
 		if store, closeStore, err = ff.store(); err != nil {
@@ -433,4 +454,61 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// embeddedFlags checks --fleet-embedded and its companions and returns
+// this instance's member (nil without --fleet-embedded).
+func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, instance string) (*embedded.Options, error) {
+	if cluster == "" {
+		for _, f := range []string{"fleet-embedded-client", "fleet-data"} {
+			if set[f] {
+				return nil, fmt.Errorf("--%s needs --fleet-embedded (fix: give --fleet-embedded NAME=http://HOST:2380,... to run an etcd member in this instance, or drop --%s)", f, f)
+			}
+		}
+		return nil, nil
+	}
+	peers, err := embedded.ParseCluster("--fleet-embedded", cluster)
+	if err != nil {
+		return nil, err
+	}
+	if instance == "" {
+		return nil, fmt.Errorf("--fleet-embedded: this instance needs a name, its member's (fix: give --instance NAME, one of the cluster's)")
+	}
+	var names []string
+	found := false
+	for _, p := range peers {
+		names = append(names, p.Name)
+		found = found || p.Name == instance
+	}
+	if !found {
+		return nil, fmt.Errorf("--fleet-embedded: this instance, --instance %s, is not a member of %s (fix: give --instance one of %s, or add %s=http://HOST:2380 to --fleet-embedded)", instance, cluster, strings.Join(names, ", "), instance)
+	}
+	cu, err := embedded.ParseURL("--fleet-embedded-client", client)
+	if err != nil {
+		return nil, err
+	}
+	if !ff.given() {
+		for _, f := range []string{"fleet-ca", "fleet-cert", "fleet-key", "fleet-user", "fleet-password-file"} {
+			if set[f] {
+				return nil, fmt.Errorf("--%s with --fleet-embedded: the embedded member serves plain HTTP without users (fix: drop --%s, or give --fleet with the etcd endpoints it is for)", f, f)
+			}
+		}
+	}
+	if dir == "" {
+		dir = embedded.DefaultDir(instance)
+	}
+	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir, LogLevel: "error"}, nil
+}
+
+// dialable turns a listener's address into one to dial: an unspecified
+// host (0.0.0.0, ::) becomes loopback.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }

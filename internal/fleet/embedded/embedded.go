@@ -67,6 +67,9 @@ func ParseCluster(flag, s string) ([]Peer, error) {
 // ParseURL parses a member URL: http://HOST:PORT with a numeric port
 // 1-65535 and nothing after it. flag names the flag in errors.
 func ParseURL(flag, raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("%s: %q is not http://HOST:PORT (fix: e.g. http://127.0.0.1:2380)", flag, raw)
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %q: %w (fix: give http://HOST:PORT)", flag, raw, err)
