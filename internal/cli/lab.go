@@ -74,6 +74,32 @@ interval 10s -> --outlier-interval (1s) and baseEjectionTime 180s ->
   spillway lab --scenario winticket
   spillway lab --scenario winticket --json
 
+Fleet lab: --fleet runs the table through a fleet instead of one server: an
+etcd embedded in the lab (one member, a free loopback port, a temporary data
+directory) and --fleet-instances (3) instances in the lab process, each what
+'spillway serve --fleet' runs (its config from etcd, sharded probing with 2
+probers per target, the elected control loop) with a frontend of its own on
+an ephemeral port. The config is pushed once per row; the row's requests go
+round-robin through every frontend at the same total --rate. Instances are
+named after the config's regions, primary first (the seed has two regions, so
+the third is a second one in us-south1); --region is only reported today and
+changes no routing. Every lease lives --fleet-lease (2s) instead of serve's
+10 s, so deaths are noticed within seconds. By default only the with-policy
+config runs (--only picks others).
+
+Then the kill timeline: a fresh fleet with us-south1-a down, load through
+every frontend; the control-loop leader is killed, then, once a new leader
+leads and the dead one's probe targets are re-owned, a prober that does not
+lead. A kill closes the instance's etcd client first, so its leases expire
+(as after a crash) instead of being revoked (as after a clean stop); its
+frontend leaves the clients' rotation, as anycast would move them. Reported:
+the new leader's and the re-owning times, requests failed and answered from
+a down zone in each window, and the next failure row (us-south1-a,b down) on
+the survivor, with its verdict. --no-kill skips it. About 35 s.
+
+  spillway lab --fleet
+  spillway lab --fleet --only no-policy --no-kill --json
+
 --config FILE runs the four kinds of scenario on that one config instead:
 steady, then the first one, two, ... all zones of the frontend's region
 down. --json prints {"scenarios": [{"config", "down", "requests", "regions",

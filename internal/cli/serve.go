@@ -26,6 +26,7 @@ import (
 const serveHelp = `
 Usage: spillway serve --config FILE [flags]
        spillway serve --fleet etcd://HOST:2379,... --instance NAME --region R [--config FILE] [flags]
+       spillway serve --fleet-embedded NAME=http://HOST:2380,... --instance NAME --region R [--config FILE] [flags]
 
 Run the load balancer: every frontends[] entry listens (HTTP/1.1 and HTTP/2;
 h2c on cleartext, ALPN on TLS), each request goes through the URL map and the
@@ -103,6 +104,19 @@ SIGHUP and POST /reload do not apply: push instead. etcd TLS: --fleet-ca,
 authentication: --fleet-user with --fleet-password-file or
 $SPILLWAY_FLEET_PASSWORD.
 
+Embedded etcd: with --fleet-embedded the instances run etcd themselves, one
+member each, so trying fleet mode needs no separate etcd. Give every instance
+the same initial cluster, NAME=http://HOST:PORT for each member's peer
+listener (as etcd's --initial-cluster); this instance's member is the one
+named --instance. --fleet-embedded-client is where its member serves clients
+(default http://127.0.0.1:2379; the instance connects there unless --fleet
+names other endpoints), --fleet-data its data directory (default
+$TMPDIR/spillway-etcd-NAME; keep it on restarts: a member that lost its data
+cannot rejoin under the same name). etcd answers once a majority of the
+members run (2 of 3): until then an instance starts from --config FILE,
+marked stale, and follows the fleet once the quorum forms. Members speak
+plain HTTP: use them on a trusted network, or run etcd yourself with TLS.
+
 Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
   spillway get-health --admin 127.0.0.1:9901
@@ -110,6 +124,16 @@ Examples:
   spillway config push spillway.yaml --fleet etcd://10.0.0.5:2379
   spillway serve --fleet etcd://10.0.0.5:2379,10.0.0.6:2379,10.0.0.7:2379 \
       --instance lb-use1-a --region us-east1 --config /etc/spillway/last-resort.yaml
+
+  # three instances on one machine, each with its etcd member:
+  C=a=http://127.0.0.1:2380,b=http://127.0.0.1:2382,c=http://127.0.0.1:2384
+  spillway serve --fleet-embedded $C --instance a --fleet-embedded-client http://127.0.0.1:2379 \
+      --admin 127.0.0.1:9901 --config spillway.yaml &
+  spillway serve --fleet-embedded $C --instance b --fleet-embedded-client http://127.0.0.1:2381 \
+      --admin 127.0.0.1:9902 --config spillway.yaml &
+  spillway serve --fleet-embedded $C --instance c --fleet-embedded-client http://127.0.0.1:2383 \
+      --admin 127.0.0.1:9903 --config spillway.yaml &
+  spillway config push spillway.yaml --fleet etcd://127.0.0.1:2379
 `
 
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -132,6 +156,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
 	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
 	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME)")
+	fleetEtcdLog := fs.String("fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -143,6 +168,14 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *instance)
 	if err != nil {
 		return err
+	}
+	if member != nil {
+		switch *fleetEtcdLog {
+		case "debug", "info", "warn", "error", "fatal":
+			member.LogLevel = *fleetEtcdLog
+		default:
+			return fmt.Errorf("--fleet-embedded-log-level %q: want debug, info, warn, error or fatal", *fleetEtcdLog)
+		}
 	}
 	fleetMode := ff.given() || member != nil
 	if *cfgPath == "" && !fleetMode {
@@ -460,7 +493,7 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 // this instance's member (nil without --fleet-embedded).
 func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, instance string) (*embedded.Options, error) {
 	if cluster == "" {
-		for _, f := range []string{"fleet-embedded-client", "fleet-data"} {
+		for _, f := range []string{"fleet-embedded-client", "fleet-data", "fleet-embedded-log-level"} {
 			if set[f] {
 				return nil, fmt.Errorf("--%s needs --fleet-embedded (fix: give --fleet-embedded NAME=http://HOST:2380,... to run an etcd member in this instance, or drop --%s)", f, f)
 			}
@@ -497,7 +530,7 @@ func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, in
 	if dir == "" {
 		dir = embedded.DefaultDir(instance)
 	}
-	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir, LogLevel: "error"}, nil
+	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir}, nil
 }
 
 // dialable turns a listener's address into one to dial: an unspecified
