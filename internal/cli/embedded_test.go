@@ -23,9 +23,6 @@ func freePort(t *testing.T) string {
 // etcd; a config pushed through one member's client URL reaches all
 // three, and each lists the others.
 func TestServeFleetEmbedded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
 	names := []string{"lb-a", "lb-b", "lb-c"}
 	var peers, clients []string
 	for _, n := range names {
@@ -47,6 +44,9 @@ func TestServeFleetEmbedded(t *testing.T) {
 			t.Fatalf("%s: the log does not say its member started:\n%s", n, lg)
 		}
 		admins, logs = append(admins, admin), append(logs, lg)
+	}
+	if !strings.Contains(logs[0].String(), "cannot reach etcd at start; serving the --config file") {
+		t.Errorf("lb-a, alone at first, did not start from --config:\n%s", logs[0])
 	}
 	fl := "etcd://" + strings.Join(clients, ",")
 	if code, out, stderr := run(t, "config", "push", file, "--fleet", "etcd://"+clients[1], "--author", "ana"); code != 0 {

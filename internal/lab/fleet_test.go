@@ -16,9 +16,6 @@ import (
 // request fails on the survivors and none reaches the down zone; and
 // the a,b-down row, on the survivor, still matches the seed.
 func TestFleetLab(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test (about 20 s)")
-	}
 	var progress bytes.Buffer
 	start := time.Now()
 	rep, err := RunFleet(context.Background(), FleetOptions{
