@@ -771,7 +771,7 @@ func WriteFleetTable(w io.Writer, rep *FleetReport) error {
 		names = append(names, fmt.Sprintf("%s (%s)", in.Name, in.Region))
 	}
 	table := rep.Report
-	table.Fleet = fmt.Sprintf("Fleet: %d instances on one embedded etcd: %s.\nEach row: a fresh fleet on fresh backends, the config pushed once; its requests\ngo round-robin through the %d instances' frontends at the same total rate.\n%d probers per target; every lease %s.",
+	table.Fleet = fmt.Sprintf("Fleet: %d instances on one embedded etcd:\n  %s.\nEach row: a fresh fleet on fresh backends, the config pushed once; its requests\ngo round-robin through the %d instances' frontends at the same total rate.\n%d probers per target; every lease %s.",
 		len(rep.Instances), strings.Join(names, ", "), len(rep.Instances), rep.Probers, rep.LeaseTTL)
 	if slices.ContainsFunc(table.Scenarios, func(r Result) bool { return r.Proxies > 0 }) {
 		table.Fleet += "\nWATERFALL_BY_REGION: every frontend sees the same client (127.0.0.1), and\nwhich second-layer proxies a client reaches depends on its address, not on\nthe instance: through three frontends the lab's zones are the same draw as\nthrough one."

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 // request fails on the survivors and none reaches the down zone; and
 // the a,b-down row, on the survivor, still matches the seed.
 func TestFleetLab(t *testing.T) {
+	before := runtime.NumGoroutine()
 	var progress bytes.Buffer
 	start := time.Now()
 	rep, err := RunFleet(context.Background(), FleetOptions{
@@ -72,4 +74,5 @@ func TestFleetLab(t *testing.T) {
 	if k.After == nil || Verdict(k.After) != "match" {
 		t.Errorf("the a,b-down row on the survivor: %+v", k.After)
 	}
+	waitGoroutines(t, before)
 }
