@@ -125,7 +125,8 @@ type KillTimeline struct {
 	NewLeaderAfter time.Duration `json:"newLeaderAfterNs"`
 	LeaderReowned  time.Duration `json:"leaderTargetsReownedAfterNs"`
 	ProberReowned  time.Duration `json:"proberTargetsReownedAfterNs"`
-	// Moved is how many targets the dead instances probed.
+	// LeaderTargets and ProberTargets are how many targets the killed
+	// instances probed.
 	LeaderTargets, ProberTargets int `json:"-"`
 	// Windows split the load by time.
 	Windows []Window `json:"windows"`

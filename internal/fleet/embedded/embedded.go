@@ -202,10 +202,11 @@ func FreeLoopbackURL() (*url.URL, error) {
 	return &url.URL{Scheme: "http", Host: addr}, nil
 }
 
-// StartSingle starts a single-member cluster named name on two free
-// loopback ports with its data in dir, and waits (up to timeout) until
-// it serves: the lab's etcd. A port taken between choosing and binding
-// is retried with new ports.
+// StartSingle starts a fresh single-member cluster named name on two
+// free loopback ports with its data in dir, and waits (up to timeout)
+// until it serves: the lab's etcd. dir must be this member's alone: it
+// is emptied before each attempt. A port taken between choosing and
+// binding is retried with new ports.
 func StartSingle(ctx context.Context, name, dir string, timeout time.Duration) (*Member, error) {
 	var lastErr error
 	for range 5 {
