@@ -109,8 +109,9 @@ member each, so trying fleet mode needs no separate etcd. Give every instance
 the same initial cluster, NAME=http://HOST:PORT for each member's peer
 listener (as etcd's --initial-cluster); this instance's member is the one
 named --instance. --fleet-embedded-client is where its member serves clients
-(default http://127.0.0.1:2379; the instance connects there unless --fleet
-names other endpoints), --fleet-data its data directory (default
+(default http://127.0.0.1:2379); the instance connects there and learns the
+other members' client URLs from etcd (unless --fleet names endpoints).
+--fleet-data is the member's data directory (default
 $TMPDIR/spillway-etcd-NAME; keep it on restarts: a member that lost its data
 cannot rejoin under the same name). etcd answers once a majority of the
 members run (2 of 3): until then an instance starts from --config FILE,
@@ -219,7 +220,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			}
 			defer m.Close()
 			if !ff.given() {
+				// Its own member first; the others' client URLs come
+				// from the member list, refreshed every 30 s.
 				*ff.endpoints = "etcd://" + dialable(m.ClientAddr())
+				ff.autoSync = 30 * time.Second
 			}
 			log.Info("fleet: embedded etcd member started", "member", member.Name, "client", m.ClientAddr(), "data", member.Dir, "cluster", *fleetEmbedded, "etcd", *ff.endpoints)
 		}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -110,6 +111,7 @@ type Options struct {
 type Member struct {
 	e      *embed.Etcd
 	client string
+	close  sync.Once
 }
 
 // DefaultDir is the data directory used when none is given: under the
@@ -187,8 +189,8 @@ func (m *Member) Ready(ctx context.Context) error {
 }
 
 // Close stops the member (gracefully: it hands over raft leadership
-// first when it leads).
-func (m *Member) Close() { m.e.Close() }
+// first when it leads). Closing again does nothing.
+func (m *Member) Close() { m.close.Do(m.e.Close) }
 
 // FreeLoopbackURL returns http://127.0.0.1:PORT for a port that was free
 // a moment ago (for a lab's single member).
