@@ -126,7 +126,8 @@ Examples:
   spillway serve --fleet etcd://10.0.0.5:2379,10.0.0.6:2379,10.0.0.7:2379 \
       --instance lb-use1-a --region us-east1 --config /etc/spillway/last-resort.yaml
 
-  # three instances on one machine, each with its etcd member:
+  # three instances on one machine, each with its etcd member (the config's
+  # frontends on 127.0.0.1:0, or they would collide):
   C=a=http://127.0.0.1:2380,b=http://127.0.0.1:2382,c=http://127.0.0.1:2384
   spillway serve --fleet-embedded $C --instance a --fleet-embedded-client http://127.0.0.1:2379 \
       --admin 127.0.0.1:9901 --config spillway.yaml &

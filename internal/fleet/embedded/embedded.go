@@ -161,7 +161,7 @@ func Start(o Options) (*Member, error) {
 	cfg.InitialClusterToken = "spillway-fleet"
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s): %w", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, err)
+		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s): %w (fix: free the ports, or, if the data directory holds another cluster's member, give another data directory)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, err)
 	}
 	m := &Member{e: e, client: o.ClientURL.Host}
 	if len(e.Clients) > 0 {
