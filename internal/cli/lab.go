@@ -95,7 +95,9 @@ lead. A kill closes the instance's etcd client first, so its leases expire
 frontend leaves the clients' rotation, as anycast would move them. Reported:
 the new leader's and the re-owning times, requests failed and answered from
 a down zone in each window, and the next failure row (us-south1-a,b down) on
-the survivor, with its verdict. --no-kill skips it. About 35 s.
+the survivor, with its verdict. --kill-together kills the leader and the
+prober at the same moment instead, so the targets both probed lose both
+probers at once. --no-kill skips the timeline. About 35 s.
 
   spillway lab --fleet
   spillway lab --fleet --only no-policy --no-kill --json
@@ -121,6 +123,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fleetInstances := fs.Int("fleet-instances", lab.DefaultFleetInstances, "--fleet: how many instances")
 	fleetLease := fs.Duration("fleet-lease", lab.DefaultFleetLeaseTTL, "--fleet: the TTL of every lease (registrations, verdicts, election), instead of serve's 10s")
 	noKill := fs.Bool("no-kill", false, "--fleet: the table only, no kill timeline")
+	killTogether := fs.Bool("kill-together", false, "--fleet: kill the leader and the prober at the same moment, not one after the other")
 	var only listFlag
 	fs.Var(&only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
 	if err := parse(fs, args); err != nil {
@@ -201,7 +204,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),
 				Interval: *interval, Rate: *rate, Progress: stderr,
 			},
-			Instances: *fleetInstances, LeaseTTL: *fleetLease, NoKill: *noKill,
+			Instances: *fleetInstances, LeaseTTL: *fleetLease, NoKill: *noKill, Together: *killTogether,
 		})
 		if err != nil {
 			return err

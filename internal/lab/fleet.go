@@ -40,9 +40,8 @@ type FleetOptions struct {
 	// fleet (each frontend gets Rate / Instances, through Concurrency
 	// connections of its own).
 	Options
-	// Instances is the fleet's size (default 3, at least 2: the kill
-	// timeline kills the leader and then another instance, so with 3
-	// one survives).
+	// Instances is the fleet's size (default 3; at least 2, and 3 with
+	// the kill timeline, which kills two).
 	Instances int
 	// LeaseTTL is every lease's TTL: registrations, probe verdicts and
 	// the election session (default 2 s, instead of serve's 10 s, so a
@@ -56,6 +55,10 @@ type FleetOptions struct {
 	// Hold is how long the load runs before the first kill and after
 	// the fleet has converged again (default 2 s each).
 	Hold time.Duration
+	// Together kills the leader and the prober at the same moment
+	// instead of one after the other: the targets both probed lose both
+	// probers at once.
+	Together bool
 }
 
 func (o *FleetOptions) defaults() error {
@@ -74,6 +77,9 @@ func (o *FleetOptions) defaults() error {
 	}
 	if o.Instances < 2 {
 		return fmt.Errorf("lab: a fleet of %d instance: use at least 2", o.Instances)
+	}
+	if o.Instances < 3 && !o.NoKill {
+		return fmt.Errorf("lab: the kill timeline kills two of the %d instances and needs one to survive (fix: 3 instances or more, or no kill timeline)", o.Instances)
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultFleetLeaseTTL
@@ -128,6 +134,13 @@ type KillTimeline struct {
 	// LeaderTargets and ProberTargets are how many targets the killed
 	// instances probed.
 	LeaderTargets, ProberTargets int `json:"-"`
+	// Together: both were killed at once (ProberReowned is then the time
+	// until all their targets were re-owned), and Orphaned targets had
+	// both of them as probers. Otherwise ProberKilledAt is the time from
+	// the first kill to the second.
+	Together       bool          `json:"together"`
+	Orphaned       int           `json:"orphanedTargets,omitempty"`
+	ProberKilledAt time.Duration `json:"proberKilledAfterNs,omitempty"`
 	// Windows split the load by time.
 	Windows []Window `json:"windows"`
 	// After is the failure row run again on the survivors after the
@@ -528,7 +541,7 @@ func (f *labFleet) killTimeline(ctx context.Context, c Config, set settings) (*K
 		return nil, fmt.Errorf("lab: kill timeline: no convergence with %s down: %w", ScenarioName(down), err)
 	}
 	fmt.Fprintf(o.Progress, "%s converged; load at %.0f rps over %d frontends... ", ScenarioName(down), o.Rate, len(ins))
-	kt := &KillTimeline{Config: c.Name, Down: slices.Clone(down)}
+	kt := &KillTimeline{Config: c.Name, Down: slices.Clone(down), Together: o.Together}
 
 	st := startStream(ctx, &o.Options, urls)
 	defer st.stop()
@@ -554,50 +567,84 @@ func (f *labFleet) killTimeline(ctx context.Context, c Config, set settings) (*K
 	kt.Leader, kt.LeaderTargets = leader.name, len(leader.share().Owned)
 	live := slices.Delete(slices.Clone(ins), li, li+1)
 
-	// Kill 1: the leader.
-	t1 := f.killOne(st, leader, live)
-	var newLeader string
-	kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, live, keys, t1)
-	if err != nil {
-		return nil, err
-	}
-	kt.NewLeader = newLeader
-	fmt.Fprintf(o.Progress, "leader %s killed: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
-	if err := sleep(ctx, time.Second); err != nil {
-		return nil, err
-	}
-	// Kill 2: a prober that does not lead (the one probing the most).
-	pi := -1
-	for i, in := range live {
-		if in.name != newLeader && (pi < 0 || len(in.share().Owned) > len(live[pi].share().Owned)) {
-			pi = i
+	var t1, t3 time.Time
+	var prober *labInstance
+	if o.Together {
+		// The leader and a prober that does not lead, at the same moment.
+		pi := mostTargets(live, "")
+		prober = live[pi]
+		kt.Prober, kt.ProberTargets = prober.name, len(prober.share().Owned)
+		all := make([]string, len(ins))
+		for i, in := range ins {
+			all[i] = in.name
 		}
+		for _, k := range keys {
+			if ow := fleet.Owners(k, all, o.Probers); slices.Contains(ow, leader.name) && slices.Contains(ow, prober.name) && len(ow) == 2 {
+				kt.Orphaned++
+			}
+		}
+		live = slices.Delete(live, pi, pi+1)
+		t1 = f.kill(st, live, leader, prober)
+		var newLeader string
+		kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, live, keys, t1)
+		if err != nil {
+			return nil, err
+		}
+		kt.NewLeader, kt.ProberReowned = newLeader, kt.LeaderReowned
+		fmt.Fprintf(o.Progress, "leader %s and prober %s killed together: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, kt.Prober, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
+		t3 = time.Now()
+	} else {
+		// Kill 1: the leader.
+		t1 = f.kill(st, live, leader)
+		var newLeader string
+		kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, live, keys, t1)
+		if err != nil {
+			return nil, err
+		}
+		kt.NewLeader = newLeader
+		fmt.Fprintf(o.Progress, "leader %s killed: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+		// Kill 2: a prober that does not lead (the one probing the most).
+		pi := mostTargets(live, newLeader)
+		if pi < 0 {
+			return nil, errors.New("lab: kill timeline: no instance left that does not lead")
+		}
+		prober = live[pi]
+		kt.Prober, kt.ProberTargets = prober.name, len(prober.share().Owned)
+		live = slices.Delete(live, pi, pi+1)
+		t2 := f.kill(st, live, prober)
+		kt.ProberKilledAt = t2.Sub(t1)
+		_, kt.ProberReowned, _, err = f.converge(ctx, live, keys, t2)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Progress, "prober %s killed: re-owned after %.1fs... ", kt.Prober, kt.ProberReowned.Seconds())
+		t3 = time.Now()
 	}
-	if pi < 0 {
-		return nil, errors.New("lab: kill timeline: no instance left that does not lead")
-	}
-	prober := live[pi]
-	kt.Prober, kt.ProberTargets = prober.name, len(prober.share().Owned)
-	live = slices.Delete(live, pi, pi+1)
-	t2 := f.killOne(st, prober, live)
-	_, kt.ProberReowned, _, err = f.converge(ctx, live, keys, t2)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(o.Progress, "prober %s killed: re-owned after %.1fs... ", kt.Prober, kt.ProberReowned.Seconds())
-	t3 := time.Now()
 	if err := sleep(ctx, o.Hold); err != nil {
 		return nil, err
 	}
 	samples := st.stop()
 	end := time.Now()
 	killed := []string{leader.url, prober.url}
-	kt.Windows = []Window{
-		window("before the kills", samples, t0, t1, killed, down),
-		window("leader killed, until a new leader leads and its targets are re-owned", samples, t1, t1.Add(max(kt.NewLeaderAfter, kt.LeaderReowned)), killed, down),
-		window("between the kills", samples, t1.Add(max(kt.NewLeaderAfter, kt.LeaderReowned)), t2, killed, down),
-		window("prober killed, until its targets are re-owned", samples, t2, t3, killed, down),
-		window("after convergence", samples, t3, end, killed, down),
+	if o.Together {
+		kt.Windows = []Window{
+			window("before the kills", samples, t0, t1, killed, down),
+			window("leader and prober killed, until a new leader leads and their targets are re-owned", samples, t1, t3, killed, down),
+			window("after convergence", samples, t3, end, killed, down),
+		}
+	} else {
+		t1c := t1.Add(max(kt.NewLeaderAfter, kt.LeaderReowned))
+		t2 := t1.Add(kt.ProberKilledAt)
+		kt.Windows = []Window{
+			window("before the kills", samples, t0, t1, killed, down),
+			window("leader killed, until a new leader leads and its targets are re-owned", samples, t1, t1c, killed, down),
+			window("between the kills", samples, t1c, t2, killed, down),
+			window("prober killed, until its targets are re-owned", samples, t2, t3, killed, down),
+			window("after convergence", samples, t3, end, killed, down),
+		}
 	}
 	for _, in := range live {
 		kt.Survivors = append(kt.Survivors, in.name)
@@ -671,18 +718,34 @@ func (f *labFleet) fail(bs *Backends, zones []string) error {
 	return nil
 }
 
-// killOne moves the clients off the instance's frontend (as anycast
-// would once it stops answering) and kills it; it returns the time of
-// the kill.
-func (f *labFleet) killOne(st *stream, victim *labInstance, live []*labInstance) time.Time {
+// kill moves the clients off the victims' frontends to live's (as
+// anycast would once they stop answering) and kills the victims at the
+// same moment; it returns the time of the kill.
+func (f *labFleet) kill(st *stream, live []*labInstance, victims ...*labInstance) time.Time {
 	var urls []string
 	for _, in := range live {
 		urls = append(urls, in.url)
 	}
 	st.setLive(urls)
 	t := time.Now()
-	victim.kill()
+	var wg sync.WaitGroup
+	for _, v := range victims {
+		wg.Go(v.kill)
+	}
+	wg.Wait()
 	return t
+}
+
+// mostTargets returns the index in ins of the instance, other than
+// skip, that probes the most targets (-1: none).
+func mostTargets(ins []*labInstance, skip string) int {
+	pi := -1
+	for i, in := range ins {
+		if in.name != skip && (pi < 0 || len(in.share().Owned) > len(ins[pi].share().Owned)) {
+			pi = i
+		}
+	}
+	return pi
 }
 
 // converge waits until one of live leads and every one of them names it
@@ -786,10 +849,16 @@ func WriteFleetTable(w io.Writer, rep *FleetReport) error {
 	var b strings.Builder
 	if k := rep.Kill; k != nil {
 		fmt.Fprintf(&b, "\nKill timeline (%s, %s, load at %.0f rps over the live frontends):\n", k.Config, ScenarioName(k.Down), rep.Rate)
-		fmt.Fprintf(&b, "  killed the control-loop leader %s (probing %d targets): %s leads after %s; its targets re-owned after %s\n",
-			k.Leader, k.LeaderTargets, k.NewLeader, k.NewLeaderAfter.Round(time.Millisecond), k.LeaderReowned.Round(time.Millisecond))
-		fmt.Fprintf(&b, "  killed the prober %s (probing %d targets, not leading): its targets re-owned after %s\n",
-			k.Prober, k.ProberTargets, k.ProberReowned.Round(time.Millisecond))
+		if k.Together {
+			fmt.Fprintf(&b, "  killed the control-loop leader %s (probing %d targets) and the prober %s (probing %d, not leading) at once;\n  %d targets had both as probers\n",
+				k.Leader, k.LeaderTargets, k.Prober, k.ProberTargets, k.Orphaned)
+			fmt.Fprintf(&b, "  %s leads after %s; their targets re-owned after %s\n", k.NewLeader, k.NewLeaderAfter.Round(time.Millisecond), k.LeaderReowned.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, "  killed the control-loop leader %s (probing %d targets): %s leads after %s; its targets re-owned after %s\n",
+				k.Leader, k.LeaderTargets, k.NewLeader, k.NewLeaderAfter.Round(time.Millisecond), k.LeaderReowned.Round(time.Millisecond))
+			fmt.Fprintf(&b, "  killed the prober %s (probing %d targets, not leading): its targets re-owned after %s\n",
+				k.Prober, k.ProberTargets, k.ProberReowned.Round(time.Millisecond))
+		}
 		fmt.Fprintf(&b, "  (a kill closes the instance's etcd client first, so its leases expire after the TTL, %s, instead of being revoked)\n\n", rep.LeaseTTL)
 		rows := [][]string{{"WINDOW", "LENGTH", "REQUESTS", "FAILED", "ON KILLED FE", "FROM DOWN ZONES"}}
 		for _, win := range k.Windows {

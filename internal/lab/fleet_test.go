@@ -76,3 +76,40 @@ func TestFleetLab(t *testing.T) {
 	}
 	waitGoroutines(t, before)
 }
+
+// TestFleetLabKillTogether: the leader and a prober killed at the same
+// moment: the targets both probed lose both probers at once; the
+// survivor keeps their health until it probes them itself, elects
+// itself, and no request fails or reaches the down zone.
+func TestFleetLabKillTogether(t *testing.T) {
+	var progress bytes.Buffer
+	rep, err := RunFleet(context.Background(), FleetOptions{
+		Options:  Options{Configs: []Config{seedConfig(t, "with-policy")}, Requests: 300, Progress: &progress},
+		NoTable:  true,
+		Together: true,
+		Hold:     time.Second,
+	})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	var out bytes.Buffer
+	if err := WriteFleetTable(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	k := rep.Kill
+	if k == nil || !k.Together || len(k.Windows) != 3 || k.Orphaned == 0 {
+		t.Fatalf("kill timeline %+v: want both killed together, three windows, targets that lost both probers", k)
+	}
+	if len(k.Survivors) != 1 || k.NewLeader != k.Survivors[0] {
+		t.Errorf("survivors %v, new leader %s: want the one survivor leading", k.Survivors, k.NewLeader)
+	}
+	for _, w := range k.Windows {
+		if w.Failed-w.OnKilled != 0 || w.FromDown != 0 {
+			t.Errorf("window %q: %d failed on the survivor, %d from the down zone, want 0", w.Name, w.Failed-w.OnKilled, w.FromDown)
+		}
+	}
+	if k.After == nil || Verdict(k.After) != "match" {
+		t.Errorf("the a,b-down row on the survivor: %+v", k.After)
+	}
+}
