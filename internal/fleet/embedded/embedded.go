@@ -1,5 +1,5 @@
 // Package embedded runs an etcd member inside the Spillway process
-// (go.etcd.io/etcd/server/v3/embed), so a small fleet needs no separate
+// (etcd's server/v3/embed package), so a small fleet needs no separate
 // etcd: `spillway serve --fleet-embedded` and `spillway lab --fleet`.
 // Members talk plain HTTP to each other and to their clients; the
 // package is meant for trying fleet mode and for labs, not for a
