@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spillwaylb/spillway/internal/fleet"
 )
@@ -22,6 +23,9 @@ type fleetFlags struct {
 	endpoints, prefix  *string
 	ca, cert, key      *string
 	user, passwordFile *string
+	// autoSync is fleet.ClientConfig.AutoSync (set by serve with
+	// --fleet-embedded).
+	autoSync time.Duration
 }
 
 func addFleetFlags(fs *flag.FlagSet, endpointsHelp string) *fleetFlags {
@@ -48,7 +52,7 @@ func (f *fleetFlags) clientConfig() (fleet.ClientConfig, error) {
 	if err != nil {
 		return fleet.ClientConfig{}, err
 	}
-	cc := fleet.ClientConfig{Endpoints: eps, Secure: secure, CAFile: *f.ca, CertFile: *f.cert, KeyFile: *f.key, Username: *f.user}
+	cc := fleet.ClientConfig{Endpoints: eps, Secure: secure, CAFile: *f.ca, CertFile: *f.cert, KeyFile: *f.key, Username: *f.user, AutoSync: f.autoSync}
 	if cc.Username != "" {
 		if *f.passwordFile != "" {
 			b, err := os.ReadFile(*f.passwordFile)

@@ -74,6 +74,34 @@ interval 10s -> --outlier-interval (1s) and baseEjectionTime 180s ->
   spillway lab --scenario winticket
   spillway lab --scenario winticket --json
 
+Fleet lab: --fleet runs the table through a fleet instead of one server: an
+etcd embedded in the lab (one member, a free loopback port, a temporary data
+directory) and --fleet-instances (3) instances in the lab process, each what
+'spillway serve --fleet' runs (its config from etcd, sharded probing with 2
+probers per target, the elected control loop) with a frontend of its own on
+an ephemeral port. The config is pushed once per row; the row's requests go
+round-robin through every frontend at the same total --rate. Instances are
+named after the config's regions, primary first (the seed has two regions, so
+the third is a second one in us-south1); --region is only reported today and
+changes no routing. Every lease lives --fleet-lease (2s) instead of serve's
+10 s, so deaths are noticed within seconds. By default only the with-policy
+config runs (--only picks others).
+
+Then the kill timeline: a fresh fleet with us-south1-a down, load through
+every frontend; the control-loop leader is killed, then, once a new leader
+leads and the dead one's probe targets are re-owned, a prober that does not
+lead. A kill cuts the instance's TCP connections to etcd first, so its leases
+expire (as after a crash) instead of being revoked (as after a clean stop); its
+frontend leaves the clients' rotation, as anycast would move them. Reported:
+the new leader's and the re-owning times, requests failed and answered from
+a down zone in each window, and the next failure row (us-south1-a,b down) on
+the survivor, with its verdict. --kill-together kills the leader and the
+prober at the same moment instead, so the targets both probed lose both
+probers at once. --no-kill skips the timeline. About 35 s.
+
+  spillway lab --fleet
+  spillway lab --fleet --only no-policy --no-kill --json
+
 --config FILE runs the four kinds of scenario on that one config instead:
 steady, then the first one, two, ... all zones of the frontend's region
 down. --json prints {"scenarios": [{"config", "down", "requests", "regions",
@@ -91,6 +119,11 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scenario := fs.String("scenario", "", "run a named scenario instead of the seed-000 matrix: winticket")
 	outlierInterval := fs.Duration("outlier-interval", lab.DefaultOutlierInterval, "winticket: outlierDetection.interval the lab sets")
 	ejectionTime := fs.Duration("ejection-time", lab.DefaultBaseEjectionTime, "winticket: outlierDetection.baseEjectionTime the lab sets")
+	fleetLab := fs.Bool("fleet", false, "run the table through a fleet (three instances on an embedded etcd), then kill the control-loop leader and a prober under load (see Fleet lab above)")
+	fleetInstances := fs.Int("fleet-instances", lab.DefaultFleetInstances, "--fleet: how many instances")
+	fleetLease := fs.Duration("fleet-lease", lab.DefaultFleetLeaseTTL, "--fleet: the TTL of every lease (registrations, verdicts, election), instead of serve's 10s")
+	noKill := fs.Bool("no-kill", false, "--fleet: the table only, no kill timeline")
+	killTogether := fs.Bool("kill-together", false, "--fleet: kill the leader and the prober at the same moment, not one after the other")
 	var only listFlag
 	fs.Var(&only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
 	if err := parse(fs, args); err != nil {
@@ -102,6 +135,10 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *requests <= 0 || *rate <= 0 || *interval < 10*time.Millisecond {
 		fmt.Fprintln(stderr, "spillway lab: --requests and --rate must be positive and --interval at least 10ms")
+		return errUsage
+	}
+	if *fleetLab && *scenario != "" {
+		fmt.Fprintln(stderr, "spillway lab: --fleet runs seed 000's table; it cannot be combined with --scenario")
 		return errUsage
 	}
 	if *scenario != "" {
@@ -144,12 +181,38 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		configs = []lab.Config{c}
+	case *fleetLab && len(only) == 0:
+		cs, err := lab.SeedConfigs([]string{"with-policy"})
+		if err != nil {
+			return err
+		}
+		configs = cs
 	default:
 		cs, err := lab.SeedConfigs(only)
 		if err != nil {
 			return err
 		}
 		configs = cs
+	}
+	if *fleetLab {
+		if *fleetInstances < 2 || *fleetLease < time.Second {
+			fmt.Fprintln(stderr, "spillway lab: --fleet-instances must be at least 2 and --fleet-lease at least 1s (etcd leases count whole seconds)")
+			return errUsage
+		}
+		rep, err := lab.RunFleet(ctx, lab.FleetOptions{
+			Options: lab.Options{
+				Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),
+				Interval: *interval, Rate: *rate, Progress: stderr,
+			},
+			Instances: *fleetInstances, LeaseTTL: *fleetLease, NoKill: *noKill, Together: *killTogether,
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return lab.WriteFleetJSON(stdout, rep)
+		}
+		return lab.WriteFleetTable(stdout, rep)
 	}
 	rep, err := lab.Run(ctx, lab.Options{
 		Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),

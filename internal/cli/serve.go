@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/embedded"
 	"github.com/spillwaylb/spillway/internal/procs"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
@@ -24,6 +26,7 @@ import (
 const serveHelp = `
 Usage: spillway serve --config FILE [flags]
        spillway serve --fleet etcd://HOST:2379,... --instance NAME --region R [--config FILE] [flags]
+       spillway serve --fleet-embedded NAME=http://HOST:2380,... --instance NAME --region R [--config FILE] [flags]
 
 Run the load balancer: every frontends[] entry listens (HTTP/1.1 and HTTP/2;
 h2c on cleartext, ALPN on TLS), each request goes through the URL map and the
@@ -112,6 +115,20 @@ rates are kept as last seen. --fleet-rate=false counts each instance's own
 demand only. Health checks are sharded (--fleet-probers) and auto-capacity
 drain is decided by one elected instance; see docs/fleet.md.
 
+Embedded etcd: with --fleet-embedded the instances run etcd themselves, one
+member each, so trying fleet mode needs no separate etcd. Give every instance
+the same initial cluster, NAME=http://HOST:PORT for each member's peer
+listener (as etcd's --initial-cluster); this instance's member is the one
+named --instance. --fleet-embedded-client is where its member serves clients
+(default http://127.0.0.1:2379); the instance connects there and learns the
+other members' client URLs from etcd (unless --fleet names endpoints).
+--fleet-data is the member's data directory (default
+$TMPDIR/spillway-etcd-NAME; keep it on restarts: a member that lost its data
+cannot rejoin under the same name). etcd answers once a majority of the
+members run (2 of 3): until then an instance starts from --config FILE,
+marked stale, and follows the fleet once the quorum forms. Members speak
+plain HTTP: use them on a trusted network, or run etcd yourself with TLS.
+
 Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
   spillway get-health --admin 127.0.0.1:9901
@@ -119,6 +136,17 @@ Examples:
   spillway config push spillway.yaml --fleet etcd://10.0.0.5:2379
   spillway serve --fleet etcd://10.0.0.5:2379,10.0.0.6:2379,10.0.0.7:2379 \
       --instance lb-use1-a --region us-east1 --config /etc/spillway/last-resort.yaml
+
+  # three instances on one machine, each with its etcd member (the config's
+  # frontends on 127.0.0.1:0, or they would collide):
+  C=a=http://127.0.0.1:2380,b=http://127.0.0.1:2382,c=http://127.0.0.1:2384
+  spillway serve --fleet-embedded $C --instance a --fleet-embedded-client http://127.0.0.1:2379 \
+      --admin 127.0.0.1:9901 --config spillway.yaml &
+  spillway serve --fleet-embedded $C --instance b --fleet-embedded-client http://127.0.0.1:2381 \
+      --admin 127.0.0.1:9902 --config spillway.yaml &
+  spillway serve --fleet-embedded $C --instance c --fleet-embedded-client http://127.0.0.1:2383 \
+      --admin 127.0.0.1:9903 --config spillway.yaml &
+  spillway config push spillway.yaml --fleet etcd://127.0.0.1:2379
 `
 
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -139,6 +167,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fleetProbers := fs.Int("fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
 	fleetRate := fs.Bool("fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
+	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
+	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
+	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME)")
+	fleetEtcdLog := fs.String("fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -146,7 +178,20 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fleetMode := ff.given()
+	set := givenFlags(fs)
+	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *instance)
+	if err != nil {
+		return err
+	}
+	if member != nil {
+		switch *fleetEtcdLog {
+		case "debug", "info", "warn", "error", "fatal":
+			member.LogLevel = *fleetEtcdLog
+		default:
+			return fmt.Errorf("--fleet-embedded-log-level %q: want debug, info, warn, error or fatal", *fleetEtcdLog)
+		}
+	}
+	fleetMode := ff.given() || member != nil
 	if *cfgPath == "" && !fleetMode {
 		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml), or --fleet etcd://HOST:2379 for fleet mode")
 		return errUsage
@@ -159,7 +204,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	autoProcs, err := setProcs(*procsFlag, givenFlags(fs)["procs"], log)
+	autoProcs, err := setProcs(*procsFlag, set["procs"], log)
 	if err != nil {
 		return err
 	}
@@ -181,6 +226,20 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if *instance == "" {
 			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
 		}
+		if member != nil {
+			m, err := embedded.Start(*member)
+			if err != nil {
+				return fmt.Errorf("--fleet-embedded: %w", err)
+			}
+			defer m.Close()
+			if !ff.given() {
+				// Its own member first; the others' client URLs come
+				// from the member list, refreshed every 30 s.
+				*ff.endpoints = "etcd://" + dialable(m.ClientAddr())
+				ff.autoSync = 30 * time.Second
+			}
+			log.Info("fleet: embedded etcd member started", "member", member.Name, "client", m.ClientAddr(), "data", member.Dir, "cluster", *fleetEmbedded, "etcd", *ff.endpoints)
+		}
 		var closeStore func()
 		if store, closeStore, err = ff.store(); err != nil {
 			return err
@@ -199,19 +258,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		log.Warn(w, "file", cfg.File)
 	}
 	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
-	var share *fleet.ProbeShare
-	if fleetMode && *fleetProbers != 0 {
-		if share, err = fleet.NewProbeShare(store, fleet.ProbeShareOptions{Instance: *instance, Probers: *fleetProbers, Logger: log}); err != nil {
+	var inst *fleet.Instance
+	if fleetMode {
+		if inst, err = fleet.NewInstance(store, fleet.InstanceOptions{Instance: *instance, Region: *region, Probers: *fleetProbers, Rate: *fleetRate, Logger: log}); err != nil {
 			return err
 		}
-		opts.ProbeShare = share
-	}
-	var demand *fleet.DemandShare
-	if fleetMode && *fleetRate {
-		if demand, err = fleet.NewDemandShare(store, fleet.DemandShareOptions{Instance: *instance, Logger: log}); err != nil {
-			return err
-		}
-		opts.DemandShare = demand
+		opts = inst.ServeOptions(opts)
 	}
 	runErr := make(chan error, 1)
 	srv, err := startServer(ctx, cfg, opts, runErr)
@@ -249,32 +301,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}()
 	if fleetMode {
-		ag, err := fleet.NewAgent(store, srv, fleet.AgentOptions{Instance: *instance, Region: *region, Initial: fleetStatus, Logger: log})
-		if err != nil {
-			return err
-		}
-		agentCtx, stopAgent := context.WithCancel(ctx)
-		agentDone := make(chan struct{})
-		defer func() { stopAgent(); <-agentDone }()
-		go func() { defer close(agentDone); ag.Run(agentCtx) }()
-		if share != nil {
-			shareDone := make(chan struct{})
-			defer func() { stopAgent(); <-shareDone }()
-			go func() { defer close(shareDone); share.Run(agentCtx, srv) }()
-		}
-		if demand != nil {
-			demandDone := make(chan struct{})
-			defer func() { stopAgent(); <-demandDone }()
-			go func() { defer close(demandDone); demand.Run(agentCtx) }()
-		}
-		loop, err := fleet.NewControlLoop(store, fleet.ControlLoopOptions{Instance: *instance, Logger: log})
-		if err != nil {
-			return err
-		}
-		srv.SetFleetSources(fleet.Sources(loop, share))
-		loopDone := make(chan struct{})
-		defer func() { stopAgent(); <-loopDone }()
-		go func() { defer close(loopDone); loop.Run(agentCtx, srv) }()
+		instCtx, stopInst := context.WithCancel(ctx)
+		instDone := make(chan struct{})
+		defer func() { stopInst(); <-instDone }()
+		go func() { defer close(instDone); inst.Run(instCtx, srv, fleetStatus) }()
 	}
 	if autoProcs {
 		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {
@@ -474,4 +504,61 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// embeddedFlags checks --fleet-embedded and its companions and returns
+// this instance's member (nil without --fleet-embedded).
+func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, instance string) (*embedded.Options, error) {
+	if cluster == "" {
+		for _, f := range []string{"fleet-embedded-client", "fleet-data", "fleet-embedded-log-level"} {
+			if set[f] {
+				return nil, fmt.Errorf("--%s needs --fleet-embedded (fix: give --fleet-embedded NAME=http://HOST:2380,... to run an etcd member in this instance, or drop --%s)", f, f)
+			}
+		}
+		return nil, nil
+	}
+	peers, err := embedded.ParseCluster("--fleet-embedded", cluster)
+	if err != nil {
+		return nil, err
+	}
+	if instance == "" {
+		return nil, fmt.Errorf("--fleet-embedded: this instance needs a name, its member's (fix: give --instance NAME, one of the cluster's)")
+	}
+	var names []string
+	found := false
+	for _, p := range peers {
+		names = append(names, p.Name)
+		found = found || p.Name == instance
+	}
+	if !found {
+		return nil, fmt.Errorf("--fleet-embedded: this instance, --instance %s, is not a member of %s (fix: give --instance one of %s, or add %s=http://HOST:2380 to --fleet-embedded)", instance, cluster, strings.Join(names, ", "), instance)
+	}
+	cu, err := embedded.ParseURL("--fleet-embedded-client", client)
+	if err != nil {
+		return nil, err
+	}
+	if !ff.given() {
+		for _, f := range []string{"fleet-ca", "fleet-cert", "fleet-key", "fleet-user", "fleet-password-file"} {
+			if set[f] {
+				return nil, fmt.Errorf("--%s with --fleet-embedded: the embedded member serves plain HTTP without users (fix: drop --%s, or give --fleet with the etcd endpoints it is for)", f, f)
+			}
+		}
+	}
+	if dir == "" {
+		dir = embedded.DefaultDir(instance)
+	}
+	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir}, nil
+}
+
+// dialable turns a listener's address into one to dial: an unspecified
+// host (0.0.0.0, ::) becomes loopback.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -39,6 +39,11 @@ type ClientConfig struct {
 	Username, Password string
 	// DialTimeout bounds the first connection (0 = 5 s).
 	DialTimeout time.Duration
+	// AutoSync, when positive, refreshes the endpoints from etcd's member
+	// list that often: a client given one member (its own, with
+	// --fleet-embedded) learns the others' client URLs and reaches the
+	// cluster through them when that member is down.
+	AutoSync time.Duration
 }
 
 // ParseEndpoints parses the --fleet value: "etcd://host:2379,host:2379"
@@ -99,6 +104,7 @@ func (c ClientConfig) clientv3() (clientv3.Config, error) {
 		// Keepalives on the gRPC connection notice a dead etcd quickly.
 		DialKeepAliveTime:    2 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
+		AutoSyncInterval:     max(c.AutoSync, 0),
 		// The agent logs what matters; the client's own retry warnings
 		// would flood the log while etcd is down.
 		Logger: zap.NewNop(),

@@ -22,72 +22,28 @@ import (
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"github.com/spillwaylb/spillway/internal/netcut"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
-// cutter forwards TCP connections to etcd until Cut, which closes them
-// all and refuses new ones: an instance whose client dials through it
-// can be cut off from etcd without a chance to revoke its leases (closing
-// its client would not do: Close ends the watches, and the share's revoke
-// can get out before the connection closes).
-type cutter struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	cut   bool
-}
-
-func newCutter(t *testing.T, target string) *cutter {
+// newCutter forwards connections to etcd until Cut (package netcut): an
+// instance whose client dials through it can be cut off from etcd without
+// a chance to revoke its leases.
+func newCutter(t *testing.T, target string) *netcut.Forwarder {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := netcut.Listen(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cutter{ln: ln}
 	t.Cleanup(c.Cut)
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			c.mu.Lock()
-			if c.cut {
-				c.mu.Unlock()
-				in.Close()
-				out.Close()
-				continue
-			}
-			c.conns = append(c.conns, in, out)
-			c.mu.Unlock()
-			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
-		}
-	}()
 	return c
 }
 
-// Cut closes every forwarded connection and the listener.
-func (c *cutter) Cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cut = true
-	c.ln.Close()
-	for _, x := range c.conns {
-		x.Close()
-	}
-}
-
 // dialVia is dial through a cutter.
-func dialVia(t *testing.T, c *cutter) *clientv3.Client {
+func dialVia(t *testing.T, c *netcut.Forwarder) *clientv3.Client {
 	t.Helper()
-	cl, err := fleet.ClientConfig{Endpoints: []string{c.ln.Addr().String()}, DialTimeout: 2 * time.Second}.Dial()
+	cl, err := fleet.ClientConfig{Endpoints: []string{c.Addr()}, DialTimeout: 2 * time.Second}.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +56,7 @@ func dialVia(t *testing.T, c *cutter) *clientv3.Client {
 type demander struct {
 	name  string
 	share *fleet.DemandShare
-	cut   *cutter // its connection to etcd
+	cut   *netcut.Forwarder // its connection to etcd
 	stop  func()
 }
 
@@ -356,7 +312,7 @@ type rateInstance struct {
 	name  string
 	srv   *serve.Server
 	share *fleet.DemandShare
-	cut   *cutter // its connection to etcd
+	cut   *netcut.Forwarder // its connection to etcd
 	stop  func()
 
 	rps      atomic.Int64 // requests per second the client sends (0: none)

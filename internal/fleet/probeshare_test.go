@@ -18,6 +18,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"github.com/spillwaylb/spillway/internal/netcut"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
@@ -154,7 +155,7 @@ type sharded struct {
 	srv   *serve.Server
 	share *fleet.ProbeShare
 	cl    *clientv3.Client
-	cut   *cutter // its connection to etcd
+	cut   *netcut.Forwarder // its connection to etcd
 	stop  func()
 }
 

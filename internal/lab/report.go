@@ -247,6 +247,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Spillway lab: %d HTTPS requests per scenario after convergence · %s · probes every %s · %.0f rps\n\n",
 		rep.Requests, mode, rep.Interval, rep.Rate)
+	if rep.Fleet != "" {
+		b.WriteString(rep.Fleet + "\n\n")
+	}
 
 	// Columns: config, scenario, one per region (primary first), 503, verdict.
 	var regions []string
@@ -345,7 +348,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if len(others) > 0 {
 		b.WriteString("\nother answers: " + strings.Join(others, "; ") + "\n")
 	}
-	b.WriteString(`
+	if !rep.Brief {
+		b.WriteString(`
 Shares are of each scenario's requests; a region's zones are in brackets.
 "seed" rows are the seed's published numbers (1,000 requests each on Google
 Cloud). match: every zone within ±4 points, every region and the 503 share
@@ -359,7 +363,10 @@ spillway.secondLayerProxies proxies give (8 proxies, three zones: 0.375 to
 0.875), widened by sampling noise; the seed's own six region splits all
 fall inside (docs/semantics.md §2.4).
 `)
-	fmt.Fprintf(&b, "\n%d scenarios in %.1fs\n", len(rep.Scenarios), rep.Elapsed.Seconds())
+	}
+	if rep.Elapsed > 0 {
+		fmt.Fprintf(&b, "\n%d scenarios in %.1fs\n", len(rep.Scenarios), rep.Elapsed.Seconds())
+	}
 	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return fmt.Errorf("lab: write report: %w", err)

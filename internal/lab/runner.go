@@ -126,6 +126,11 @@ type Report struct {
 	FailMode FailMode      `json:"-"`
 	Interval time.Duration `json:"-"`
 	Rate     float64       `json:"-"`
+	// Fleet, when not empty, describes the fleet the requests went
+	// through (a line under the table's title).
+	Fleet string `json:"-"`
+	// Brief leaves out the explanation under the table.
+	Brief bool `json:"-"`
 }
 
 // Result is one scenario's counts.
@@ -183,7 +188,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 		for _, down := range scenarios {
-			res, err := runScenario(ctx, c, down, set, &o)
+			res, err := runScenario(ctx, c, down, set, &o, nil)
 			if err != nil {
 				rep.Elapsed = time.Since(start)
 				return rep, err
@@ -262,9 +267,62 @@ func ScenarioName(down []string) string {
 	return strings.Join(parts, ",") + " down"
 }
 
-// runScenario starts backends and a server for one config, fails the down
-// zones, waits for convergence and counts o.Requests requests.
-func runScenario(ctx context.Context, c Config, down []string, set settings, o *Options) (res *Result, err error) {
+// starter starts the Spillway side of a scenario on p's config: one
+// standalone server, or a fleet's instances. It returns the servers
+// (once ready) and a function that stops them all.
+type starter func(ctx context.Context, p *plan.Plan) (servers []*serve.Server, stop func() error, err error)
+
+// startStandalone is the standalone lab's starter: one serve.Server.
+func startStandalone(ctx context.Context, p *plan.Plan) ([]*serve.Server, func() error, error) {
+	srv, err := serve.New(p.Config, serve.Options{WatchInterval: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(runCtx) }()
+	stop := func() error { cancel(); return <-errc }
+	select {
+	case <-srv.Ready():
+		return []*serve.Server{srv}, stop, nil
+	case rerr := <-errc:
+		cancel()
+		return nil, nil, fmt.Errorf("serve: %w", rerr)
+	case <-ctx.Done():
+		stop()
+		return nil, nil, ctx.Err()
+	}
+}
+
+// frontendURLs returns each server's https:// URL of frontend fe.
+func frontendURLs(servers []*serve.Server, fe string) ([]string, error) {
+	var urls []string
+	for _, srv := range servers {
+		addr := srv.FrontendAddr(fe)
+		if addr == "" {
+			return nil, fmt.Errorf("frontend %s did not bind", fe)
+		}
+		urls = append(urls, "https://"+addr+"/")
+	}
+	return urls, nil
+}
+
+// waitAll waits until every server's health view has converged on the
+// down zones (see converged).
+func waitAll(ctx context.Context, servers []*serve.Server, limit time.Duration, down []string) error {
+	for _, srv := range servers {
+		if err := waitFor(ctx, srv, limit, func(h *serve.HealthReport) string { return converged(h, down) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runScenario starts backends and Spillway (launch; nil: one standalone
+// server) for one config, fails the down zones, waits for convergence
+// on every server and counts o.Requests requests, sent round-robin
+// through the servers' frontends.
+func runScenario(ctx context.Context, c Config, down []string, set settings, o *Options, launch starter) (res *Result, err error) {
 	start := time.Now()
 	label := c.Name + " / " + ScenarioName(down)
 	fmt.Fprintf(o.Progress, "%s: ", label)
@@ -290,30 +348,21 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	}
 	defer bs.Close()
 
-	srv, err := serve.New(p.Config, serve.Options{WatchInterval: -1})
+	if launch == nil {
+		launch = startStandalone
+	}
+	servers, stop, err := launch(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", label, err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Run(runCtx) }()
 	defer func() {
-		cancel()
-		if rerr := <-errc; rerr != nil && err == nil {
-			err = fmt.Errorf("lab: %s: serve: %w", label, rerr)
+		if serr := stop(); serr != nil && err == nil {
+			err = fmt.Errorf("lab: %s: serve: %w", label, serr)
 		}
 	}()
-	select {
-	case <-srv.Ready():
-	case rerr := <-errc:
-		errc <- rerr // for the deferred wait
-		return nil, fmt.Errorf("lab: %s: serve: %w", label, rerr)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	addr := srv.FrontendAddr(fe.Name)
-	if addr == "" {
-		return nil, fmt.Errorf("lab: %s: frontend %s did not bind", label, fe.Name)
+	urls, err := frontendURLs(servers, fe.Name)
+	if err != nil {
+		return nil, fmt.Errorf("lab: %s: %w", label, err)
 	}
 
 	deadline := 15*time.Second + 20*o.Interval
@@ -325,7 +374,7 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	if err := sleep(ctx, 2*o.Interval); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, srv, deadline, func(h *serve.HealthReport) string { return converged(h, nil) }); err != nil {
+	if err := waitAll(ctx, servers, deadline, nil); err != nil {
 		return nil, fmt.Errorf("lab: %s: backends never all became healthy: %w", label, err)
 	}
 	if len(down) > 0 {
@@ -342,7 +391,7 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 			return nil, err
 		}
 	}
-	if err := waitFor(ctx, srv, deadline, func(h *serve.HealthReport) string { return converged(h, down) }); err != nil {
+	if err := waitAll(ctx, servers, deadline, down); err != nil {
 		return nil, fmt.Errorf("lab: %s: no convergence: %w", label, err)
 	}
 	convergedAfter := time.Since(failed)
@@ -377,7 +426,7 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 		zoneRegion[g.Zone] = g.Region
 	}
 	sendStart := time.Now()
-	if err := send(ctx, "https://"+addr+"/", o, zoneRegion, res); err != nil {
+	if err := send(ctx, urls, o, zoneRegion, res); err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", label, err)
 	}
 	res.Elapsed = time.Since(start)
@@ -463,9 +512,11 @@ type tally struct {
 	lastErr                error
 }
 
-// send sends o.Requests GET requests to url, paced at o.Rate, from
-// o.Concurrency keep-alive HTTPS connections, and adds the answers to res.
-func send(ctx context.Context, url string, o *Options, zoneRegion map[string]string, res *Result) error {
+// send sends o.Requests GET requests, paced at o.Rate in all, from
+// o.Concurrency keep-alive HTTPS connections per URL, and adds the
+// answers to res. The requests go round-robin through urls (several
+// frontends share the same total rate).
+func send(ctx context.Context, urls []string, o *Options, zoneRegion map[string]string, res *Result) error {
 	tr := &http.Transport{
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the lab's own self-signed certificate
 		MaxIdleConnsPerHost: o.Concurrency,
@@ -475,14 +526,14 @@ func send(ctx context.Context, url string, o *Options, zoneRegion map[string]str
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 
-	jobs := make(chan struct{})
-	tallies := make([]tally, o.Concurrency)
+	jobs := make(chan string)
+	tallies := make([]tally, o.Concurrency*len(urls))
 	var wg sync.WaitGroup
 	for w := range tallies {
 		t := &tallies[w]
 		t.zones, t.regions, t.status = map[string]int{}, map[string]int{}, map[string]int{}
 		wg.Go(func() {
-			for range jobs {
+			for url := range jobs {
 				one(ctx, client, url, zoneRegion, t)
 			}
 		})
@@ -497,7 +548,7 @@ func send(ctx context.Context, url string, o *Options, zoneRegion map[string]str
 			}
 		}
 		select {
-		case jobs <- struct{}{}:
+		case jobs <- urls[i%len(urls)]:
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
@@ -535,39 +586,45 @@ func send(ctx context.Context, url string, o *Options, zoneRegion map[string]str
 
 // one sends a request and counts its answer.
 func one(ctx context.Context, client *http.Client, url string, zoneRegion map[string]string, t *tally) {
+	code, zone, err := fetch(ctx, client, url)
+	t.status[code]++
+	if err != nil {
+		t.lastErr = err
+	}
+	if zone == "" {
+		return
+	}
+	t.zones[zone]++
+	reg := zoneRegion[zone]
+	if reg == "" {
+		reg = config.RegionOfZone(zone)
+	}
+	t.regions[reg]++
+}
+
+// fetch sends a GET and returns the answer's status code ("error" when
+// there is no HTTP answer, "bad-body" for a 200 whose body names no
+// zone) and, for a 200, the zone named in the body.
+func fetch(ctx context.Context, client *http.Client, url string) (code, zone string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		t.status["error"]++
-		t.lastErr = err
-		return
+		return "error", "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.status["error"]++
-		t.lastErr = err
-		return
+		return "error", "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		t.status["error"]++
-		t.lastErr = fmt.Errorf("read body: %w", err)
-		return
+		return "error", "", fmt.Errorf("read body: %w", err)
 	}
-	t.status[strconv.Itoa(resp.StatusCode)]++
 	if resp.StatusCode != http.StatusOK {
-		return
+		return strconv.Itoa(resp.StatusCode), "", nil
 	}
 	var r response
 	if err := json.Unmarshal(body, &r); err != nil || r.Zone == "" {
-		t.status["200"]--
-		t.status["bad-body"]++
-		return
+		return "bad-body", "", nil
 	}
-	t.zones[r.Zone]++
-	reg := zoneRegion[r.Zone]
-	if reg == "" {
-		reg = config.RegionOfZone(r.Zone)
-	}
-	t.regions[reg]++
+	return "200", r.Zone, nil
 }

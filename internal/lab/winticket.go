@@ -441,7 +441,7 @@ func (r *winticketRun) ejected() bool {
 func (r *winticketRun) load(ctx context.Context, p *Phase, n int) error {
 	o := &Options{Requests: n, Rate: r.o.Rate, Concurrency: DefaultConcurrency}
 	res := &Result{Regions: map[string]int{}, Zones: map[string]int{}, Status: map[string]int{}}
-	if err := send(ctx, r.url, o, r.zoneRegion, res); err != nil {
+	if err := send(ctx, []string{r.url}, o, r.zoneRegion, res); err != nil {
 		return fmt.Errorf("lab: winticket: %s: %w", p.Name, err)
 	}
 	p.Requests += n

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeFleetEmbedded: three spillway serve --fleet-embedded, each
+// running its own etcd member, form one cluster without a separate
+// etcd; a config pushed through one member's client URL reaches all
+// three, and each lists the others.
+func TestServeFleetEmbedded(t *testing.T) {
+	names := []string{"lb-a", "lb-b", "lb-c"}
+	var peers, clients []string
+	for _, n := range names {
+		peers = append(peers, n+"=http://"+freePort(t))
+		clients = append(clients, freePort(t))
+	}
+	cluster := strings.Join(peers, ",")
+	file := filepath.Join(t.TempDir(), "last-resort.yaml")
+	os.WriteFile(file, []byte(adminTestConfig), 0o644)
+	var admins []string
+	var logs []*syncBuffer
+	for i, n := range names {
+		// The first member has no quorum until the second starts: it
+		// starts from --config, stale, and follows once the cluster forms.
+		admin, lg := startServe(t, "--fleet-embedded", cluster, "--instance", n, "--region", "us-east1",
+			"--fleet-embedded-client", "http://"+clients[i], "--fleet-data", filepath.Join(t.TempDir(), n),
+			"--fleet-timeout", "1s", "--config", file)
+		if !strings.Contains(lg.String(), "embedded etcd member started") {
+			t.Fatalf("%s: the log does not say its member started:\n%s", n, lg)
+		}
+		admins, logs = append(admins, admin), append(logs, lg)
+	}
+	if !strings.Contains(logs[0].String(), "cannot reach etcd at start; serving the --config file") {
+		t.Errorf("lb-a, alone at first, did not start from --config:\n%s", logs[0])
+	}
+	fl := "etcd://" + strings.Join(clients, ",")
+	if code, out, stderr := run(t, "config", "push", file, "--fleet", "etcd://"+clients[1], "--author", "ana"); code != 0 {
+		t.Fatalf("push: %s%s", out, stderr)
+	}
+	for i, admin := range admins {
+		waitFor(t, names[i]+" at revision 1", func() bool {
+			f := fleetStatus(t, admin)
+			return f != nil && f.Revision == 1 && !f.Stale && f.Instance == names[i]
+		}, logs[i])
+	}
+	waitFor(t, "three instances listed", func() bool {
+		_, out, _ := run(t, "config", "get", "--instances", "--fleet", fl)
+		return strings.Count(out, "applied") == 3
+	}, logs[0])
+}
+
+// TestServeFleetEmbeddedFlags: wrong --fleet-embedded combinations are
+// refused with the flag and the fix.
+func TestServeFleetEmbeddedFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte(adminTestConfig), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fleet-data", dir, "--config", file}, "--fleet-data needs --fleet-embedded"},
+		{[]string{"--fleet-embedded-client", "http://127.0.0.1:2379", "--config", file}, "--fleet-embedded-client needs --fleet-embedded"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "b"}, "--instance b, is not a member"},
+		{[]string{"--fleet-embedded", "a=127.0.0.1:2380", "--instance", "a"}, "is not http://HOST:PORT"},
+		{[]string{"--fleet-embedded", "a=https://127.0.0.1:2380", "--instance", "a"}, "plain HTTP only"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1", "--instance", "a"}, "needs a numeric port"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1,a=http://127.0.0.1:2", "--instance", "a"}, "member a is named twice"},
+		{[]string{"--fleet-embedded", "a", "--instance", "a"}, "is not NAME=http://HOST:PORT"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-embedded-client", "http://127.0.0.1:1"}, "is this member's peer URL"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-ca", file}, "--fleet-ca with --fleet-embedded"},
+	} {
+		code, _, stderr := run(t, append([]string{"serve", "--admin", ""}, c.args...)...)
+		if code == 0 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "fix") {
+			t.Errorf("serve %v: exit %d, stderr %q; want an error with %q and a fix", c.args, code, stderr, c.want)
+		}
+	}
+}

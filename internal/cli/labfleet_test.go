@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLabFleetFlags: spillway lab --fleet refuses what it cannot run,
+// before starting anything.
+func TestLabFleetFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fleet", "--scenario", "winticket"}, "cannot be combined with --scenario"},
+		{[]string{"--fleet", "--fleet-instances", "1"}, "--fleet-instances must be at least 2"},
+		{[]string{"--fleet", "--fleet-lease", "500ms"}, "--fleet-lease at least 1s"},
+	} {
+		code, _, stderr := run(t, append([]string{"lab"}, c.args...)...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("lab %v: exit %d, stderr %q; want %q", c.args, code, stderr, c.want)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package embedded_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/embedded"
+)
+
+func freeURL(t *testing.T) *url.URL {
+	t.Helper()
+	u, err := embedded.FreeLoopbackURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestThreeMembers: three members started from one initial cluster form
+// it; a write through one is read through another; a client given one
+// member learns the others' client URLs (AutoSync) and still answers
+// when that member stops.
+func TestThreeMembers(t *testing.T) {
+	var peers []embedded.Peer
+	var clients []*url.URL
+	for _, n := range []string{"a", "b", "c"} {
+		peers = append(peers, embedded.Peer{Name: n, URL: *freeURL(t)})
+		clients = append(clients, freeURL(t))
+	}
+	dir := t.TempDir()
+	var ms []*embedded.Member
+	for i, p := range peers {
+		m, err := embedded.Start(embedded.Options{Name: p.Name, Cluster: peers, ClientURL: clients[i], Dir: filepath.Join(dir, p.Name), LogLevel: "fatal"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ms = append(ms, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, m := range ms {
+		if err := m.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := fleet.ClientConfig{Endpoints: []string{ms[0].ClientAddr()}, AutoSync: 100 * time.Millisecond}.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.Put(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := fleet.ClientConfig{Endpoints: []string{ms[2].ClientAddr()}}.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if r, err := other.Get(ctx, "k"); err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "v" {
+		t.Fatalf("read through member c: %v, %v", r, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(cl.Endpoints()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client knows %v, want the three members' client URLs", cl.Endpoints())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, c := range clients {
+		if !slices.Contains(cl.Endpoints(), c.String()) && !slices.Contains(cl.Endpoints(), c.Host) {
+			t.Errorf("the client's endpoints %v lack %s", cl.Endpoints(), c)
+		}
+	}
+	ms[0].Close()
+	var lastErr error
+	for range 50 {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		_, lastErr = cl.Put(pctx, "k", "w")
+		pcancel()
+		if lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("with its member stopped, the client cannot write through the others: %v", lastErr)
+	}
+}
+
+// TestParseCluster: the initial cluster's syntax and its errors.
+func TestParseCluster(t *testing.T) {
+	ps, err := embedded.ParseCluster("--x", " a=http://127.0.0.1:2380, b=http://10.0.0.6:2380/ ")
+	if err != nil || len(ps) != 2 || ps[0].Name != "a" || ps[1].URL.String() != "http://10.0.0.6:2380" {
+		t.Fatalf("%v, %v", ps, err)
+	}
+	for in, want := range map[string]string{
+		"":                                  "no members",
+		"a":                                 "is not NAME=http://HOST:PORT",
+		"a=http://h:0":                      "numeric port 1-65535",
+		"a=http://h:2380/x":                 "is not http://HOST:PORT",
+		"a=https://h:2380":                  "plain HTTP only",
+		"a=http://h:1,b=http://h:1":         "share the peer address",
+		"a=http://h:1,a=http://h:2":         "named twice",
+		"a/b=http://h:1":                    "is not NAME=http://HOST:PORT",
+		"a=http://u@h:1":                    "is not http://HOST:PORT",
+		fmt.Sprintf("a=http://h:%d", 1<<16): "numeric port 1-65535",
+	} {
+		_, err := embedded.ParseCluster("--x", in)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--x") || !strings.Contains(err.Error(), "fix") {
+			t.Errorf("%q: %v, want an error with %q, the flag and a fix", in, err, want)
+		}
+	}
+}

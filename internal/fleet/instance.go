@@ -1,0 +1,135 @@
+package fleet
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+// InstanceServer is the running server a fleet instance drives: the
+// Agent's Target, the ProbeShare's ShareServer and the ControlLoop's
+// DrainHost (*serve.Server is all three).
+type InstanceServer interface {
+	Target
+	ShareServer
+	DrainHost
+	// SetFleetSources shows the control loop and the probe share in
+	// /health and /metrics.
+	SetFleetSources(serve.FleetSources)
+}
+
+// InstanceOptions configure the fleet side of one instance: what
+// `spillway serve --fleet` runs next to its server.
+type InstanceOptions struct {
+	// Instance (required) and Region name this instance in the fleet.
+	Instance, Region string
+	// Probers is --fleet-probers: how many instances probe each target;
+	// 0 runs no ProbeShare (every instance probes every endpoint, as in
+	// standalone).
+	Probers int
+	// Rate turns on fleet-wide RATE (--fleet-rate): a DemandShare
+	// publishes this instance's offered rate and adds the others' to it.
+	Rate bool
+	// LeaseTTL is the TTL of the agent's registration, the probe share's
+	// verdicts and the control loop's election session (default 10 s).
+	// CheckInterval is how often the agent and the probe share check etcd
+	// (default 2 s); CheckTimeout bounds every etcd call (default 3 s);
+	// MinBackoff and MaxBackoff bound the wait between reconnections
+	// (defaults 200 ms and 10 s).
+	LeaseTTL, CheckInterval, CheckTimeout time.Duration
+	MinBackoff, MaxBackoff                time.Duration
+	Logger                                *slog.Logger
+}
+
+// Instance is the fleet side of one `spillway serve --fleet`: its Agent
+// (config), ProbeShare (sharded probing; nil with Probers 0),
+// DemandShare (fleet-wide RATE; nil without Rate) and ControlLoop (the
+// elected control loop), on one Store. Build it before the server (the
+// server's options need the shares, see ServeOptions) and Run it once
+// the server is ready.
+type Instance struct {
+	store  *Store
+	opts   InstanceOptions
+	share  *ProbeShare
+	demand *DemandShare
+	loop   *ControlLoop
+}
+
+// NewInstance returns the fleet side of an instance; Run starts it.
+func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
+	in := &Instance{store: store, opts: opts}
+	var err error
+	if opts.Probers != 0 {
+		if in.share, err = NewProbeShare(store, ProbeShareOptions{
+			Instance: opts.Instance, Probers: opts.Probers, Logger: opts.Logger,
+			LeaseTTL: opts.LeaseTTL, CheckInterval: opts.CheckInterval, CheckTimeout: opts.CheckTimeout,
+			MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Rate {
+		if in.demand, err = NewDemandShare(store, DemandShareOptions{
+			Instance: opts.Instance, Logger: opts.Logger,
+			LeaseTTL: opts.LeaseTTL, CheckInterval: opts.CheckInterval, CheckTimeout: opts.CheckTimeout,
+			MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if in.loop, err = NewControlLoop(store, ControlLoopOptions{
+		Instance: opts.Instance, Logger: opts.Logger, LeaseTTL: opts.LeaseTTL,
+		CheckTimeout: opts.CheckTimeout, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
+	}); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// ServeOptions returns o with the instance's probe share and demand
+// share set (each only when it runs).
+func (in *Instance) ServeOptions(o serve.Options) serve.Options {
+	if in.share != nil {
+		o.ProbeShare = in.share
+	}
+	if in.demand != nil {
+		o.DemandShare = in.demand
+	}
+	return o
+}
+
+// Share returns the instance's probe share (nil with Probers 0).
+func (in *Instance) Share() *ProbeShare { return in.share }
+
+// Loop returns the instance's control loop.
+func (in *Instance) Loop() *ControlLoop { return in.loop }
+
+// Run runs the agent, the shares and the control loop on srv until ctx
+// is done (initial is the status at start, as Start returns it), and
+// returns once all have stopped. Each revokes its leases as it stops
+// (when etcd still answers), so a clean stop leaves the fleet at once.
+func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial serve.FleetStatus) error {
+	ag, err := NewAgent(in.store, srv, AgentOptions{
+		Instance: in.opts.Instance, Region: in.opts.Region, Initial: initial, Logger: in.opts.Logger,
+		LeaseTTL: in.opts.LeaseTTL, CheckInterval: in.opts.CheckInterval, CheckTimeout: in.opts.CheckTimeout,
+		MinBackoff: in.opts.MinBackoff, MaxBackoff: in.opts.MaxBackoff,
+	})
+	if err != nil {
+		return err
+	}
+	srv.SetFleetSources(Sources(in.loop, in.share))
+	var wg sync.WaitGroup
+	wg.Go(func() { ag.Run(ctx) })
+	if in.share != nil {
+		wg.Go(func() { in.share.Run(ctx, srv) })
+	}
+	if in.demand != nil {
+		wg.Go(func() { in.demand.Run(ctx) })
+	}
+	wg.Go(func() { in.loop.Run(ctx, srv) })
+	wg.Wait()
+	return nil
+}
