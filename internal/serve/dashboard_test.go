@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,20 @@ func TestDashboardInChromium(t *testing.T) {
 	for i := range cfg.HealthChecks {
 		cfg.HealthChecks[i].CheckIntervalMs = ptr(200)
 		cfg.HealthChecks[i].TimeoutMs = ptr(150)
+	}
+	// The seed's backends on a port of their own, not 18080, so this test
+	// never collides with the lab's tests (or a `spillway lab`) running
+	// at the same time on the seed's addresses.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	for i := range cfg.InstanceGroups {
+		for j := range cfg.InstanceGroups[i].NamedPorts {
+			cfg.InstanceGroups[i].NamedPorts[j].Port = port
+		}
 	}
 	cfg.Frontends = cfg.Frontends[:1]
 	cfg.Frontends[0].Address = "127.0.0.1:0"
