@@ -62,6 +62,10 @@ type Agent struct {
 	// status is owned by Run's goroutine; every change is published to
 	// the target.
 	status serve.FleetStatus
+	// lastLease is the lease of the previous session (Run's goroutine),
+	// so a rejoin does not take its own old registration for another
+	// instance's.
+	lastLease clientv3.LeaseID
 }
 
 // NewAgent returns an agent for target; Run starts it.
@@ -149,6 +153,8 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("fleet: keep instance %s registered: %w", a.opts.Instance, err)
 	}
+	a.warnNameInUse(ctx)
+	a.lastLease = leaseID
 	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "since": a.opts.Now().UTC()})
 	if err := a.put(ctx, a.store.instanceKey(a.opts.Instance), string(reg), leaseID); err != nil {
 		return false, err
@@ -291,6 +297,30 @@ func (a *Agent) report(ctx context.Context, lease clientv3.LeaseID) error {
 		return fmt.Errorf("fleet: encode the instance report: %w", err)
 	}
 	return a.put(ctx, a.store.instanceConfigKey(a.opts.Instance), string(b), lease)
+}
+
+// warnNameInUse logs an error when this instance's name is registered
+// under a lease that is still alive and is not this agent's: either an
+// earlier run of this instance that died (its registration leaves within
+// the lease TTL) or a second instance given the same name, which would
+// probe, publish and campaign as this one and confuse the whole fleet.
+func (a *Agent) warnNameInUse(ctx context.Context) {
+	tctx, cancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+	defer cancel()
+	resp, err := a.store.cl.Get(tctx, a.store.instanceKey(a.opts.Instance))
+	if err != nil || len(resp.Kvs) == 0 {
+		return
+	}
+	lease := clientv3.LeaseID(resp.Kvs[0].Lease)
+	if lease == clientv3.NoLease || lease == a.lastLease {
+		return
+	}
+	ttl, err := a.store.cl.TimeToLive(tctx, lease)
+	if err != nil || ttl.TTL <= 0 {
+		return
+	}
+	a.log.Error("fleet: another instance is registered under this instance's name: if it is an earlier run of this instance, it leaves within its lease TTL; otherwise two instances share one name and probe, publish and lead as one (fix: give every instance a unique --instance)",
+		"instance", a.opts.Instance, "registered", string(resp.Kvs[0].Value), "ttl_left_s", ttl.TTL)
 }
 
 func (a *Agent) put(ctx context.Context, key, val string, lease clientv3.LeaseID) error {

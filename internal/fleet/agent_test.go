@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,11 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -333,4 +336,66 @@ func mustDial(t *testing.T, addr string) *clientv3.Client {
 	}
 	t.Cleanup(func() { cl.Close() })
 	return cl
+}
+
+// sinkTarget is an Agent target that applies nothing and records nothing.
+type sinkTarget struct{}
+
+func (sinkTarget) Reload(context.Context, *config.Config) error { return nil }
+func (sinkTarget) SetFleetStatus(serve.FleetStatus)             {}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestAgentNameInUse: a second instance given a live instance's name says
+// so in its log, with the fix; the first one does not.
+func TestAgentNameInUse(t *testing.T) {
+	e := fleettest.Start(t)
+	run := func(name string, cl *clientv3.Client) (*syncBuffer, func()) {
+		buf := &syncBuffer{}
+		ag, err := fleet.NewAgent(fleet.NewStore(cl, ""), sinkTarget{}, fleet.AgentOptions{
+			Instance: name, Logger: slog.New(slog.NewTextHandler(buf, nil)),
+			CheckInterval: 100 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+			LeaseTTL: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); ag.Run(ctx) }()
+		stop := func() { cancel(); <-done }
+		t.Cleanup(stop)
+		return buf, stop
+	}
+	const inUse = "another instance is registered under this instance's name"
+	cl := dial(t, e)
+	first, _ := run("lb-a", cl)
+	eventually(t, "lb-a registered", func() (bool, string) {
+		resp, err := cl.Get(ctxT(t), fleet.DefaultPrefix+"instances/lb-a")
+		return err == nil && len(resp.Kvs) == 1, fmt.Sprint(resp, err)
+	})
+	second, stopSecond := run("lb-a", cl)
+	eventually(t, "the second lb-a warns", func() (bool, string) {
+		return strings.Contains(second.String(), inUse) && strings.Contains(second.String(), "--instance"), second.String()
+	})
+	stopSecond()
+	if strings.Contains(first.String(), inUse) {
+		t.Errorf("the first lb-a warned about its own name:\n%s", first.String())
+	}
 }
