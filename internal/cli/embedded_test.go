@@ -84,6 +84,8 @@ func TestServeFleetEmbeddedFlags(t *testing.T) {
 		{[]string{"--fleet-embedded", "a", "--instance", "a"}, "is not NAME=http://HOST:PORT"},
 		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-embedded-client", "http://127.0.0.1:1"}, "is this member's peer URL"},
 		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-ca", file}, "--fleet-ca with --fleet-embedded"},
+		{[]string{"--fleet", "etcd://127.0.0.1:2379", "--fleet-lease", "1500ms", "--config", file}, "--fleet-lease 1.5s: etcd leases count whole seconds"},
+		{[]string{"--fleet", "etcd://127.0.0.1:2379", "--fleet-lease", "1s", "--config", file}, "at least 2s"},
 	} {
 		code, _, stderr := run(t, append([]string{"serve", "--admin", ""}, c.args...)...)
 		if code == 0 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "fix") {

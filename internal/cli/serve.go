@@ -166,6 +166,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	region := fs.String("region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
 	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fleetProbers := fs.Int("fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
+	fleetLease := fs.Duration("fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
 	fleetRate := fs.Bool("fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
 	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
 	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
@@ -192,6 +193,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 	fleetMode := ff.given() || member != nil
+	if *fleetLease < 2*time.Second || *fleetLease%time.Second != 0 {
+		return fmt.Errorf("--fleet-lease %s: etcd leases count whole seconds and are kept alive every third of their TTL (fix: give whole seconds, at least 2s, e.g. --fleet-lease 10s)", *fleetLease)
+	}
 	if *cfgPath == "" && !fleetMode {
 		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml), or --fleet etcd://HOST:2379 for fleet mode")
 		return errUsage
@@ -260,7 +264,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
 	var inst *fleet.Instance
 	if fleetMode {
-		if inst, err = fleet.NewInstance(store, fleet.InstanceOptions{Instance: *instance, Region: *region, Probers: *fleetProbers, Rate: *fleetRate, Logger: log}); err != nil {
+		if inst, err = fleet.NewInstance(store, fleet.InstanceOptions{Instance: *instance, Region: *region, Probers: *fleetProbers, Rate: *fleetRate, LeaseTTL: *fleetLease, Logger: log}); err != nil {
 			return err
 		}
 		opts = inst.ServeOptions(opts)
