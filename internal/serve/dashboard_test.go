@@ -3,8 +3,8 @@ package serve_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
