@@ -931,7 +931,7 @@ func WriteFleetTable(w io.Writer, rep *FleetReport) error {
 	table.Fleet = fmt.Sprintf("Fleet: %d instances on one embedded etcd:\n  %s.\nEach row: a fresh fleet on fresh backends, the config pushed once; its requests\ngo round-robin through the %d instances' frontends at the same total rate.\n%d probers per target; every lease %s.",
 		len(rep.Instances), strings.Join(names, ", "), len(rep.Instances), rep.Probers, rep.LeaseTTL)
 	if slices.ContainsFunc(table.Scenarios, func(r Result) bool { return r.Proxies > 0 }) {
-		table.Fleet += "\nWATERFALL_BY_REGION: every frontend sees the same client (127.0.0.1), and\nwhich second-layer proxies a client reaches depends on its address, not on\nthe instance: through three frontends the lab's zones are the same draw as\nthrough one."
+		table.Fleet += fmt.Sprintf("\nWATERFALL_BY_REGION: each frontend's requests come from a client address of\nits own (127.0.0.1 to 127.0.0.%d), and the second-layer proxies a client\nreaches depend on its address: the zones are %d clients' draws mixed, nearer\nthe even-by-capacity split of many clients than one client's draw.", len(rep.Instances), len(rep.Instances))
 	}
 	table.Elapsed = 0
 	if len(table.Scenarios) > 0 {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -515,26 +516,34 @@ type tally struct {
 // send sends o.Requests GET requests, paced at o.Rate in all, from
 // o.Concurrency keep-alive HTTPS connections per URL, and adds the
 // answers to res. The requests go round-robin through urls (several
-// frontends share the same total rate).
+// frontends share the same total rate); the connections to urls[i] come
+// from the client address 127.0.0.(1+i), so each frontend of a fleet
+// has a client of its own (one URL: 127.0.0.1, the standalone lab's
+// client, which `spillway simulate --client-ip 127.0.0.1` models).
 func send(ctx context.Context, urls []string, o *Options, zoneRegion map[string]string, res *Result) error {
-	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the lab's own self-signed certificate
-		MaxIdleConnsPerHost: o.Concurrency,
-		MaxConnsPerHost:     o.Concurrency,
-		DisableCompression:  true,
+	clients := make([]*http.Client, len(urls))
+	for i := range urls {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i))}}
+		tr := &http.Transport{
+			DialContext:         d.DialContext,
+			TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the lab's own self-signed certificate
+			MaxIdleConnsPerHost: o.Concurrency,
+			MaxConnsPerHost:     o.Concurrency,
+			DisableCompression:  true,
+		}
+		defer tr.CloseIdleConnections()
+		clients[i] = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 
-	jobs := make(chan string)
+	jobs := make(chan int)
 	tallies := make([]tally, o.Concurrency*len(urls))
 	var wg sync.WaitGroup
 	for w := range tallies {
 		t := &tallies[w]
 		t.zones, t.regions, t.status = map[string]int{}, map[string]int{}, map[string]int{}
 		wg.Go(func() {
-			for url := range jobs {
-				one(ctx, client, url, zoneRegion, t)
+			for i := range jobs {
+				one(ctx, clients[i], urls[i], zoneRegion, t)
 			}
 		})
 	}
@@ -548,7 +557,7 @@ func send(ctx context.Context, urls []string, o *Options, zoneRegion map[string]
 			}
 		}
 		select {
-		case jobs <- urls[i%len(urls)]:
+		case jobs <- i % len(urls):
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
