@@ -43,7 +43,7 @@ type AgentOptions struct {
 	// after it.
 	LeaseTTL time.Duration
 	// MinBackoff and MaxBackoff bound the wait between reconnections
-	// (defaults 200 ms and 10 s; it doubles after each failure).
+	// (defaults 200 ms and a third of LeaseTTL, at most 10 s; it doubles after each failure).
 	MinBackoff, MaxBackoff time.Duration
 	Logger                 *slog.Logger
 	// Now is the clock (default time.Now).
@@ -148,7 +148,7 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("fleet: register instance %s (lease grant): %w", a.opts.Instance, err)
 	}
-	defer revoke() // leave the fleet's list now rather than after the TTL
+	defer revokeOnStop(ctx, revoke) // a stop leaves the fleet now; an error lets the lease expire
 	ka, err := cl.KeepAlive(ctx, leaseID)
 	if err != nil {
 		return false, fmt.Errorf("fleet: keep instance %s registered: %w", a.opts.Instance, err)

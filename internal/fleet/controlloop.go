@@ -55,7 +55,7 @@ type ControlLoopOptions struct {
 	PublishInterval time.Duration
 	// CheckTimeout bounds every etcd call (default 3 s); MinBackoff and
 	// MaxBackoff bound the wait between reconnections (defaults 200 ms
-	// and 10 s).
+	// and a third of LeaseTTL, at most 10 s).
 	CheckTimeout           time.Duration
 	MinBackoff, MaxBackoff time.Duration
 	Logger                 *slog.Logger
@@ -172,7 +172,10 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 		return fmt.Errorf("fleet: control loop lease: %w", err)
 	}
 	// Revoking the lease deletes the election key: the next candidate is
-	// elected now rather than after the TTL.
+	// elected now rather than after the TTL. Unlike the other sessions',
+	// this one revokes on an error too: a leader whose session broke
+	// should hand the election over at once, not hold it for the TTL
+	// with nobody deciding.
 	defer revoke()
 	sess, err := concurrency.NewSession(cl, concurrency.WithLease(leaseID), concurrency.WithContext(ctx))
 	if err != nil {
@@ -397,18 +400,27 @@ func drainSummary(snap []control.DrainEntry) string {
 	return strings.Join(parts, ", ")
 }
 
-// Sources reports loop's and share's state in a server's /health and
-// /metrics (serve.Server.SetFleetSources); share may be nil (every
-// instance probes everything).
-func Sources(loop *ControlLoop, share *ProbeShare) serve.FleetSources {
-	src := serve.FleetSources{Control: func() serve.FleetControl {
-		st := loop.Stats()
-		return serve.FleetControl{Leader: st.Leader, Leading: st.Leading, Connected: st.Connected, Applied: st.Applied, Writes: st.Writes}
-	}}
+// Sources reports the state of loop, share and demand in a server's
+// /health and /metrics (serve.Server.SetFleetSources); any may be nil
+// (not running).
+func Sources(loop *ControlLoop, share *ProbeShare, demand *DemandShare) serve.FleetSources {
+	var src serve.FleetSources
+	if loop != nil {
+		src.Control = func() serve.FleetControl {
+			st := loop.Stats()
+			return serve.FleetControl{Leader: st.Leader, Leading: st.Leading, Connected: st.Connected, Applied: st.Applied, Writes: st.Writes}
+		}
+	}
 	if share != nil {
 		src.Probing = func() serve.FleetProbing {
 			st := share.Stats()
 			return serve.FleetProbing{Targets: st.Targets, Probing: len(st.Owned), Connected: st.Connected}
+		}
+	}
+	if demand != nil {
+		src.Demand = func() serve.FleetDemand {
+			st := demand.Stats()
+			return serve.FleetDemand{Connected: st.Connected, Peers: st.Peers}
 		}
 	}
 	return src

@@ -433,7 +433,7 @@ func startNode(t *testing.T, e *fleettest.Etcd, name string, probers int) *node 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv.SetFleetSources(fleet.Sources(loop, s.share))
+	s.srv.SetFleetSources(fleet.Sources(loop, s.share, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); loop.Run(ctx, s.srv) }()

@@ -50,7 +50,7 @@ type DemandShareOptions struct {
 	// 10 s): a dead instance's demand leaves the fleet's after it.
 	// CheckInterval and CheckTimeout as for the Agent (defaults 2 s and
 	// 3 s); MinBackoff and MaxBackoff bound the wait between
-	// reconnections (defaults 200 ms and 10 s).
+	// reconnections (defaults 200 ms and a third of LeaseTTL, at most 10 s).
 	LeaseTTL, CheckInterval, CheckTimeout time.Duration
 	MinBackoff, MaxBackoff                time.Duration
 	Logger                                *slog.Logger
@@ -79,9 +79,16 @@ type DemandShareStats struct {
 // When etcd is lost the remote rates stay as last seen (the other
 // instances most likely still serve; dropping their demand would give
 // this instance their share of the capacity too) until etcd is back;
-// then the records are read again, and those of instances whose leases
-// expired meanwhile are gone. The instance publishes again under a new
-// lease.
+// then the records are read again and the instance publishes again under
+// a new lease. A peer whose record is gone (deleted, or missing when this
+// instance reconnects) still counts for a grace of LeaseTTL + MaxBackoff:
+// a live peer that was cut off like this one waits up to MaxBackoff
+// before it reconnects, and its client's own reconnection can take
+// seconds more, so its old lease can expire before it writes under its
+// new one. Only after the grace is its demand forgotten. The cost: the
+// demand of an instance that really left counts that much longer, so the
+// fleet spills a little early for some seconds after a scale-down, which
+// is the safe side.
 type DemandShare struct {
 	store *Store
 	opts  DemandShareOptions
@@ -97,6 +104,7 @@ type DemandShare struct {
 
 	// Owned by Run's goroutine.
 	peers      map[string]serve.DemandRates // other instances' records
+	gone       map[string]time.Time         // peers whose record left etcd, counted until then
 	written    serve.DemandRates            // the rates last written this session; nil: none
 	writtenRev int64                        // the etcd revision of that write
 	connected  bool
@@ -115,7 +123,8 @@ func NewDemandShare(store *Store, opts DemandShareOptions) (*DemandShare, error)
 		opts.CheckInterval = 2 * time.Second
 	}
 	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
-	return &DemandShare{store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), peers: map[string]serve.DemandRates{}}, nil
+	return &DemandShare{store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
+		peers: map[string]serve.DemandRates{}, gone: map[string]time.Time{}}, nil
 }
 
 // Publish implements serve.DemandShare: it keeps the window's rates for
@@ -159,14 +168,19 @@ func (d *DemandShare) key() string { return d.demandPrefix() + d.opts.Instance }
 // publishes its own under a new lease.
 func (d *DemandShare) Run(ctx context.Context) error {
 	backoff := d.opts.MinBackoff
+	told := false // that this instance cannot share demand, since it last could
 	for ctx.Err() == nil {
 		err := d.session(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		if d.connected {
-			backoff = d.opts.MinBackoff
+		switch {
+		case d.connected:
+			backoff, told = d.opts.MinBackoff, true
 			d.log.Warn("fleet: lost etcd; counting RATE capacity against this instance's demand and the others' as last published until it is back", "instance", d.opts.Instance, "err", err)
+		case !told:
+			told = true
+			d.log.Error("fleet: cannot share demand through etcd; counting RATE capacity against this instance's demand and the others' as last seen until it can (fix: check that etcd answers and that the fleet's etcd user may read and write "+d.demandPrefix()+")", "instance", d.opts.Instance, "err", err)
 		}
 		d.connected = false
 		d.setStats()
@@ -190,7 +204,7 @@ func (d *DemandShare) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fleet: demand share lease: %w", err)
 	}
-	defer revoke() // the record leaves etcd now rather than after the TTL
+	defer revokeOnStop(ctx, revoke) // a stop leaves the fleet now; an error lets the lease expire
 	ka, err := cl.KeepAlive(ctx, leaseID)
 	if err != nil {
 		return fmt.Errorf("fleet: keep the demand share lease: %w", err)
@@ -201,11 +215,17 @@ func (d *DemandShare) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fleet: read %s: %w", d.demandPrefix(), err)
 	}
-	// The records in etcd now replace those last seen: an instance whose
-	// lease expired while this one was cut off no longer counts.
-	d.peers = map[string]serve.DemandRates{}
+	// The records in etcd now replace those last seen; a peer last seen
+	// whose record is missing now goes through the grace (forget).
+	seen := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		d.applyKV(string(kv.Key), kv.Value, false, kv.ModRevision)
+		seen[strings.TrimPrefix(string(kv.Key), d.demandPrefix())] = true
+	}
+	for name := range d.peers {
+		if !seen[name] {
+			d.forget(name)
+		}
 	}
 	d.written, d.connected, d.warned = nil, true, false // a new lease: publish again
 	d.sum()
@@ -253,6 +273,7 @@ func (d *DemandShare) session(ctx context.Context) error {
 			continue
 		case <-d.wake:
 		case <-tick.C:
+			d.expire()
 			tctx, tcancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
 			_, err := cl.Get(tctx, d.key(), clientv3.WithCountOnly())
 			tcancel()
@@ -287,16 +308,45 @@ func (d *DemandShare) applyKV(key string, val []byte, del bool, modRev int64) {
 		return
 	}
 	if del {
-		delete(d.peers, name)
+		d.forget(name)
 		return
 	}
 	var r DemandRecord
 	if err := json.Unmarshal(val, &r); err != nil {
 		d.log.Error("fleet: ignored an unreadable demand record", "key", key, "err", err)
-		delete(d.peers, name)
+		d.forget(name)
 		return
 	}
 	d.peers[name] = r.Rates
+	delete(d.gone, name)
+}
+
+// forget starts the grace of a peer whose record left etcd: it counts
+// until LeaseTTL + MaxBackoff from now (or the grace it is already in),
+// unless its record comes back.
+func (d *DemandShare) forget(name string) {
+	if _, ok := d.peers[name]; !ok {
+		return
+	}
+	if _, ok := d.gone[name]; !ok {
+		d.gone[name] = time.Now().Add(d.opts.LeaseTTL + d.opts.MaxBackoff)
+	}
+}
+
+// expire drops the peers whose grace is over.
+func (d *DemandShare) expire() {
+	now := time.Now()
+	changed := false
+	for name, until := range d.gone {
+		if now.After(until) {
+			delete(d.gone, name)
+			delete(d.peers, name)
+			changed = true
+		}
+	}
+	if changed {
+		d.sum()
+	}
 }
 
 // sum recomputes the remote rates from the peers' records.

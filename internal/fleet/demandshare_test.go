@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,7 +220,8 @@ func TestDemandShareSeed001(t *testing.T) {
 	remoteIs(t, "seeing i1's own record again", 3000, ds[1:]...)
 
 	// i3 is cut off from etcd (so it cannot revoke its lease) and stops:
-	// its 1500 rps leave the others' remote once the lease expires.
+	// its 1500 rps leave the others' remote once the lease expires and the
+	// grace for a peer that may reconnect is over (TTL + MaxBackoff).
 	ds[2].cut.Cut()
 	cut := time.Now()
 	ds[2].stop()
@@ -229,9 +231,9 @@ func TestDemandShareSeed001(t *testing.T) {
 	}
 	remoteIs(t, "no longer counting i3", 1500, ds[:2]...)
 	took := time.Since(cut)
-	t.Logf("i3's demand left the fleet's %v after it was cut off (lease TTL 2 s)", took.Round(time.Millisecond))
-	if took < time.Second {
-		t.Errorf("i3's demand left after %v, before its lease could expire", took)
+	t.Logf("i3's demand left the fleet's %v after it was cut off (lease TTL 2 s, grace 2.3 s)", took.Round(time.Millisecond))
+	if took < 3*time.Second {
+		t.Errorf("i3's demand left after %v, before its lease could expire (at least 1.3 s) and the grace (2.3 s) end", took)
 	}
 	if got := ds[0].share.Stats().Peers; len(got) != 1 || got[0] != "i2" {
 		t.Errorf("i1's peers %v, want [i2]", got)
@@ -339,9 +341,11 @@ func startRateInstance(t *testing.T, e *fleettest.Etcd, name string) *rateInstan
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.srv, err = serve.New(cfg, serve.Options{Logger: log, WatchInterval: -1, DemandShare: in.share}); err != nil {
+	if in.srv, err = serve.New(cfg, serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1, DemandShare: in.share}); err != nil {
 		t.Fatal(err)
 	}
+	in.srv.SetFleetStatus(serve.FleetStatus{Instance: name})
+	in.srv.SetFleetSources(fleet.Sources(nil, nil, in.share))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -514,6 +518,17 @@ func TestFleetRateServers(t *testing.T) {
 		if f := in.failures.Load(); f > 0 {
 			t.Errorf("%s: %d requests failed", in.name, f)
 		}
+		// /health and /metrics name the peers whose demand counts.
+		var r serve.HealthReport
+		if err := json.Unmarshal([]byte(adminGet(t, in.srv, "/health")), &r); err != nil {
+			t.Fatal(err)
+		}
+		if d := r.Fleet.Demand; d == nil || !d.Connected || len(d.Peers) != 2 || slices.Contains(d.Peers, in.name) {
+			t.Errorf("%s: /health fleet.demand %+v, want connected with the 2 other instances", in.name, d)
+		}
+		if m := adminGet(t, in.srv, "/metrics"); !strings.Contains(m, "spillway_fleet_demand_peers 2") {
+			t.Errorf("%s: /metrics lacks spillway_fleet_demand_peers 2:\n%s", in.name, grepFleet(m))
+		}
 	}
 
 	// i3's load halves: 125 rps fleet-wide, 25 spill (a fifth).
@@ -529,7 +544,8 @@ func TestFleetRateServers(t *testing.T) {
 	t.Logf("i3's load 50 → 25 rps: every split at 1/5 ± 0.05 %v later; etcd writes meanwhile: %d", time.Since(changed).Round(time.Millisecond), rateWrites(ins)-w0)
 
 	// i3 is cut off from etcd and stops: the other two count only each
-	// other once its lease expires: 100 rps over 100 of capacity.
+	// other once its lease expires and the grace is over: 100 rps over 100
+	// of capacity.
 	ins[2].cut.Cut()
 	cut := time.Now()
 	ins[2].stop()
@@ -539,7 +555,7 @@ func TestFleetRateServers(t *testing.T) {
 			return len(st.Peers) == 1 && in.usShare() < 0.05, fmt.Sprintf("peers %v, us-east1 share %.4f", st.Peers, in.usShare())
 		})
 	}
-	t.Logf("i3's demand left the others' %v after it was cut off from etcd (lease TTL 2 s)", time.Since(cut).Round(time.Millisecond))
+	t.Logf("i3's demand left the others' %v after it was cut off from etcd (lease TTL 2 s, grace 2.3 s)", time.Since(cut).Round(time.Millisecond))
 }
 
 // TestDemandShareSameName: two instances wrongly given the same name

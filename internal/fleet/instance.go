@@ -38,7 +38,7 @@ type InstanceOptions struct {
 	// CheckInterval is how often the agent and the probe share check etcd
 	// (default 2 s); CheckTimeout bounds every etcd call (default 3 s);
 	// MinBackoff and MaxBackoff bound the wait between reconnections
-	// (defaults 200 ms and 10 s).
+	// (defaults 200 ms and a third of LeaseTTL, at most 10 s).
 	LeaseTTL, CheckInterval, CheckTimeout time.Duration
 	MinBackoff, MaxBackoff                time.Duration
 	Logger                                *slog.Logger
@@ -120,7 +120,7 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial serve.F
 	if err != nil {
 		return err
 	}
-	srv.SetFleetSources(Sources(in.loop, in.share))
+	srv.SetFleetSources(Sources(in.loop, in.share, in.demand))
 	var wg sync.WaitGroup
 	wg.Go(func() { ag.Run(ctx) })
 	if in.share != nil {

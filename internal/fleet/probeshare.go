@@ -49,7 +49,7 @@ type ProbeShareOptions struct {
 	// LeaseTTL is the TTL of the lease the published results live under
 	// (default 10 s); CheckInterval and CheckTimeout as for the Agent
 	// (defaults 2 s and 3 s); MinBackoff and MaxBackoff bound the wait
-	// between reconnections (defaults 200 ms and 10 s).
+	// between reconnections (defaults 200 ms and a third of LeaseTTL, at most 10 s).
 	LeaseTTL, CheckInterval, CheckTimeout time.Duration
 	MinBackoff, MaxBackoff                time.Duration
 	Logger                                *slog.Logger
@@ -265,7 +265,7 @@ func (ps *ProbeShare) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fleet: probe share lease: %w", err)
 	}
-	defer revoke() // the verdicts leave etcd now rather than after the TTL
+	defer revokeOnStop(ctx, revoke) // a stop leaves the fleet now; an error lets the lease expire
 	ka, err := cl.KeepAlive(ctx, leaseID)
 	if err != nil {
 		return fmt.Errorf("fleet: keep the probe share lease: %w", err)

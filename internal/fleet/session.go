@@ -8,10 +8,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// connDefaults fills the connection settings the agent, the probe share
-// and the control loop have in common: lease TTL 10 s, etcd call timeout
-// 3 s, reconnect backoff from 200 ms doubling to 10 s, and a logger that
-// discards.
+// connDefaults fills the connection settings the agent, the shares and
+// the control loop have in common: lease TTL 10 s, etcd call timeout 3 s,
+// reconnect backoff from 200 ms doubling to a third of the lease TTL (at
+// most 10 s), so an instance that lost etcd is back within the TTL of the
+// keys it left there, and a logger that discards.
 func connDefaults(leaseTTL, checkTimeout, minBackoff, maxBackoff *time.Duration, logger **slog.Logger) {
 	if *leaseTTL <= 0 {
 		*leaseTTL = 10 * time.Second
@@ -23,7 +24,7 @@ func connDefaults(leaseTTL, checkTimeout, minBackoff, maxBackoff *time.Duration,
 		*minBackoff = 200 * time.Millisecond
 	}
 	if *maxBackoff < *minBackoff {
-		*maxBackoff = max(10*time.Second, *minBackoff)
+		*maxBackoff = max(min(10*time.Second, *leaseTTL/3), *minBackoff)
 	}
 	if *logger == nil {
 		*logger = slog.New(slog.DiscardHandler)
@@ -32,7 +33,7 @@ func connDefaults(leaseTTL, checkTimeout, minBackoff, maxBackoff *time.Duration,
 
 // grantLease grants a lease of ttl (at least 1 s) within timeout. revoke
 // ends it at once (what the lease holds leaves etcd now rather than after
-// the TTL); call it when the session ends.
+// the TTL); see revokeOnStop for when to call it.
 func (s *Store) grantLease(ctx context.Context, ttl, timeout time.Duration) (id clientv3.LeaseID, revoke func(), err error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	lease, err := s.cl.Grant(tctx, int64(max(ttl/time.Second, 1)))
@@ -45,4 +46,20 @@ func (s *Store) grantLease(ctx context.Context, ttl, timeout time.Duration) (id 
 		s.cl.Revoke(rctx, lease.ID)
 		rcancel()
 	}, nil
+}
+
+// revokeOnStop revokes a session's lease only when the component is
+// stopping, that is when ctx (the session's context, derived from Run's)
+// is already done as the session returns: then what the lease holds
+// leaves etcd at once. A session that ends on an error (a timeout, a
+// watch that ended, a lost connection) leaves the lease to expire
+// instead, so the instance's registration, verdicts and offered rate stay
+// visible to the others while it reconnects and writes them again under
+// a new lease; revoking there would make a live, serving instance vanish
+// from the fleet for the length of its backoff. Defer it after the
+// session's own cancel, so it runs first.
+func revokeOnStop(ctx context.Context, revoke func()) {
+	if ctx.Err() != nil {
+		revoke()
+	}
 }

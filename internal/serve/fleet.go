@@ -29,6 +29,18 @@ type FleetStatus struct {
 	// status is.
 	Control *FleetControl `json:"control,omitempty"`
 	Probing *FleetProbing `json:"probing,omitempty"`
+	Demand  *FleetDemand  `json:"demand,omitempty"`
+}
+
+// FleetDemand is how an instance shares demand for fleet-wide RATE
+// (docs/fleet.md, "Fleet-wide RATE").
+type FleetDemand struct {
+	// Connected is false while the share cannot reach etcd (or never
+	// could): the others' rates are then the last seen.
+	Connected bool `json:"connected"`
+	// Peers are the other instances whose offered rates this instance
+	// counts.
+	Peers []string `json:"peers"`
 }
 
 // FleetControl is what an instance knows of the fleet's elected control
@@ -59,11 +71,12 @@ type FleetProbing struct {
 	Connected bool `json:"connected"`
 }
 
-// FleetSources report the state of a fleet instance's control loop and
-// probe share; either may be nil (not running).
+// FleetSources report the state of a fleet instance's control loop,
+// probe share and demand share; any may be nil (not running).
 type FleetSources struct {
 	Control func() FleetControl
 	Probing func() FleetProbing
+	Demand  func() FleetDemand
 }
 
 // SetFleetSources registers where FleetStatus reads the control loop's
@@ -89,6 +102,10 @@ func (s *Server) FleetStatus() *FleetStatus {
 		if src.Probing != nil {
 			p := src.Probing()
 			out.Probing = &p
+		}
+		if src.Demand != nil {
+			d := src.Demand()
+			out.Demand = &d
 		}
 	}
 	return &out

@@ -43,6 +43,7 @@ type metrics struct {
 	fleetRevision   *prometheus.Desc
 	fleetLeader     *prometheus.Desc
 	fleetProbing    *prometheus.Desc
+	fleetPeers      *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -67,12 +68,13 @@ func newMetrics(s *Server) *metrics {
 		fleetRevision:   prometheus.NewDesc("spillway_fleet_config_revision", "Fleet mode only: the fleet config revision in force (0: the --config file).", nil, nil),
 		fleetLeader:     prometheus.NewDesc("spillway_fleet_control_leader", "Fleet mode only: 1 on the instance elected to decide drains, else 0 (summed over the fleet: 1).", nil, nil),
 		fleetProbing:    prometheus.NewDesc("spillway_fleet_probe_targets", "Fleet mode only: the probe targets this instance probes (sharded probing).", nil, nil),
+		fleetPeers:      prometheus.NewDesc("spillway_fleet_demand_peers", "Fleet mode only: the other instances whose offered rates this instance counts against RATE capacity (fleet-wide RATE).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.offeredRate, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing} {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.offeredRate, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing, m.fleetPeers} {
 		ch <- d
 	}
 	for _, d := range m.d.all() {
@@ -124,6 +126,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		if f.Probing != nil {
 			gauge(m.fleetProbing, float64(f.Probing.Probing))
+		}
+		if f.Demand != nil {
+			gauge(m.fleetPeers, float64(len(f.Demand.Peers)))
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.reloadsDesc, prometheus.CounterValue, float64(m.reloads.Load()))
