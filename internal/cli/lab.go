@@ -195,9 +195,12 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		configs = cs
 	}
 	if *fleetLab {
-		if *fleetInstances < 2 || *fleetLease < time.Second {
-			fmt.Fprintln(stderr, "spillway lab: --fleet-instances must be at least 2 and --fleet-lease at least 1s (etcd leases count whole seconds)")
+		if *fleetInstances < 2 {
+			fmt.Fprintln(stderr, "spillway lab: --fleet-instances must be at least 2")
 			return errUsage
+		}
+		if err := checkFleetLease(*fleetLease); err != nil {
+			return err
 		}
 		rep, err := lab.RunFleet(ctx, lab.FleetOptions{
 			Options: lab.Options{

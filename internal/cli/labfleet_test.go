@@ -14,7 +14,8 @@ func TestLabFleetFlags(t *testing.T) {
 	}{
 		{[]string{"--fleet", "--scenario", "winticket"}, "cannot be combined with --scenario"},
 		{[]string{"--fleet", "--fleet-instances", "1"}, "--fleet-instances must be at least 2"},
-		{[]string{"--fleet", "--fleet-lease", "500ms"}, "--fleet-lease at least 1s"},
+		{[]string{"--fleet", "--fleet-lease", "500ms"}, "--fleet-lease 500ms: etcd leases count whole seconds"},
+		{[]string{"--fleet", "--fleet-lease", "2500ms"}, "give whole seconds, at least 2s"},
 	} {
 		code, _, stderr := run(t, append([]string{"lab"}, c.args...)...)
 		if code == 0 || !strings.Contains(stderr, c.want) {

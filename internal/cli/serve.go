@@ -149,6 +149,16 @@ Examples:
   spillway config push spillway.yaml --fleet etcd://127.0.0.1:2379
 `
 
+// checkFleetLease checks a --fleet-lease value: etcd leases count whole
+// seconds, and a lease kept alive every third of its TTL needs 2 s or
+// more to survive a slow keepalive.
+func checkFleetLease(d time.Duration) error {
+	if d < 2*time.Second || d%time.Second != 0 {
+		return fmt.Errorf("--fleet-lease %s: etcd leases count whole seconds and are kept alive every third of their TTL (fix: give whole seconds, at least 2s, e.g. --fleet-lease 10s)", d)
+	}
+	return nil
+}
+
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlags("serve", serveHelp, stderr)
 	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
@@ -193,8 +203,8 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 	fleetMode := ff.given() || member != nil
-	if *fleetLease < 2*time.Second || *fleetLease%time.Second != 0 {
-		return fmt.Errorf("--fleet-lease %s: etcd leases count whole seconds and are kept alive every third of their TTL (fix: give whole seconds, at least 2s, e.g. --fleet-lease 10s)", *fleetLease)
+	if err := checkFleetLease(*fleetLease); err != nil {
+		return err
 	}
 	if *cfgPath == "" && !fleetMode {
 		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml), or --fleet etcd://HOST:2379 for fleet mode")

@@ -355,7 +355,7 @@ func (f *labFleet) startInstance(ctx context.Context, prefix, name, region strin
 		return nil, err
 	}
 	inst, err := fleet.NewInstance(store, fleet.InstanceOptions{
-		Instance: name, Region: region, Probers: f.o.Probers, Logger: log,
+		Instance: name, Region: region, Probers: f.o.Probers, Rate: true, Logger: log,
 		LeaseTTL: f.o.LeaseTTL, CheckInterval: 200 * time.Millisecond, CheckTimeout: time.Second,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
 	})
