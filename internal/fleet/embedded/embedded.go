@@ -105,6 +105,13 @@ type Options struct {
 	// LogLevel is etcd's own log level (default "error"): etcd logs to
 	// stderr in its own JSON format.
 	LogLevel string
+	// ClusterState is etcd's initial cluster state, used (as Cluster)
+	// only the first time a data directory is used: "new" (the
+	// default) bootstraps a new cluster with the Cluster members;
+	// "existing" joins a running cluster that already lists this
+	// member (etcdctl member add), e.g. to replace a member whose data
+	// directory was lost.
+	ClusterState string
 }
 
 // Member is an etcd member running in this process.
@@ -142,6 +149,13 @@ func Start(o Options) (*Member, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = "error"
 	}
+	switch o.ClusterState {
+	case "":
+		o.ClusterState = embed.ClusterStateFlagNew
+	case embed.ClusterStateFlagNew, embed.ClusterStateFlagExisting:
+	default:
+		return nil, fmt.Errorf("embedded etcd: cluster state %q (fix: give new or existing)", o.ClusterState)
+	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: data directory: %w", err)
 	}
@@ -159,15 +173,42 @@ func Start(o Options) (*Member, error) {
 	}
 	cfg.InitialCluster = strings.Join(parts, ",")
 	cfg.InitialClusterToken = "spillway-fleet"
+	cfg.ClusterState = o.ClusterState
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s): %w (fix: free the ports, or, if the data directory holds another cluster's member, give another data directory)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, err)
+		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s, cluster state %s): %w (%s)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, o.ClusterState, err, startFix(err, o))
 	}
 	m := &Member{e: e, client: o.ClientURL.Host}
 	if len(e.Clients) > 0 {
 		m.client = e.Clients[0].Addr().String()
 	}
 	return m, nil
+}
+
+// startFix is the fix for a failed start: etcd's error says what
+// failed, this says what to do about it.
+func startFix(err error, o Options) string {
+	switch {
+	case strings.Contains(err.Error(), "has already been bootstrapped"):
+		// etcd's bootstrap with state "new" on an empty data directory
+		// when the cluster (reached through its peers) lists this member.
+		return fmt.Sprintf("the cluster already has a member %s, so this member lost its data directory %s (e.g. a temporary directory cleared on reboot) or another data directory was given; "+
+			"fix: restore that data directory, or, with the cluster's quorum up, run etcdctl member remove ID (the ID etcdctl member list shows for %s) and etcdctl member add %s --peer-urls=%s, "+
+			"empty %s and restart with --fleet-embedded-state existing; keep --fleet-data on persistent storage",
+			o.Name, o.Dir, o.Name, o.Name, peerURL(o), o.Dir)
+	case o.ClusterState == embed.ClusterStateFlagExisting:
+		return fmt.Sprintf("fix: with --fleet-embedded-state existing the running cluster must already list this member: run etcdctl member add %s --peer-urls=%s first and start with an empty data directory; or, if the data directory holds another cluster's member, give another one", o.Name, peerURL(o))
+	}
+	return "fix: free the ports, or, if the data directory holds another cluster's member, give another data directory"
+}
+
+func peerURL(o Options) string {
+	for _, p := range o.Cluster {
+		if p.Name == o.Name {
+			return p.URL.String()
+		}
+	}
+	return ""
 }
 
 // ClientAddr is the host:port of the member's client listener.
