@@ -76,6 +76,8 @@ func TestServeFleetEmbeddedFlags(t *testing.T) {
 	}{
 		{[]string{"--fleet-data", dir, "--config", file}, "--fleet-data needs --fleet-embedded"},
 		{[]string{"--fleet-embedded-client", "http://127.0.0.1:2379", "--config", file}, "--fleet-embedded-client needs --fleet-embedded"},
+		{[]string{"--fleet-embedded-state", "existing", "--config", file}, "--fleet-embedded-state needs --fleet-embedded"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-embedded-state", "join"}, `--fleet-embedded-state "join": want new or existing`},
 		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "b"}, "--instance b, is not a member"},
 		{[]string{"--fleet-embedded", "a=127.0.0.1:2380", "--instance", "a"}, "is not http://HOST:PORT"},
 		{[]string{"--fleet-embedded", "a=https://127.0.0.1:2380", "--instance", "a"}, "plain HTTP only"},

@@ -171,6 +171,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
 	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
 	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME)")
+	fleetEmbeddedState := fs.String("fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
 	fleetEtcdLog := fs.String("fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -180,7 +181,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	set := givenFlags(fs)
-	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *instance)
+	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *fleetEmbeddedState, *instance)
 	if err != nil {
 		return err
 	}
@@ -512,9 +513,9 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 
 // embeddedFlags checks --fleet-embedded and its companions and returns
 // this instance's member (nil without --fleet-embedded).
-func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, instance string) (*embedded.Options, error) {
+func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, state, instance string) (*embedded.Options, error) {
 	if cluster == "" {
-		for _, f := range []string{"fleet-embedded-client", "fleet-data", "fleet-embedded-log-level"} {
+		for _, f := range []string{"fleet-embedded-client", "fleet-data", "fleet-embedded-log-level", "fleet-embedded-state"} {
 			if set[f] {
 				return nil, fmt.Errorf("--%s needs --fleet-embedded (fix: give --fleet-embedded NAME=http://HOST:2380,... to run an etcd member in this instance, or drop --%s)", f, f)
 			}
@@ -548,10 +549,13 @@ func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, in
 			}
 		}
 	}
+	if state != "new" && state != "existing" {
+		return nil, fmt.Errorf("--fleet-embedded-state %q: want new or existing (fix: new to bootstrap the cluster, existing to join a running one after etcdctl member add)", state)
+	}
 	if dir == "" {
 		dir = embedded.DefaultDir(instance)
 	}
-	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir}, nil
+	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir, ClusterState: state}, nil
 }
 
 // dialable turns a listener's address into one to dial: an unspecified
