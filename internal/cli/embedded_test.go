@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 )
 
 func freePort(t *testing.T) string {
@@ -94,4 +96,52 @@ func TestServeFleetEmbeddedFlags(t *testing.T) {
 			t.Errorf("serve %v: exit %d, stderr %q; want an error with %q and a fix", c.args, code, stderr, c.want)
 		}
 	}
+}
+
+// TestServeFleetEmbeddedMemberFails: an instance whose embedded member
+// does not start (here its peer port is taken; in production, a lost
+// data directory) still serves: from --config, marked stale, when it
+// knows no other etcd; from the fleet when --fleet names the other
+// members' client URLs. Without --config it fails with the error and
+// the fix. The data plane does not depend on the member starting.
+func TestServeFleetEmbeddedMemberFails(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cluster := "lb-a=http://" + taken.Addr().String()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "last-resort.yaml")
+	os.WriteFile(file, []byte(adminTestConfig), 0o644)
+	member := []string{"--fleet-embedded", cluster, "--instance", "lb-a", "--region", "us-east1",
+		"--fleet-embedded-client", "http://" + freePort(t), "--fleet-data", filepath.Join(dir, "a"), "--fleet-timeout", "1s"}
+
+	code, _, stderr := run(t, append([]string{"serve", "--admin", ""}, member...)...)
+	if code == 0 || !strings.Contains(stderr, "--fleet-embedded") || !strings.Contains(stderr, "fix") || !strings.Contains(stderr, "--config") {
+		t.Errorf("without --config: exit %d, stderr %q; want the member's error and the fix", code, stderr)
+	}
+
+	admin, logs := startServe(t, append(member, "--config", file)...)
+	for _, want := range []string{"embedded etcd member did not start", "fix", "cannot reach etcd at start; serving the --config file"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, logs)
+		}
+	}
+	if f := fleetStatus(t, admin); f == nil || !f.Stale {
+		t.Errorf("fleet status %+v; want stale", f)
+	}
+
+	// With --fleet naming a running etcd (the other members' client
+	// URLs), the instance follows the fleet without its own member.
+	e := fleettest.Start(t)
+	if code, _, stderr := run(t, "config", "push", file, "--fleet", "etcd://"+e.ClientAddr, "--author", "ana"); code != 0 {
+		t.Fatal(stderr)
+	}
+	member[len(member)-3] = filepath.Join(dir, "b")
+	admin, logs = startServe(t, append(member, "--config", file, "--fleet", "etcd://"+e.ClientAddr)...)
+	waitFor(t, "revision 1, not stale", func() bool {
+		f := fleetStatus(t, admin)
+		return f != nil && f.Revision == 1 && !f.Stale
+	}, logs)
 }

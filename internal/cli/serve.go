@@ -232,18 +232,29 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
 		}
 		if member != nil {
+			client := member.ClientURL.Host
 			m, err := embedded.Start(*member)
-			if err != nil {
-				return fmt.Errorf("--fleet-embedded: %w", err)
+			switch {
+			case err != nil && *cfgPath == "":
+				return fmt.Errorf("--fleet-embedded: %w; without --config FILE this instance has nothing to serve while its member is down (fix: give --config FILE as well, served marked stale until etcd answers)", err)
+			case err != nil:
+				// Static stability: the data plane does not wait for the
+				// control plane's member. The instance goes on as one
+				// whose etcd is unreachable: --config, stale, following
+				// the fleet through --fleet's endpoints if given.
+				log.Error("fleet: the embedded etcd member did not start; serving without it (from --config, stale, until etcd answers through --fleet's endpoints, if given)", "member", member.Name, "data", member.Dir, "err", err)
+			default:
+				defer m.Close()
+				client = m.ClientAddr()
+				log.Info("fleet: embedded etcd member started", "member", member.Name, "client", client, "data", member.Dir, "cluster", *fleetEmbedded)
 			}
-			defer m.Close()
 			if !ff.given() {
 				// Its own member first; the others' client URLs come
 				// from the member list, refreshed every 30 s.
-				*ff.endpoints = "etcd://" + dialable(m.ClientAddr())
+				*ff.endpoints = "etcd://" + dialable(client)
 				ff.autoSync = 30 * time.Second
 			}
-			log.Info("fleet: embedded etcd member started", "member", member.Name, "client", m.ClientAddr(), "data", member.Dir, "cluster", *fleetEmbedded, "etcd", *ff.endpoints)
+			log.Info("fleet: etcd endpoints", "etcd", *ff.endpoints)
 		}
 		var closeStore func()
 		if store, closeStore, err = ff.store(); err != nil {
