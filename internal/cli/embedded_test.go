@@ -84,6 +84,8 @@ func TestServeFleetEmbeddedFlags(t *testing.T) {
 		{[]string{"--fleet-embedded", "a=127.0.0.1:2380", "--instance", "a"}, "is not http://HOST:PORT"},
 		{[]string{"--fleet-embedded", "a=https://127.0.0.1:2380", "--instance", "a"}, "plain HTTP only"},
 		{[]string{"--fleet-embedded", "a=http://127.0.0.1", "--instance", "a"}, "needs a numeric port"},
+		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-embedded-client", "http://0.0.0.0:2379"}, "--fleet-embedded-client: \"http://0.0.0.0:2379\": an unspecified host"},
+		{[]string{"--fleet-embedded", "a=http://[::]:2380", "--instance", "a"}, "an unspecified host"},
 		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1,a=http://127.0.0.1:2", "--instance", "a"}, "member a is named twice"},
 		{[]string{"--fleet-embedded", "a", "--instance", "a"}, "is not NAME=http://HOST:PORT"},
 		{[]string{"--fleet-embedded", "a=http://127.0.0.1:1", "--instance", "a", "--fleet-embedded-client", "http://127.0.0.1:1"}, "is this member's peer URL"},

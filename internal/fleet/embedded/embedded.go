@@ -85,8 +85,22 @@ func ParseURL(flag, raw string) (*url.URL, error) {
 	if err != nil || p < 1 || p > 65535 {
 		return nil, fmt.Errorf("%s: %q needs a numeric port 1-65535 (fix: e.g. http://%s:2380)", flag, raw, u.Hostname())
 	}
+	if err := specified(flag, u); err != nil {
+		return nil, err
+	}
 	u.Path = ""
 	return u, nil
+}
+
+// specified refuses a URL on an unspecified host (0.0.0.0, ::): etcd
+// advertises the client and peer URLs as given, so the other members,
+// and the instances that learn the client URLs from the member list,
+// would dial 0.0.0.0, which is not this member.
+func specified(flag string, u *url.URL) error {
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("%s: %q: an unspecified host is advertised to the other members as is, and they cannot reach this member there (fix: give the address the others reach this host at, e.g. http://10.0.0.5:%s)", flag, u.String(), u.Port())
+	}
+	return nil
 }
 
 // Options configure a member.
@@ -142,6 +156,12 @@ func Start(o Options) (*Member, error) {
 	if o.ClientURL == nil {
 		u, _ := url.Parse(DefaultClientURL)
 		o.ClientURL = u
+	}
+	if err := specified("embedded etcd: client URL", o.ClientURL); err != nil {
+		return nil, err
+	}
+	if err := specified("embedded etcd: peer URL", &o.Cluster[i].URL); err != nil {
+		return nil, err
 	}
 	if o.ClientURL.Host == o.Cluster[i].URL.Host {
 		return nil, fmt.Errorf("embedded etcd: the client URL %s is this member's peer URL (fix: give them different ports, e.g. 2379 and 2380)", o.ClientURL.String())
