@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spillwaylb/spillway/internal/fleet"
+	"github.com/spillwaylb/spillway/internal/fleet/embedded"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 )
 
@@ -146,4 +150,75 @@ func TestServeFleetEmbeddedMemberFails(t *testing.T) {
 		f := fleetStatus(t, admin)
 		return f != nil && f.Revision == 1 && !f.Stale
 	}, logs)
+}
+
+// TestServeFleetEmbeddedMemberStops: an instance whose embedded member
+// stops after it started (here removed from the cluster through the
+// other member, as etcdctl member remove would) logs an error with the
+// fix, turns stale once etcd no longer answers, and keeps serving.
+func TestServeFleetEmbeddedMemberStops(t *testing.T) {
+	pa, pb, ca, cb := freePort(t), freePort(t), freePort(t), freePort(t)
+	cluster := "lb-a=http://" + pa + ",lb-b=http://" + pb
+	peers, err := embedded.ParseCluster("cluster", cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cbu, err := embedded.ParseURL("client", "http://"+cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := embedded.Start(embedded.Options{Name: "lb-b", Cluster: peers, ClientURL: cbu, Dir: filepath.Join(t.TempDir(), "b"), LogLevel: "fatal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	file := filepath.Join(t.TempDir(), "last-resort.yaml")
+	os.WriteFile(file, []byte(adminTestConfig), 0o644)
+	admin, logs := startServe(t, "--fleet-embedded", cluster, "--instance", "lb-a", "--region", "us-east1",
+		"--fleet-embedded-client", "http://"+ca, "--fleet-data", filepath.Join(t.TempDir(), "a"),
+		"--fleet-timeout", "10s", "--config", file)
+	if code, _, stderr := run(t, "config", "push", file, "--fleet", "etcd://"+cb, "--author", "ana"); code != 0 {
+		t.Fatal(stderr)
+	}
+	waitFor(t, "revision 1, not stale", func() bool {
+		f := fleetStatus(t, admin)
+		return f != nil && f.Revision == 1 && !f.Stale
+	}, logs)
+
+	cl, err := fleet.ClientConfig{Endpoints: []string{cb}}.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ml.Members {
+		if m.Name != "lb-a" {
+			continue
+		}
+		// etcd refuses to remove a member until the cluster has been
+		// healthy for a while ("unhealthy cluster").
+		for _, err := cl.MemberRemove(ctx, m.ID); err != nil; _, err = cl.MemberRemove(ctx, m.ID) {
+			if ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	waitFor(t, "the member's stop logged, and stale", func() bool {
+		f := fleetStatus(t, admin)
+		return strings.Contains(logs.String(), "embedded etcd member stopped") && f != nil && f.Stale && f.Revision == 1
+	}, logs)
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "embedded etcd member stopped") {
+			t.Log(line)
+			if !strings.Contains(line, "fix") {
+				t.Errorf("the error has no fix: %s", line)
+			}
+		}
+	}
 }

@@ -246,6 +246,18 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			default:
 				defer m.Close()
 				client = m.ClientAddr()
+				go func() {
+					// A member that stops on its own does not stop the
+					// proxy: the fleet agent turns stale once etcd does
+					// not answer, and the data plane serves on.
+					select {
+					case <-ctx.Done():
+					case <-m.Stopped():
+						if err := m.Err(); err != nil {
+							log.Error("fleet: the embedded etcd member stopped; serving on", "member", member.Name, "err", err)
+						}
+					}
+				}()
 				log.Info("fleet: embedded etcd member started", "member", member.Name, "client", client, "data", member.Dir, "cluster", *fleetEmbedded)
 			}
 			if !ff.given() {

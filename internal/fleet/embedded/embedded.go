@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -130,9 +131,12 @@ type Options struct {
 
 // Member is an etcd member running in this process.
 type Member struct {
-	e      *embed.Etcd
-	client string
-	close  sync.Once
+	e       *embed.Etcd
+	client  string
+	close   sync.Once
+	closing atomic.Bool
+	stopped chan struct{}
+	err     error // why it stopped; set before stopped is closed
 }
 
 // DefaultDir is the data directory used when none is given: under the
@@ -198,11 +202,49 @@ func Start(o Options) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s, cluster state %s): %w (%s)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, o.ClusterState, err, startFix(err, o))
 	}
-	m := &Member{e: e, client: o.ClientURL.Host}
+	m := &Member{e: e, client: o.ClientURL.Host, stopped: make(chan struct{})}
 	if len(e.Clients) > 0 {
 		m.client = e.Clients[0].Addr().String()
 	}
+	go m.watch(o)
 	return m, nil
+}
+
+// watch waits for the member to stop: a listener that fails, or the
+// server stopping on its own (removed from the cluster, a raft or disk
+// error). Then it closes the member, so its listeners are released and
+// clients fail over to the other members as for a dead one, and
+// records why unless Close stopped it.
+func (m *Member) watch(o Options) {
+	var err error
+	select {
+	case err = <-m.e.Err():
+		if err == nil {
+			err = errors.New("etcd's listeners stopped")
+		}
+	case <-m.e.Server.StopNotify():
+		err = errors.New("etcd server stopped")
+	}
+	if !m.closing.Load() {
+		m.err = fmt.Errorf("embedded etcd member %s (data %s) stopped: %w (fix: read etcd's log (--fleet-embedded-log-level warn) and check the data directory's disk, then restart the instance; if etcdctl member list no longer shows %s, it was removed: etcdctl member add it and restart with an empty data directory and --fleet-embedded-state existing. Meanwhile the instance follows the fleet through the other members if it knows them, else serves its last config, stale)", o.Name, o.Dir, err, o.Name)
+	}
+	m.Close()
+	close(m.stopped)
+}
+
+// Stopped is closed once the member has stopped, whether by Close or
+// on its own; Err then says why.
+func (m *Member) Stopped() <-chan struct{} { return m.stopped }
+
+// Err is why the member stopped on its own, once Stopped is closed;
+// nil while it runs or when Close stopped it.
+func (m *Member) Err() error {
+	select {
+	case <-m.stopped:
+		return m.err
+	default:
+		return nil
+	}
 }
 
 // startFix is the fix for a failed start: etcd's error says what
@@ -240,9 +282,10 @@ func (m *Member) Ready(ctx context.Context) error {
 	select {
 	case <-m.e.Server.ReadyNotify():
 		return nil
-	case err := <-m.e.Err():
-		return fmt.Errorf("embedded etcd stopped: %w", err)
-	case <-m.e.Server.StopNotify():
+	case <-m.stopped:
+		if m.err != nil {
+			return m.err
+		}
 		return errors.New("embedded etcd stopped before it was ready")
 	case <-ctx.Done():
 		return fmt.Errorf("embedded etcd not ready: %w", ctx.Err())
@@ -251,7 +294,12 @@ func (m *Member) Ready(ctx context.Context) error {
 
 // Close stops the member (gracefully: it hands over raft leadership
 // first when it leads). Closing again does nothing.
-func (m *Member) Close() { m.close.Do(m.e.Close) }
+func (m *Member) Close() {
+	m.close.Do(func() {
+		m.closing.Store(true)
+		m.e.Close()
+	})
+}
 
 // FreeLoopbackURL returns http://127.0.0.1:PORT for a port that was free
 // a moment ago (for a lab's single member).

@@ -137,3 +137,27 @@ func TestUnspecifiedHost(t *testing.T) {
 		t.Errorf("loopback: %v", err)
 	}
 }
+
+// TestStoppedByClose: Stopped is closed by Close too, and Err stays nil
+// then (only a member that stops on its own has an error; that case is
+// TestServeFleetEmbeddedMemberStops in internal/cli).
+func TestStoppedByClose(t *testing.T) {
+	m, err := embedded.StartSingle(context.Background(), "a", filepath.Join(t.TempDir(), "a"), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Stopped():
+		t.Fatalf("stopped while running: %v", m.Err())
+	default:
+	}
+	m.Close()
+	select {
+	case <-m.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stopped not closed 10 s after Close")
+	}
+	if err := m.Err(); err != nil {
+		t.Errorf("Err after Close: %v; want nil", err)
+	}
+}
