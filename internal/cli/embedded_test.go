@@ -128,6 +128,13 @@ func TestServeFleetEmbeddedMemberFails(t *testing.T) {
 		t.Errorf("without --config: exit %d, stderr %q; want the member's error and the fix", code, stderr)
 	}
 
+	// The default data directory, under $TMPDIR, is warned about.
+	t.Setenv("TMPDIR", dir)
+	code, _, stderr = run(t, "serve", "--admin", "", "--fleet-embedded", cluster, "--instance", "lb-a", "--fleet-embedded-client", "http://"+freePort(t))
+	if code == 0 || !strings.Contains(stderr, "temporary directory") || !strings.Contains(stderr, "fix: give --fleet-data DIR on persistent storage") {
+		t.Errorf("default --fleet-data: exit %d, stderr %q; want a warning with the fix", code, stderr)
+	}
+
 	admin, logs := startServe(t, append(member, "--config", file)...)
 	for _, want := range []string{"embedded etcd member did not start", "fix", "cannot reach etcd at start; serving the --config file"} {
 		if !strings.Contains(logs.String(), want) {

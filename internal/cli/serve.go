@@ -122,12 +122,30 @@ listener (as etcd's --initial-cluster); this instance's member is the one
 named --instance. --fleet-embedded-client is where its member serves clients
 (default http://127.0.0.1:2379); the instance connects there and learns the
 other members' client URLs from etcd (unless --fleet names endpoints).
---fleet-data is the member's data directory (default
-$TMPDIR/spillway-etcd-NAME; keep it on restarts: a member that lost its data
-cannot rejoin under the same name). etcd answers once a majority of the
-members run (2 of 3): until then an instance starts from --config FILE,
-marked stale, and follows the fleet once the quorum forms. Members speak
-plain HTTP: use them on a trusted network, or run etcd yourself with TLS.
+--fleet-embedded-client must be an address the other members reach, not
+0.0.0.0 or [::]: it is advertised to them as given.
+
+--fleet-data is the member's data directory. The default,
+$TMPDIR/spillway-etcd-NAME, is for trying it only: a reboot clears it, and so
+does every restart under systemd's PrivateTmp. In production give
+--fleet-data on persistent storage (e.g. /var/lib/spillway/etcd). A member
+that lost its data cannot rejoin as new: restore the directory, or run
+etcdctl member remove and member add for it and restart it with an empty
+--fleet-data and --fleet-embedded-state existing (default new: bootstrap the
+cluster; either is used only while the data directory is empty).
+
+etcd answers once a majority of the members run (2 of 3): until then an
+instance starts from --config FILE, marked stale, and follows the fleet once
+the quorum forms. If the member does not start at all (a lost data directory,
+a port in use), an instance with --config FILE logs the error with the fix
+and serves that file, stale; it follows the fleet through --fleet's endpoints
+if given (name the other members' client URLs there), else it stays stale
+until restarted. Without --config it fails. A member that stops later is
+logged as an error and the instance serves on, stale while etcd does not
+answer. etcd itself exits the whole process, proxy included, on unrecoverable
+storage errors (a failed write to its WAL or database, e.g. a full disk); its
+last log line, at level fatal, says why. Members speak plain HTTP: use them
+on a trusted network, or run etcd yourself with TLS.
 
 Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
@@ -169,8 +187,8 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fleetLease := fs.Duration("fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
 	fleetRate := fs.Bool("fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
 	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
-	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
-	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME)")
+	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
+	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME, which a reboot clears: give a persistent one in production)")
 	fleetEmbeddedState := fs.String("fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
 	fleetEtcdLog := fs.String("fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
 	if err := parse(fs, args); err != nil {
@@ -232,6 +250,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
 		}
 		if member != nil {
+			if !set["fleet-data"] {
+				log.Warn("fleet: the embedded etcd member keeps its data under the temporary directory, which a reboot (or, under systemd's PrivateTmp, a restart) clears; a member that lost it cannot rejoin without etcdctl member remove and member add (fix: give --fleet-data DIR on persistent storage, e.g. /var/lib/spillway/etcd)", "data", member.Dir)
+			}
 			client := member.ClientURL.Host
 			m, err := embedded.Start(*member)
 			switch {
