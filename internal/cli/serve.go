@@ -122,12 +122,30 @@ listener (as etcd's --initial-cluster); this instance's member is the one
 named --instance. --fleet-embedded-client is where its member serves clients
 (default http://127.0.0.1:2379); the instance connects there and learns the
 other members' client URLs from etcd (unless --fleet names endpoints).
---fleet-data is the member's data directory (default
-$TMPDIR/spillway-etcd-NAME; keep it on restarts: a member that lost its data
-cannot rejoin under the same name). etcd answers once a majority of the
-members run (2 of 3): until then an instance starts from --config FILE,
-marked stale, and follows the fleet once the quorum forms. Members speak
-plain HTTP: use them on a trusted network, or run etcd yourself with TLS.
+--fleet-embedded-client must be an address the other members reach, not
+0.0.0.0 or [::]: it is advertised to them as given.
+
+--fleet-data is the member's data directory. The default,
+$TMPDIR/spillway-etcd-NAME, is for trying it only: a reboot clears it, and so
+does every restart under systemd's PrivateTmp. In production give
+--fleet-data on persistent storage (e.g. /var/lib/spillway/etcd). A member
+that lost its data cannot rejoin as new: restore the directory, or run
+etcdctl member remove and member add for it and restart it with an empty
+--fleet-data and --fleet-embedded-state existing (default new: bootstrap the
+cluster; either is used only while the data directory is empty).
+
+etcd answers once a majority of the members run (2 of 3): until then an
+instance starts from --config FILE, marked stale, and follows the fleet once
+the quorum forms. If the member does not start at all (a lost data directory,
+a port in use), an instance with --config FILE logs the error with the fix
+and serves that file, stale; it follows the fleet through --fleet's endpoints
+if given (name the other members' client URLs there), else it stays stale
+until restarted. Without --config it fails. A member that stops later is
+logged as an error and the instance serves on, stale while etcd does not
+answer. etcd itself exits the whole process, proxy included, on unrecoverable
+storage errors (a failed write to its WAL or database, e.g. a full disk); its
+last log line, at level fatal, says why. Members speak plain HTTP: use them
+on a trusted network, or run etcd yourself with TLS.
 
 Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
@@ -179,8 +197,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fleetLease := fs.Duration("fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
 	fleetRate := fs.Bool("fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
 	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
-	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`")
-	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME)")
+	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
+	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME, which a reboot clears: give a persistent one in production)")
+	fleetEmbeddedState := fs.String("fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
 	fleetEtcdLog := fs.String("fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -190,7 +209,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	set := givenFlags(fs)
-	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *instance)
+	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *fleetEmbeddedState, *instance)
 	if err != nil {
 		return err
 	}
@@ -241,18 +260,44 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
 		}
 		if member != nil {
-			m, err := embedded.Start(*member)
-			if err != nil {
-				return fmt.Errorf("--fleet-embedded: %w", err)
+			if !set["fleet-data"] {
+				log.Warn("fleet: the embedded etcd member keeps its data under the temporary directory, which a reboot (or, under systemd's PrivateTmp, a restart) clears; a member that lost it cannot rejoin without etcdctl member remove and member add (fix: give --fleet-data DIR on persistent storage, e.g. /var/lib/spillway/etcd)", "data", member.Dir)
 			}
-			defer m.Close()
+			client := member.ClientURL.Host
+			m, err := embedded.Start(*member)
+			switch {
+			case err != nil && *cfgPath == "":
+				return fmt.Errorf("--fleet-embedded: %w; without --config FILE this instance has nothing to serve while its member is down (fix: give --config FILE as well, served marked stale until etcd answers)", err)
+			case err != nil:
+				// Static stability: the data plane does not wait for the
+				// control plane's member. The instance goes on as one
+				// whose etcd is unreachable: --config, stale, following
+				// the fleet through --fleet's endpoints if given.
+				log.Error("fleet: the embedded etcd member did not start; serving without it (from --config, stale, until etcd answers through --fleet's endpoints, if given)", "member", member.Name, "data", member.Dir, "err", err)
+			default:
+				defer m.Close()
+				client = m.ClientAddr()
+				go func() {
+					// A member that stops on its own does not stop the
+					// proxy: the fleet agent turns stale once etcd does
+					// not answer, and the data plane serves on.
+					select {
+					case <-ctx.Done():
+					case <-m.Stopped():
+						if err := m.Err(); err != nil {
+							log.Error("fleet: the embedded etcd member stopped; serving on", "member", member.Name, "err", err)
+						}
+					}
+				}()
+				log.Info("fleet: embedded etcd member started", "member", member.Name, "client", client, "data", member.Dir, "cluster", *fleetEmbedded)
+			}
 			if !ff.given() {
 				// Its own member first; the others' client URLs come
 				// from the member list, refreshed every 30 s.
-				*ff.endpoints = "etcd://" + dialable(m.ClientAddr())
+				*ff.endpoints = "etcd://" + dialable(client)
 				ff.autoSync = 30 * time.Second
 			}
-			log.Info("fleet: embedded etcd member started", "member", member.Name, "client", m.ClientAddr(), "data", member.Dir, "cluster", *fleetEmbedded, "etcd", *ff.endpoints)
+			log.Info("fleet: etcd endpoints", "etcd", *ff.endpoints)
 		}
 		var closeStore func()
 		if store, closeStore, err = ff.store(); err != nil {
@@ -522,9 +567,9 @@ func PrintHealth(w io.Writer, r *serve.HealthReport) {
 
 // embeddedFlags checks --fleet-embedded and its companions and returns
 // this instance's member (nil without --fleet-embedded).
-func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, instance string) (*embedded.Options, error) {
+func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, state, instance string) (*embedded.Options, error) {
 	if cluster == "" {
-		for _, f := range []string{"fleet-embedded-client", "fleet-data", "fleet-embedded-log-level"} {
+		for _, f := range []string{"fleet-embedded-client", "fleet-data", "fleet-embedded-log-level", "fleet-embedded-state"} {
 			if set[f] {
 				return nil, fmt.Errorf("--%s needs --fleet-embedded (fix: give --fleet-embedded NAME=http://HOST:2380,... to run an etcd member in this instance, or drop --%s)", f, f)
 			}
@@ -558,10 +603,13 @@ func embeddedFlags(set map[string]bool, ff *fleetFlags, cluster, client, dir, in
 			}
 		}
 	}
+	if state != "new" && state != "existing" {
+		return nil, fmt.Errorf("--fleet-embedded-state %q: want new or existing (fix: new to bootstrap the cluster, existing to join a running one after etcdctl member add)", state)
+	}
 	if dir == "" {
 		dir = embedded.DefaultDir(instance)
 	}
-	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir}, nil
+	return &embedded.Options{Name: instance, Cluster: peers, ClientURL: cu, Dir: dir, ClusterState: state}, nil
 }
 
 // dialable turns a listener's address into one to dial: an unspecified

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -85,8 +86,22 @@ func ParseURL(flag, raw string) (*url.URL, error) {
 	if err != nil || p < 1 || p > 65535 {
 		return nil, fmt.Errorf("%s: %q needs a numeric port 1-65535 (fix: e.g. http://%s:2380)", flag, raw, u.Hostname())
 	}
+	if err := specified(flag, u); err != nil {
+		return nil, err
+	}
 	u.Path = ""
 	return u, nil
+}
+
+// specified refuses a URL on an unspecified host (0.0.0.0, ::): etcd
+// advertises the client and peer URLs as given, so the other members,
+// and the instances that learn the client URLs from the member list,
+// would dial 0.0.0.0, which is not this member.
+func specified(flag string, u *url.URL) error {
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("%s: %q: an unspecified host is advertised to the other members as is, and they cannot reach this member there (fix: give the address the others reach this host at, e.g. http://10.0.0.5:%s)", flag, u.String(), u.Port())
+	}
+	return nil
 }
 
 // Options configure a member.
@@ -105,13 +120,23 @@ type Options struct {
 	// LogLevel is etcd's own log level (default "error"): etcd logs to
 	// stderr in its own JSON format.
 	LogLevel string
+	// ClusterState is etcd's initial cluster state, used (as Cluster)
+	// only the first time a data directory is used: "new" (the
+	// default) bootstraps a new cluster with the Cluster members;
+	// "existing" joins a running cluster that already lists this
+	// member (etcdctl member add), e.g. to replace a member whose data
+	// directory was lost.
+	ClusterState string
 }
 
 // Member is an etcd member running in this process.
 type Member struct {
-	e      *embed.Etcd
-	client string
-	close  sync.Once
+	e       *embed.Etcd
+	client  string
+	close   sync.Once
+	closing atomic.Bool
+	stopped chan struct{}
+	err     error // why it stopped; set before stopped is closed
 }
 
 // DefaultDir is the data directory used when none is given: under the
@@ -136,11 +161,24 @@ func Start(o Options) (*Member, error) {
 		u, _ := url.Parse(DefaultClientURL)
 		o.ClientURL = u
 	}
+	if err := specified("embedded etcd: client URL", o.ClientURL); err != nil {
+		return nil, err
+	}
+	if err := specified("embedded etcd: peer URL", &o.Cluster[i].URL); err != nil {
+		return nil, err
+	}
 	if o.ClientURL.Host == o.Cluster[i].URL.Host {
 		return nil, fmt.Errorf("embedded etcd: the client URL %s is this member's peer URL (fix: give them different ports, e.g. 2379 and 2380)", o.ClientURL.String())
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "error"
+	}
+	switch o.ClusterState {
+	case "":
+		o.ClusterState = embed.ClusterStateFlagNew
+	case embed.ClusterStateFlagNew, embed.ClusterStateFlagExisting:
+	default:
+		return nil, fmt.Errorf("embedded etcd: cluster state %q (fix: give new or existing)", o.ClusterState)
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: data directory: %w", err)
@@ -159,15 +197,80 @@ func Start(o Options) (*Member, error) {
 	}
 	cfg.InitialCluster = strings.Join(parts, ",")
 	cfg.InitialClusterToken = "spillway-fleet"
+	cfg.ClusterState = o.ClusterState
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s): %w (fix: free the ports, or, if the data directory holds another cluster's member, give another data directory)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, err)
+		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s, cluster state %s): %w (%s)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, o.ClusterState, err, startFix(err, o))
 	}
-	m := &Member{e: e, client: o.ClientURL.Host}
+	m := &Member{e: e, client: o.ClientURL.Host, stopped: make(chan struct{})}
 	if len(e.Clients) > 0 {
 		m.client = e.Clients[0].Addr().String()
 	}
+	go m.watch(o)
 	return m, nil
+}
+
+// watch waits for the member to stop: a listener that fails, or the
+// server stopping on its own (removed from the cluster, a raft or disk
+// error). Then it closes the member, so its listeners are released and
+// clients fail over to the other members as for a dead one, and
+// records why unless Close stopped it.
+func (m *Member) watch(o Options) {
+	var err error
+	select {
+	case err = <-m.e.Err():
+		if err == nil {
+			err = errors.New("etcd's listeners stopped")
+		}
+	case <-m.e.Server.StopNotify():
+		err = errors.New("etcd server stopped")
+	}
+	if !m.closing.Load() {
+		m.err = fmt.Errorf("embedded etcd member %s (data %s) stopped: %w (fix: read etcd's log (--fleet-embedded-log-level warn) and check the data directory's disk, then restart the instance; if etcdctl member list no longer shows %s, it was removed: etcdctl member add it and restart with an empty data directory and --fleet-embedded-state existing. Meanwhile the instance follows the fleet through the other members if it knows them, else serves its last config, stale)", o.Name, o.Dir, err, o.Name)
+	}
+	m.Close()
+	close(m.stopped)
+}
+
+// Stopped is closed once the member has stopped, whether by Close or
+// on its own; Err then says why.
+func (m *Member) Stopped() <-chan struct{} { return m.stopped }
+
+// Err is why the member stopped on its own, once Stopped is closed;
+// nil while it runs or when Close stopped it.
+func (m *Member) Err() error {
+	select {
+	case <-m.stopped:
+		return m.err
+	default:
+		return nil
+	}
+}
+
+// startFix is the fix for a failed start: etcd's error says what
+// failed, this says what to do about it.
+func startFix(err error, o Options) string {
+	switch {
+	case strings.Contains(err.Error(), "has already been bootstrapped"):
+		// etcd's bootstrap with state "new" on an empty data directory
+		// when the cluster (reached through its peers) lists this member.
+		return fmt.Sprintf("the cluster already has a member %s, so this member lost its data directory %s (e.g. a temporary directory cleared on reboot) or another data directory was given; "+
+			"fix: restore that data directory, or, with the cluster's quorum up, run etcdctl member remove ID (the ID etcdctl member list shows for %s) and etcdctl member add %s --peer-urls=%s, "+
+			"empty %s and restart with --fleet-embedded-state existing; keep --fleet-data on persistent storage",
+			o.Name, o.Dir, o.Name, o.Name, peerURL(o), o.Dir)
+	case o.ClusterState == embed.ClusterStateFlagExisting:
+		return fmt.Sprintf("fix: with --fleet-embedded-state existing the running cluster must already list this member: run etcdctl member add %s --peer-urls=%s first and start with an empty data directory; or, if the data directory holds another cluster's member, give another one", o.Name, peerURL(o))
+	}
+	return "fix: free the ports, or, if the data directory holds another cluster's member, give another data directory"
+}
+
+func peerURL(o Options) string {
+	for _, p := range o.Cluster {
+		if p.Name == o.Name {
+			return p.URL.String()
+		}
+	}
+	return ""
 }
 
 // ClientAddr is the host:port of the member's client listener.
@@ -179,9 +282,10 @@ func (m *Member) Ready(ctx context.Context) error {
 	select {
 	case <-m.e.Server.ReadyNotify():
 		return nil
-	case err := <-m.e.Err():
-		return fmt.Errorf("embedded etcd stopped: %w", err)
-	case <-m.e.Server.StopNotify():
+	case <-m.stopped:
+		if m.err != nil {
+			return m.err
+		}
 		return errors.New("embedded etcd stopped before it was ready")
 	case <-ctx.Done():
 		return fmt.Errorf("embedded etcd not ready: %w", ctx.Err())
@@ -190,7 +294,12 @@ func (m *Member) Ready(ctx context.Context) error {
 
 // Close stops the member (gracefully: it hands over raft leadership
 // first when it leads). Closing again does nothing.
-func (m *Member) Close() { m.close.Do(m.e.Close) }
+func (m *Member) Close() {
+	m.close.Do(func() {
+		m.closing.Store(true)
+		m.e.Close()
+	})
+}
 
 // FreeLoopbackURL returns http://127.0.0.1:PORT for a port that was free
 // a moment ago (for a lab's single member).

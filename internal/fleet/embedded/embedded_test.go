@@ -118,3 +118,46 @@ func TestParseCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestUnspecifiedHost: a member URL on 0.0.0.0 or :: is refused with the
+// fix: etcd advertises the client and peer URLs as given, so the other
+// members (and, through the member list, the other instances) would be
+// handed an address that is not this member's.
+func TestUnspecifiedHost(t *testing.T) {
+	for _, raw := range []string{"http://0.0.0.0:2379", "http://[::]:2379"} {
+		_, err := embedded.ParseURL("--fleet-embedded-client", raw)
+		if err == nil || !strings.Contains(err.Error(), "--fleet-embedded-client") || !strings.Contains(err.Error(), "unspecified host") || !strings.Contains(err.Error(), "fix") {
+			t.Errorf("ParseURL(%s): %v; want the unspecified host refused with the fix", raw, err)
+		}
+	}
+	if _, err := embedded.ParseCluster("--fleet-embedded", "a=http://127.0.0.1:2380,b=http://0.0.0.0:2382"); err == nil || !strings.Contains(err.Error(), "unspecified host") {
+		t.Errorf("ParseCluster with b on 0.0.0.0: %v; want it refused", err)
+	}
+	if _, err := embedded.ParseURL("--fleet-embedded-client", "http://127.0.0.1:2379"); err != nil {
+		t.Errorf("loopback: %v", err)
+	}
+}
+
+// TestStoppedByClose: Stopped is closed by Close too, and Err stays nil
+// then (only a member that stops on its own has an error; that case is
+// TestServeFleetEmbeddedMemberStops in internal/cli).
+func TestStoppedByClose(t *testing.T) {
+	m, err := embedded.StartSingle(context.Background(), "a", filepath.Join(t.TempDir(), "a"), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Stopped():
+		t.Fatalf("stopped while running: %v", m.Err())
+	default:
+	}
+	m.Close()
+	select {
+	case <-m.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stopped not closed 10 s after Close")
+	}
+	if err := m.Err(); err != nil {
+		t.Errorf("Err after Close: %v; want nil", err)
+	}
+}
