@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -42,9 +43,9 @@ type DemandShareOptions struct {
 	// Instance (required) is this instance's name; it publishes under
 	// demand/<Instance>.
 	Instance string
-	// Change is the relative change of any one rate (or a move to or
-	// from zero) that makes the instance publish again (default
-	// DefaultDemandChange).
+	// Change is the relative change of any one rate that makes the
+	// instance publish again (default DefaultDemandChange), unless the
+	// change is within the window's counting noise (see moved).
 	Change float64
 	// LeaseTTL is the TTL of the lease the record lives under (default
 	// 10 s): a dead instance's demand leaves the fleet's after it.
@@ -372,7 +373,7 @@ func (d *DemandShare) flush(ctx context.Context, lease clientv3.LeaseID) error {
 	d.mu.Lock()
 	rec := d.latest
 	d.mu.Unlock()
-	if rec == nil || (d.written != nil && !moved(d.written, rec.Rates, d.opts.Change)) {
+	if rec == nil || (d.written != nil && !moved(d.written, rec.Rates, d.opts.Change, rec.WindowSec)) {
 		return nil
 	}
 	b, err := json.Marshal(rec)
@@ -390,31 +391,37 @@ func (d *DemandShare) flush(ctx context.Context, lease clientv3.LeaseID) error {
 	return nil
 }
 
-// moved reports whether any rate of b differs from a's by more than
-// change (relative to a's), or moved to or from zero; a rate absent is
-// zero.
-func moved(a, b serve.DemandRates, change float64) bool {
-	differs := func(x, y serve.DemandRates) bool {
-		for svc, byRegion := range x {
-			for region, old := range byRegion {
-				now := y[svc][region]
-				if old == now {
-					continue
-				}
-				if old == 0 || now == 0 || now > old*(1+change) || now < old*(1-change) {
-					return true
-				}
+// moved reports whether any rate of b differs from a's (a rate absent is
+// zero) by more than change relative to a's, and by more than the
+// window's counting noise: a rate of r rps counted over a window of w
+// seconds is a count of about r·w requests, random with a standard
+// deviation of √(r·w); the published rate is one such sample and the new
+// one another, so their difference has a standard deviation of about
+// √(2r/w) rps, and the floor is 3√(r/w), about two of those (a steady
+// load crosses it in about 3% of windows). Without that floor a steady but random load crosses a 5%
+// band most windows below a few thousand requests a window, and a sparse
+// (service, region) pair flips between zero and a few requests every
+// window: each would be a write to etcd per window and instance for no
+// change that matters.
+func moved(a, b serve.DemandRates, change, windowSec float64) bool {
+	if windowSec <= 0 {
+		windowSec = 1
+	}
+	differs := func(old, now float64) bool {
+		d := math.Abs(now - old)
+		return d > change*old && d > 3*math.Sqrt(max(old, now)/windowSec)
+	}
+	for svc, byRegion := range a {
+		for region, old := range byRegion {
+			if differs(old, b[svc][region]) {
+				return true
 			}
 		}
-		return false
 	}
-	// Every rate of a against b; then the rates only b has (from zero).
-	if differs(a, b) {
-		return true
-	}
+	// The rates only b has (from zero).
 	for svc, byRegion := range b {
 		for region, now := range byRegion {
-			if a[svc][region] == 0 && now != 0 {
+			if _, ok := a[svc][region]; !ok && differs(0, now) {
 				return true
 			}
 		}
