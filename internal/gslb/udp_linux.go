@@ -1,0 +1,316 @@
+//go:build linux
+
+package gslb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+)
+
+// Raw UDP serving (Linux). Through Go's network poller every query costs
+// a non-blocking read that usually finds nothing, a park, an epoll wake-up
+// and a reschedule of the worker; on loopback under load that was most of
+// the CPU that is not the kernel's own work (docs/performance.md, issue
+// 13). Here, as in gdnsd, a few OS threads (runtime.LockOSThread) block in
+// recvmmsg on the socket, which is taken out of the poller: the kernel
+// wakes one thread per arrival and hands it every datagram queued by then
+// (up to udpBatch), and the replies of a batch leave in one sendmmsg.
+
+var (
+	// udpThreads is how many locked OS threads serve each UDP socket.
+	udpThreads = envInt("SPILLWAY_UDP_THREADS", 2)
+	// udpBatch is the most datagrams one recvmmsg takes.
+	udpBatch = envInt("SPILLWAY_UDP_BATCH", 16)
+	// udpRaw turns raw serving off (SPILLWAY_UDP_RAW=0), for comparison.
+	udpRaw = envInt("SPILLWAY_UDP_RAW", 1) != 0
+)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	if os.Getenv(name) == "0" {
+		return 0
+	}
+	return def
+}
+
+// rawWake is how often a thread blocked in recvmmsg wakes to look for the
+// stop (SO_RCVTIMEO); shutdown(SHUT_RD) normally wakes it at once.
+const rawWake = 250 * time.Millisecond
+
+// serveUDPRaw serves pc with raw system calls until stop is closed. It
+// reports false, having changed nothing, when the socket cannot be taken
+// over (the caller then serves pc through the poller); otherwise it
+// closes pc (the socket lives on in a duplicate descriptor, out of the
+// poller) and returns once the threads have stopped and the socket is
+// closed.
+func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{}) (bool, error) {
+	if !udpRaw {
+		return false, nil
+	}
+	fd, err := takeUDP(pc)
+	if err != nil {
+		f.log.Warn("gslb: udp: serving through the Go poller", "address", pc.LocalAddr().String(), "err", err)
+		return false, nil
+	}
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	errs := make([]error, udpThreads)
+	for i := range udpThreads {
+		wg.Go(func() { errs[i] = f.rawWorker(fd, pktinfo, &stopped) })
+	}
+	// The threads return only once stopped is set, so fd is closed after
+	// this goroutine is done with it.
+	woken := make(chan struct{})
+	go func() {
+		<-stop
+		stopped.Store(true)
+		// Wakes every thread blocked in recvmmsg (ENOTCONN on an
+		// unconnected socket, but the shutdown is done).
+		_ = unix.Shutdown(fd, unix.SHUT_RD)
+		close(woken)
+	}()
+	wg.Wait()
+	<-woken
+	err = errors.Join(errs...)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = fmt.Errorf("close udp socket: %w", cerr)
+	}
+	return true, err
+}
+
+// takeUDP returns a blocking duplicate of pc's descriptor with a receive
+// timeout, and closes pc, which removes the socket from Go's poller.
+func takeUDP(pc *net.UDPConn) (int, error) {
+	rc, err := pc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var dupErr error
+	if err := rc.Control(func(s uintptr) {
+		fd, dupErr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, fmt.Errorf("dup: %w", dupErr)
+	}
+	tv := unix.NsecToTimeval(rawWake.Nanoseconds())
+	if err := errors.Join(
+		unix.SetNonblock(fd, false),
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+	); err != nil {
+		_ = unix.Close(fd)
+		return -1, err
+	}
+	_ = pc.Close()
+	return fd, nil
+}
+
+// sockaddrLen is room for a struct sockaddr_in6 (and so sockaddr_in).
+const sockaddrLen = unix.SizeofSockaddrInet6
+
+// rawBatch is one thread's buffers: udpBatch received datagrams with their
+// source addresses and control messages, and the replies to send.
+type rawBatch struct {
+	recv  []unix.Mmsghdr
+	riov  []unix.Iovec
+	in    [][]byte
+	names [][sockaddrLen]byte
+	oob   [][]byte // received control messages (pktinfo)
+	send  []unix.Mmsghdr
+	siov  []unix.Iovec
+	out   [][]byte // reply buffers, one per received datagram
+	soob  [][]byte // reply control messages (pktinfo)
+}
+
+// Control message room: an IP_PKTINFO and an IPV6_PKTINFO (a dual-stack
+// socket gets both for an IPv4 query).
+var rawOOBLen = unix.CmsgSpace(unix.SizeofInet4Pktinfo) + unix.CmsgSpace(unix.SizeofInet6Pktinfo)
+
+func newRawBatch(n int, pktinfo bool) *rawBatch {
+	b := &rawBatch{
+		recv: make([]unix.Mmsghdr, n), riov: make([]unix.Iovec, n),
+		in: make([][]byte, n), names: make([][sockaddrLen]byte, n), oob: make([][]byte, n),
+		send: make([]unix.Mmsghdr, n), siov: make([]unix.Iovec, n),
+		out: make([][]byte, n), soob: make([][]byte, n),
+	}
+	for i := range n {
+		b.in[i] = make([]byte, dns.MaxMsgSize)
+		b.out[i] = make([]byte, 0, 1024)
+		b.riov[i].Base = &b.in[i][0]
+		b.riov[i].SetLen(len(b.in[i]))
+		h := &b.recv[i].Hdr
+		h.Name = &b.names[i][0]
+		h.Iov = &b.riov[i]
+		h.SetIovlen(1)
+		if pktinfo {
+			b.oob[i] = make([]byte, rawOOBLen)
+			b.soob[i] = make([]byte, rawOOBLen)
+			h.Control = &b.oob[i][0]
+		}
+	}
+	return b
+}
+
+// rawWorker is one locked thread's receive-answer-send loop on fd.
+func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b := newRawBatch(udpBatch, pktinfo)
+	for !stopped.Load() {
+		for i := range b.recv {
+			h := &b.recv[i].Hdr
+			h.Namelen = sockaddrLen
+			h.Flags = 0
+			if pktinfo {
+				h.SetControllen(rawOOBLen)
+			}
+		}
+		n, err := mmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_WAITFORONE)
+		if err != nil {
+			switch err {
+			case unix.EAGAIN, unix.EINTR:
+			default:
+				if stopped.Load() {
+					return nil
+				}
+				// Keep serving (a DNS server should not stop over one bad
+				// read), but do not spin on a lasting error.
+				f.log.Warn("gslb: udp read failed; retrying", "err", err)
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
+		}
+		m := 0
+		for i := range n {
+			r := &b.recv[i]
+			from := sockaddrAddrPort(b.names[i][:min(int(r.Hdr.Namelen), sockaddrLen)])
+			if !from.IsValid() {
+				continue
+			}
+			var reply []byte
+			reply, b.out[i] = f.answer(b.in[i][:r.Len], from, b.out[i])
+			if len(reply) == 0 {
+				continue
+			}
+			s := &b.send[m].Hdr
+			*s = unix.Msghdr{Name: &b.names[i][0], Namelen: r.Hdr.Namelen, Iov: &b.siov[m]}
+			s.SetIovlen(1)
+			b.siov[m].Base = &reply[0]
+			b.siov[m].SetLen(len(reply))
+			if pktinfo {
+				if c := replyControl(b.oob[i][:r.Hdr.Controllen], b.soob[m]); len(c) > 0 {
+					s.Control = &c[0]
+					s.SetControllen(len(c))
+				}
+			}
+			m++
+		}
+		// A failed send is that client's loss: skip it, send the rest.
+		for sent := 0; sent < m; {
+			k, err := mmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], 0)
+			switch err {
+			case nil:
+				sent += k
+			case unix.EINTR:
+			default:
+				sent++
+			}
+		}
+	}
+	return nil
+}
+
+// mmsg calls recvmmsg or sendmmsg (trap) on hs with flags.
+func mmsg(trap uintptr, fd int, hs []unix.Mmsghdr, flags int) (int, error) {
+	n, _, errno := unix.Syscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// sockaddrAddrPort decodes a struct sockaddr_in or sockaddr_in6 (the
+// zero AddrPort for anything else).
+func sockaddrAddrPort(sa []byte) netip.AddrPort {
+	if len(sa) < 2 {
+		return netip.AddrPort{}
+	}
+	port := func() uint16 { return binary.BigEndian.Uint16(sa[2:4]) }
+	switch *(*uint16)(unsafe.Pointer(&sa[0])) {
+	case unix.AF_INET:
+		if len(sa) >= unix.SizeofSockaddrInet4 {
+			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(sa[4:8])), port())
+		}
+	case unix.AF_INET6:
+		if len(sa) >= unix.SizeofSockaddrInet6 {
+			a := netip.AddrFrom16([16]byte(sa[8:24]))
+			if id := *(*uint32)(unsafe.Pointer(&sa[24])); id != 0 && a.IsLinkLocalUnicast() {
+				a = a.WithZone(strconv.FormatUint(uint64(id), 10))
+			}
+			return netip.AddrPortFrom(a, port())
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// replyControl writes into buf the control message that sends a reply
+// from the destination address in a received packet's control messages,
+// and returns it (empty when they name none: the kernel then picks the
+// source). As replySource: the IPv6 destination is preferred, and an
+// IPv4 one (also v4-mapped, on a dual-stack socket) gets an IP_PKTINFO.
+func replyControl(in, buf []byte) []byte {
+	var dst netip.Addr
+	for len(in) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&in[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(in) {
+			break
+		}
+		data := in[unix.CmsgLen(0):l]
+		switch {
+		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
+			dst = netip.AddrFrom16([16]byte(data[:16]))
+		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo && !dst.IsValid():
+			dst = netip.AddrFrom4([4]byte(data[8:12])) // ipi_addr
+		}
+		in = in[min(cmsgAlign(l), len(in)):]
+	}
+	if !dst.IsValid() || dst.IsUnspecified() {
+		return nil
+	}
+	clear(buf)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&buf[0]))
+	data := buf[unix.CmsgLen(0):]
+	if dst.Is4() || dst.Is4In6() {
+		h.Level, h.Type = unix.IPPROTO_IP, unix.IP_PKTINFO
+		h.SetLen(unix.CmsgLen(unix.SizeofInet4Pktinfo))
+		a := dst.Unmap().As4()
+		copy(data[4:8], a[:]) // ipi_spec_dst: the source to use
+		return buf[:unix.CmsgSpace(unix.SizeofInet4Pktinfo)]
+	}
+	h.Level, h.Type = unix.IPPROTO_IPV6, unix.IPV6_PKTINFO
+	h.SetLen(unix.CmsgLen(unix.SizeofInet6Pktinfo))
+	a := dst.As16()
+	copy(data[:16], a[:])
+	return buf[:unix.CmsgSpace(unix.SizeofInet6Pktinfo)]
+}
+
+// cmsgAlign rounds l up to the alignment of control messages.
+func cmsgAlign(l int) int { return unix.CmsgSpace(l) - unix.CmsgSpace(0) }
