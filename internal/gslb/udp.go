@@ -79,6 +79,7 @@ func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 	out := make([]byte, 0, 1024)
 	var oob []byte
 	var src replySource
+	var scratch dns.Msg
 	if pktinfo {
 		oob = make([]byte, max(len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface)), len(ipv6.NewControlMessage(ipv6.FlagDst|ipv6.FlagInterface))))
 	}
@@ -112,7 +113,7 @@ func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 			control = src.control(oob[:oobn])
 		}
 		var b []byte
-		b, out = f.answer(in[:n], from, out)
+		b, out = f.answer(in[:n], from, out, &scratch)
 		if b == nil {
 			continue
 		}
@@ -130,14 +131,14 @@ func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 // reply's, which is out grown). A panic while answering (a bug) is
 // logged and costs that query its reply, not the process: the HTTP proxy
 // shares it.
-func (f *Front) answer(pkt []byte, from netip.AddrPort, out []byte) (reply, next []byte) {
+func (f *Front) answer(pkt []byte, from netip.AddrPort, out []byte, scratch *dns.Msg) (reply, next []byte) {
 	defer func() {
 		if v := recover(); v != nil {
 			f.log.Error("gslb: panic answering a UDP query; no reply sent", "from", from, "panic", v)
 			reply, next = nil, make([]byte, 0, 1024)
 		}
 	}()
-	reply = f.cur.Load().answerUDP(pkt, from, out)
+	reply = f.cur.Load().answerUDP(pkt, from, out, scratch)
 	if reply == nil || cap(reply) > 64<<10 {
 		return reply, out
 	}
@@ -184,8 +185,9 @@ func (r *replySource) control(in []byte) []byte {
 }
 
 // answerUDP answers one packet from from and returns the reply, packed
-// into out when it fits (nil: no reply).
-func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte) []byte {
+// into out when it fits (nil: no reply). reply is scratch space for the
+// reply message, reused by the caller's next query.
+func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte, reply *dns.Msg) []byte {
 	if len(pkt) < 12 {
 		return nil // not even a header: no answer (as dns.Server)
 	}
@@ -225,7 +227,7 @@ func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte) []byte {
 		if s.observe != nil {
 			q = new(Query)
 		}
-		if m = s.respondQ(req, from.Addr().Unmap(), false, s.now(), q); m == nil {
+		if m = s.respondTo(reply, req, from.Addr().Unmap(), false, s.now(), q); m == nil {
 			return nil
 		}
 		s.observed(q, m)

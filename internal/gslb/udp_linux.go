@@ -36,6 +36,10 @@ var (
 	udpBatch = envInt("SPILLWAY_UDP_BATCH", 16)
 	// udpRaw turns raw serving off (SPILLWAY_UDP_RAW=0), for comparison.
 	udpRaw = envInt("SPILLWAY_UDP_RAW", 1) != 0
+	// udpHybrid: try each call without blocking first (RawSyscall).
+	udpHybrid                         = envInt("SPILLWAY_UDP_HYBRID", 1) != 0
+	udpStats                          = envInt("SPILLWAY_UDP_STATS", 0) != 0
+	statCalls, statBlocking, statMsgs atomic.Int64
 )
 
 func envInt(name string, def int) int {
@@ -86,6 +90,9 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 	}()
 	wg.Wait()
 	<-woken
+	if udpStats {
+		f.log.Warn("gslb: udp stats", "calls", statCalls.Load(), "blocking", statBlocking.Load(), "msgs", statMsgs.Load())
+	}
 	err = errors.Join(errs...)
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = fmt.Errorf("close udp socket: %w", cerr)
@@ -137,6 +144,7 @@ type rawBatch struct {
 	siov  []unix.Iovec
 	out   [][]byte // reply buffers, one per received datagram
 	soob  [][]byte // reply control messages (pktinfo)
+	msg   dns.Msg  // the reply being built
 }
 
 // Control message room: an IP_PKTINFO and an IPV6_PKTINFO (a dual-stack
@@ -182,7 +190,20 @@ func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
 				h.SetControllen(rawOOBLen)
 			}
 		}
-		n, err := mmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_WAITFORONE)
+		n, err := 0, error(unix.EAGAIN)
+		if udpHybrid {
+			n, err = rawMmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_DONTWAIT)
+		}
+		if err == unix.EAGAIN {
+			if udpStats {
+				statBlocking.Add(1)
+			}
+			n, err = mmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_WAITFORONE)
+		}
+		if udpStats && err == nil {
+			statCalls.Add(1)
+			statMsgs.Add(int64(n))
+		}
 		if err != nil {
 			switch err {
 			case unix.EAGAIN, unix.EINTR:
@@ -205,7 +226,7 @@ func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
 				continue
 			}
 			var reply []byte
-			reply, b.out[i] = f.answer(b.in[i][:r.Len], from, b.out[i])
+			reply, b.out[i] = f.answer(b.in[i][:r.Len], from, b.out[i], &b.msg)
 			if len(reply) == 0 {
 				continue
 			}
@@ -224,7 +245,13 @@ func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
 		}
 		// A failed send is that client's loss: skip it, send the rest.
 		for sent := 0; sent < m; {
-			k, err := mmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], 0)
+			k, err := 0, error(unix.EAGAIN)
+			if udpHybrid {
+				k, err = rawMmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], unix.MSG_DONTWAIT)
+			}
+			if err == unix.EAGAIN {
+				k, err = mmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], 0)
+			}
 			switch err {
 			case nil:
 				sent += k
@@ -240,6 +267,16 @@ func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
 // mmsg calls recvmmsg or sendmmsg (trap) on hs with flags.
 func mmsg(trap uintptr, fd int, hs []unix.Mmsghdr, flags int) (int, error) {
 	n, _, errno := unix.Syscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// rawMmsg is mmsg for calls that do not block (MSG_DONTWAIT): the thread
+// keeps its P, as the runtime does not hear of the call.
+func rawMmsg(trap uintptr, fd int, hs []unix.Mmsghdr, flags int) (int, error) {
+	n, _, errno := unix.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
 	if errno != 0 {
 		return 0, errno
 	}
