@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -18,39 +17,37 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"github.com/spillwaylb/spillway/internal/procs"
 )
 
 // Raw UDP serving (Linux). Through Go's network poller every query costs
 // a non-blocking read that usually finds nothing, a park, an epoll wake-up
 // and a reschedule of the worker; on loopback under load that was most of
 // the CPU that is not the kernel's own work (docs/performance.md, issue
-// 13). Here, as in gdnsd, a few OS threads (runtime.LockOSThread) block in
-// recvmmsg on the socket, which is taken out of the poller: the kernel
-// wakes one thread per arrival and hands it every datagram queued by then
-// (up to udpBatch), and the replies of a batch leave in one sendmmsg.
-
-var (
-	// udpThreads is how many locked OS threads serve each UDP socket.
-	udpThreads = envInt("SPILLWAY_UDP_THREADS", 2)
+// 13). Here, as in gdnsd, the socket is taken out of the poller and a few
+// goroutines block in recvmmsg on it, each on a thread of its own while it
+// waits: the kernel wakes one per arrival and hands it every datagram
+// queued by then (up to udpBatch), and the replies of a batch leave in one
+// sendmmsg. Each call is first tried without blocking and without telling
+// the scheduler (RawSyscall, MSG_DONTWAIT); only an empty queue blocks.
+//
+// The runtime's side of blocking: a P whose goroutine sits in a system
+// call is taken away (and another thread woken to look for work) when no
+// P is idle, and a goroutine not rescheduled for 10 ms is preempted. So
+// each serving goroutine gets a P of its own on top of GOMAXPROCS
+// (procs.Reserve), and yields every udpYield.
+const (
 	// udpBatch is the most datagrams one recvmmsg takes.
-	udpBatch = envInt("SPILLWAY_UDP_BATCH", 16)
-	// udpRaw turns raw serving off (SPILLWAY_UDP_RAW=0), for comparison.
-	udpRaw = envInt("SPILLWAY_UDP_RAW", 1) != 0
-	// udpHybrid: try each call without blocking first (RawSyscall).
-	udpHybrid                         = envInt("SPILLWAY_UDP_HYBRID", 1) != 0
-	udpStats                          = envInt("SPILLWAY_UDP_STATS", 0) != 0
-	statCalls, statBlocking, statMsgs atomic.Int64
+	udpBatch = 16
+	// udpYield is how often a serving goroutine yields (runtime.Gosched).
+	udpYield = 5 * time.Millisecond
 )
 
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	if os.Getenv(name) == "0" {
-		return 0
-	}
-	return def
-}
+// udpThreads is how many goroutines serve each UDP socket: half the CPUs
+// (the kernel's share of a reply is most of its cost, and it is spent on
+// the sending thread), at least one.
+var udpThreads = max(1, runtime.NumCPU()/2)
 
 // rawWake is how often a thread blocked in recvmmsg wakes to look for the
 // stop (SO_RCVTIMEO); shutdown(SHUT_RD) normally wakes it at once.
@@ -63,14 +60,12 @@ const rawWake = 250 * time.Millisecond
 // poller) and returns once the threads have stopped and the socket is
 // closed.
 func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{}) (bool, error) {
-	if !udpRaw {
-		return false, nil
-	}
 	fd, err := takeUDP(pc)
 	if err != nil {
 		f.log.Warn("gslb: udp: serving through the Go poller", "address", pc.LocalAddr().String(), "err", err)
 		return false, nil
 	}
+	defer procs.Reserve(udpThreads)()
 	var stopped atomic.Bool
 	var wg sync.WaitGroup
 	errs := make([]error, udpThreads)
@@ -90,9 +85,6 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 	}()
 	wg.Wait()
 	<-woken
-	if udpStats {
-		f.log.Warn("gslb: udp stats", "calls", statCalls.Load(), "blocking", statBlocking.Load(), "msgs", statMsgs.Load())
-	}
 	err = errors.Join(errs...)
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = fmt.Errorf("close udp socket: %w", cerr)
@@ -176,12 +168,19 @@ func newRawBatch(n int, pktinfo bool) *rawBatch {
 	return b
 }
 
-// rawWorker is one locked thread's receive-answer-send loop on fd.
+// rawWorker is one serving goroutine's receive-answer-send loop on fd.
 func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	b := newRawBatch(udpBatch, pktinfo)
+	yielded := time.Now()
 	for !stopped.Load() {
+		// A goroutine that is never rescheduled looks stuck to the
+		// runtime: after 10 ms it is preempted, and its P taken away if
+		// it is in a system call, which also keeps sysmon waking every
+		// 20 µs for a while. Yielding every few milliseconds costs less.
+		if time.Since(yielded) > udpYield {
+			runtime.Gosched()
+			yielded = time.Now()
+		}
 		for i := range b.recv {
 			h := &b.recv[i].Hdr
 			h.Namelen = sockaddrLen
@@ -190,19 +189,9 @@ func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
 				h.SetControllen(rawOOBLen)
 			}
 		}
-		n, err := 0, error(unix.EAGAIN)
-		if udpHybrid {
-			n, err = rawMmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_DONTWAIT)
-		}
+		n, err := rawMmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_DONTWAIT)
 		if err == unix.EAGAIN {
-			if udpStats {
-				statBlocking.Add(1)
-			}
 			n, err = mmsg(unix.SYS_RECVMMSG, fd, b.recv, unix.MSG_WAITFORONE)
-		}
-		if udpStats && err == nil {
-			statCalls.Add(1)
-			statMsgs.Add(int64(n))
 		}
 		if err != nil {
 			switch err {
@@ -245,10 +234,7 @@ func (f *Front) rawWorker(fd int, pktinfo bool, stopped *atomic.Bool) error {
 		}
 		// A failed send is that client's loss: skip it, send the rest.
 		for sent := 0; sent < m; {
-			k, err := 0, error(unix.EAGAIN)
-			if udpHybrid {
-				k, err = rawMmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], unix.MSG_DONTWAIT)
-			}
+			k, err := rawMmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], unix.MSG_DONTWAIT)
 			if err == unix.EAGAIN {
 				k, err = mmsg(unix.SYS_SENDMMSG, fd, b.send[sent:m], 0)
 			}
