@@ -92,8 +92,9 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 	return true, err
 }
 
-// takeUDP returns a blocking duplicate of pc's descriptor with a receive
-// timeout, and closes pc, which removes the socket from Go's poller.
+// takeUDP returns a blocking duplicate of pc's descriptor with receive
+// and send timeouts, and closes pc, which removes the socket from Go's
+// poller.
 func takeUDP(pc *net.UDPConn) (int, error) {
 	rc, err := pc.SyscallConn()
 	if err != nil {
@@ -113,6 +114,9 @@ func takeUDP(pc *net.UDPConn) (int, error) {
 	if err := errors.Join(
 		unix.SetNonblock(fd, false),
 		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+		// A send that cannot go out within it is dropped (the reply is
+		// the client's loss), so a full send buffer cannot hold a thread.
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv),
 	); err != nil {
 		_ = unix.Close(fd)
 		return -1, err
