@@ -17,8 +17,6 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
-
-	"github.com/spillwaylb/spillway/internal/procs"
 )
 
 // Raw UDP serving (Linux). Through Go's network poller every query costs
@@ -33,10 +31,9 @@ import (
 // the scheduler (RawSyscall, MSG_DONTWAIT); only an empty queue blocks.
 //
 // The runtime's side of blocking: a P whose goroutine sits in a system
-// call is taken away (and another thread woken to look for work) when no
-// P is idle, and a goroutine not rescheduled for 10 ms is preempted. So
-// each serving goroutine gets a P of its own on top of GOMAXPROCS
-// (procs.Reserve), and yields every udpYield.
+// call is handed to another thread when there is work for it, as for any
+// blocking call, and a goroutine not rescheduled for 10 ms is preempted;
+// so each serving goroutine yields every udpYield.
 const (
 	// udpBatch is the most datagrams one recvmmsg takes.
 	udpBatch = 16
@@ -47,7 +44,7 @@ const (
 // udpThreads is how many goroutines serve each UDP socket: half the CPUs
 // (the kernel's share of a reply is most of its cost, and it is spent on
 // the sending thread), at least one.
-var udpThreads = max(1, runtime.NumCPU()/2)
+func udpThreads() int { return max(1, runtime.NumCPU()/2) }
 
 // rawWake is how often a thread blocked in recvmmsg wakes to look for the
 // stop (SO_RCVTIMEO); shutdown(SHUT_RD) normally wakes it at once.
@@ -65,11 +62,10 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 		f.log.Warn("gslb: udp: serving through the Go poller", "address", pc.LocalAddr().String(), "err", err)
 		return false, nil
 	}
-	defer procs.Reserve(udpThreads)()
 	var stopped atomic.Bool
 	var wg sync.WaitGroup
-	errs := make([]error, udpThreads)
-	for i := range udpThreads {
+	errs := make([]error, udpThreads())
+	for i := range errs {
 		wg.Go(func() { errs[i] = f.rawWorker(fd, pktinfo, &stopped) })
 	}
 	// The threads return only once stopped is set, so fd is closed after
@@ -303,7 +299,9 @@ func sockaddrAddrPort(sa []byte) netip.AddrPort {
 // source). As replySource: the IPv6 destination is preferred, and an
 // IPv4 one (also v4-mapped, on a dual-stack socket) gets an IP_PKTINFO.
 func replyControl(in, buf []byte) []byte {
-	var dst netip.Addr
+	// The last of each kind counts, as in x/net's parsers (the kernel
+	// sends at most one of each).
+	var dst4, dst6 netip.Addr
 	for len(in) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&in[0]))
 		l := int(h.Len)
@@ -313,11 +311,15 @@ func replyControl(in, buf []byte) []byte {
 		data := in[unix.CmsgLen(0):l]
 		switch {
 		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
-			dst = netip.AddrFrom16([16]byte(data[:16]))
-		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo && !dst.IsValid():
-			dst = netip.AddrFrom4([4]byte(data[8:12])) // ipi_addr
+			dst6 = netip.AddrFrom16([16]byte(data[:16]))
+		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
+			dst4 = netip.AddrFrom4([4]byte(data[8:12])) // ipi_addr
 		}
 		in = in[min(cmsgAlign(l), len(in)):]
+	}
+	dst := dst6
+	if !dst.IsValid() {
+		dst = dst4
 	}
 	if !dst.IsValid() || dst.IsUnspecified() {
 		return nil
