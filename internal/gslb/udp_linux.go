@@ -17,6 +17,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"github.com/spillwaylb/spillway/internal/procs"
 )
 
 // Raw UDP serving (Linux). Through Go's network poller every query costs
@@ -31,9 +33,15 @@ import (
 // the scheduler (RawSyscall, MSG_DONTWAIT); only an empty queue blocks.
 //
 // The runtime's side of blocking: a P whose goroutine sits in a system
-// call is handed to another thread when there is work for it, as for any
-// blocking call, and a goroutine not rescheduled for 10 ms is preempted;
-// so each serving goroutine yields every udpYield.
+// call with an empty run queue is taken back by sysmon only after a
+// while, and sysmon itself sleeps up to 10 ms when the process is idle.
+// With GOMAXPROCS 1 (--procs auto at low load) a goroutine blocked in
+// recvmmsg would hold the only P and every other goroutine, HTTP
+// included, would wait for that (a 1 ms sleep overshot by up to 4.1 ms
+// in a test, against 0.4 ms with the reserve). So each serving goroutine
+// gets a P of its own on top of GOMAXPROCS (procs.Reserve) while it
+// serves, and yields every udpYield (a goroutine not rescheduled for
+// 10 ms is preempted).
 const (
 	// udpBatch is the most datagrams one recvmmsg takes.
 	udpBatch = 16
@@ -62,9 +70,10 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 		f.log.Warn("gslb: udp: serving through the Go poller", "address", pc.LocalAddr().String(), "err", err)
 		return false, nil
 	}
+	errs := make([]error, udpThreads())
+	defer procs.Reserve(len(errs))()
 	var stopped atomic.Bool
 	var wg sync.WaitGroup
-	errs := make([]error, udpThreads())
 	for i := range errs {
 		wg.Go(func() { errs[i] = f.rawWorker(fd, pktinfo, &stopped) })
 	}
