@@ -113,10 +113,11 @@ func (f *Front) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, len(f.tcps)+len(f.udps))
+	stopUDP := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, pc := range f.udps {
 		wg.Go(func() {
-			if err := f.serveUDP(pc, f.pkt[i]); err != nil && ctx.Err() == nil {
+			if err := f.serveUDP(pc, f.pkt[i], stopUDP); err != nil && ctx.Err() == nil {
 				errc <- fmt.Errorf("gslb: serve udp: %w", err)
 				cancel()
 			}
@@ -136,6 +137,7 @@ func (f *Front) Serve(ctx context.Context) error {
 	for _, srv := range f.tcps {
 		_ = srv.ShutdownContext(sctx)
 	}
+	close(stopUDP)
 	for _, pc := range f.udps {
 		_ = pc.Close()
 	}

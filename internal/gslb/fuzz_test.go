@@ -2,6 +2,7 @@ package gslb_test
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -50,6 +51,38 @@ func BenchmarkServeDNS(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				h.ServeDNS(w, bc.q)
+			}
+		})
+	}
+}
+
+// BenchmarkAnswerUDP measures what the UDP loop does for one datagram
+// besides the system calls: unpack, answer, pack into the worker's
+// buffer.
+func BenchmarkAnswerUDP(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		q    *dns.Msg
+	}{
+		{"weighted", query("w.gslb.example.", dns.TypeA, 0, "")},
+		{"weighted-edns", query("w.gslb.example.", dns.TypeA, 1232, "")},
+		{"nxdomain", query("nope.gslb.example.", dns.TypeA, 0, "")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := compile(b, zoneYAML, gslb.Options{Observe: func(gslb.Query) {}})
+			pkt, err := bc.q.Pack()
+			if err != nil {
+				b.Fatal(err)
+			}
+			from := netip.MustParseAddrPort("127.0.0.1:5353")
+			out := make([]byte, 0, 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := s.AnswerUDP(pkt, from, out); r == nil {
+					b.Fatal("no reply")
+				} else {
+					out = r[:0]
+				}
 			}
 		})
 	}

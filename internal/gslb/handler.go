@@ -54,6 +54,9 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 // pack packs reply m to r into buf, or a SERVFAIL when m does not pack;
 // nil when neither does.
 func (s *Server) pack(m, r *dns.Msg, buf []byte) []byte {
+	// PackBuffer packs into buf only when its length (not its capacity)
+	// has room: the reused buffers arrive emptied (buf[:0]).
+	buf = buf[:cap(buf)]
 	out, err := m.PackBuffer(buf)
 	if err == nil {
 		return out
@@ -131,10 +134,16 @@ func (s *Server) observed(q *Query, m *dns.Msg) {
 // respondQ is respond, noting the name and the first GSLB member
 // answered in q when q is not nil.
 func (s *Server) respondQ(r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q *Query) *dns.Msg {
+	return s.respondTo(new(dns.Msg), r, src, tcp, now, q)
+}
+
+// respondTo is respondQ building the reply in m, which it clears first
+// (the UDP loop reuses one per worker).
+func (s *Server) respondTo(m, r *dns.Msg, src netip.Addr, tcp bool, now time.Time, q *Query) *dns.Msg {
 	if r.Response {
 		return nil
 	}
-	m := &dns.Msg{}
+	*m = dns.Msg{}
 	// Header bits: RD and CD are copied from the query (RFC 1035 §4.1.1;
 	// RFC 4035 §3.1.6 and RFC 6840 §5.7 for CD). AD is never set, errors
 	// included: RFC 4035 §3.1.6 lets only a server that has checked the

@@ -19,18 +19,31 @@ import (
 // buffers and answers the queries it reads itself.
 const udpWorkers = 4
 
-// serveUDP answers the queries that arrive on pc until pc is closed (it
-// then returns nil), each with the Server answering at the time. It
-// replaces dns.Server for UDP: miekg/dns starts a goroutine and allocates
-// a read buffer and a response writer per packet, which is most of a
-// weighted answer's cost; here a few long-lived workers each read, answer
-// and write in a loop. What a query gets is dns.Server's behaviour
+// serveUDP answers the queries that arrive on pc until stop is closed
+// (Serve then closes pc too), each with the Server answering at the time.
+// It replaces dns.Server for UDP: miekg/dns starts a goroutine and
+// allocates a read buffer and a response writer per packet, which is most
+// of a weighted answer's cost; here a few long-lived workers each read,
+// answer and write in a loop. What a query gets is dns.Server's behaviour
 // (checked side by side in TestUDPLoopAnswersAsDNSServer): packets
 // shorter than a header and responses are ignored (MsgAcceptFunc),
 // messages that do not unpack get miekg's FORMERR, the rest goes to the
 // handler. With pktinfo (see askDestination) every reply leaves from the
 // address its query arrived on.
-func (f *Front) serveUDP(pc *net.UDPConn, pktinfo bool) error {
+//
+// On Linux the socket leaves Go's network poller and is served by
+// threads blocked in recvmmsg (udp_linux.go); elsewhere, and if that
+// cannot be set up, by serveUDPConn.
+func (f *Front) serveUDP(pc *net.UDPConn, pktinfo bool, stop <-chan struct{}) error {
+	if served, err := f.serveUDPRaw(pc, pktinfo, stop); served {
+		return err
+	}
+	return f.serveUDPConn(pc, pktinfo)
+}
+
+// serveUDPConn serves pc with udpWorkers goroutines through Go's network
+// poller until pc is closed (it then returns nil).
+func (f *Front) serveUDPConn(pc *net.UDPConn, pktinfo bool) error {
 	var wg sync.WaitGroup
 	errs := make([]error, udpWorkers)
 	for i := range udpWorkers {
@@ -66,6 +79,7 @@ func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 	out := make([]byte, 0, 1024)
 	var oob []byte
 	var src replySource
+	var scratch dns.Msg
 	if pktinfo {
 		oob = make([]byte, max(len(ipv4.NewControlMessage(ipv4.FlagDst|ipv4.FlagInterface)), len(ipv6.NewControlMessage(ipv6.FlagDst|ipv6.FlagInterface))))
 	}
@@ -94,25 +108,41 @@ func (f *Front) udpWorker(pc *net.UDPConn, pktinfo bool) error {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		var reply []byte
+		var control []byte
 		if pktinfo {
-			reply = src.control(oob[:oobn])
+			control = src.control(oob[:oobn])
 		}
-		out = f.answer(pc, in[:n], from, reply, out)
+		var b []byte
+		b, out = f.answer(in[:n], from, out, &scratch)
+		if b == nil {
+			continue
+		}
+		// A failed write is the client's loss.
+		if control != nil {
+			_, _, _ = pc.WriteMsgUDPAddrPort(b, control, from)
+		} else {
+			_, _ = pc.WriteToUDPAddrPort(b, from)
+		}
 	}
 }
 
-// answer answers one packet with the current Server. A panic while
-// answering (a bug) is logged and costs that query its reply, not the
-// process: the HTTP proxy shares it.
-func (f *Front) answer(pc *net.UDPConn, pkt []byte, from netip.AddrPort, control, out []byte) (next []byte) {
+// answer answers one packet with the current Server: it returns the
+// reply (nil: none) and the buffer for the next reply (out, or the
+// reply's, which is out grown). A panic while answering (a bug) is
+// logged and costs that query its reply, not the process: the HTTP proxy
+// shares it.
+func (f *Front) answer(pkt []byte, from netip.AddrPort, out []byte, scratch *dns.Msg) (reply, next []byte) {
 	defer func() {
 		if v := recover(); v != nil {
 			f.log.Error("gslb: panic answering a UDP query; no reply sent", "from", from, "panic", v)
-			next = make([]byte, 0, 1024)
+			reply, next = nil, make([]byte, 0, 1024)
 		}
 	}()
-	return f.cur.Load().answerUDP(pc, pkt, from, control, out)
+	reply = f.cur.Load().answerUDP(pkt, from, out, scratch)
+	if reply == nil || cap(reply) > 64<<10 {
+		return reply, out
+	}
+	return reply, reply[:0]
 }
 
 // replySource turns the control message of a received packet into the
@@ -154,11 +184,12 @@ func (r *replySource) control(in []byte) []byte {
 	return r.oob
 }
 
-// answerUDP answers one packet, from the source address that control
-// names when it is not nil, and returns the output buffer for reuse.
-func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, control, out []byte) []byte {
+// answerUDP answers one packet from from and returns the reply, packed
+// into out when it fits (nil: no reply). reply is scratch space for the
+// reply message, reused by the caller's next query.
+func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte, reply *dns.Msg) []byte {
 	if len(pkt) < 12 {
-		return out // not even a header: no answer (as dns.Server)
+		return nil // not even a header: no answer (as dns.Server)
 	}
 	dh := dns.Header{
 		Id:      binary.BigEndian.Uint16(pkt[0:]),
@@ -181,7 +212,7 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, con
 	var q *Query
 	switch action {
 	case dns.MsgIgnore:
-		return out
+		return nil
 	case dns.MsgReject, dns.MsgRejectNotImplemented:
 		opcode := req.Opcode
 		req.SetRcodeFormatError(req)
@@ -196,30 +227,15 @@ func (s *Server) answerUDP(pc *net.UDPConn, pkt []byte, from netip.AddrPort, con
 		if s.observe != nil {
 			q = new(Query)
 		}
-		if m = s.respondQ(req, from.Addr().Unmap(), false, s.now(), q); m == nil {
-			return out
+		if m = s.respondTo(reply, req, from.Addr().Unmap(), false, s.now(), q); m == nil {
+			return nil
 		}
 		s.observed(q, m)
 	}
-	var b []byte
 	if action == dns.MsgAccept && req.IsTsig() != nil {
-		b = s.signUDP(m, req, pkt) // TSIG (tsig.go)
-	} else {
-		b = s.pack(m, req, out)
+		return s.signUDP(m, req, pkt) // TSIG (tsig.go)
 	}
-	if b == nil {
-		return out
-	}
-	// A failed write is the client's loss.
-	if control != nil {
-		_, _, _ = pc.WriteMsgUDPAddrPort(b, control, from)
-	} else {
-		_, _ = pc.WriteToUDPAddrPort(b, from)
-	}
-	if cap(b) > 64<<10 {
-		return out
-	}
-	return b[:0]
+	return s.pack(m, req, out)
 }
 
 // setHeader fills m's header from a wire header, as dns.Msg.Unpack does.

@@ -20,6 +20,8 @@ package procs
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"time"
 )
 
@@ -92,4 +94,45 @@ func (pol Policy) Run(ctx context.Context, start int, now func() time.Time, cpu 
 			p = next
 		}
 	}
+}
+
+// reserved counts the Ps held for threads that serve outside the
+// scheduler's view (Reserve). It is the package's one piece of mutable
+// state, on purpose: it adjusts GOMAXPROCS, which is the process's, and
+// every setter of GOMAXPROCS in the process (Set, Reserve) must see the
+// same count.
+var (
+	reservedMu sync.Mutex
+	reserved   int
+)
+
+// Reserve adds n Ps on top of whatever GOMAXPROCS is (set by the policy,
+// by --procs or by Go's default) until release is called. It is for OS
+// threads locked to goroutines that spend most of their time blocked in
+// system calls, such as the DNS server's UDP threads: while such a thread
+// is blocked its P stays with it, and when no P is left idle the runtime
+// takes it away and wakes another thread to look for work, over and over
+// (sysmon's retake), which costs more than the answers. A P of their own
+// each keeps one idle for the rest of the process.
+func Reserve(n int) (release func()) {
+	reservedMu.Lock()
+	reserved += n
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + n)
+	reservedMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			reservedMu.Lock()
+			reserved -= n
+			runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)-n))
+			reservedMu.Unlock()
+		})
+	}
+}
+
+// Set makes GOMAXPROCS n plus the reserved Ps.
+func Set(n int) {
+	reservedMu.Lock()
+	runtime.GOMAXPROCS(n + reserved)
+	reservedMu.Unlock()
 }

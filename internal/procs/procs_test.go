@@ -92,3 +92,25 @@ func TestProcessCPU(t *testing.T) {
 		t.Fatalf("CPU time did not advance: %v then %v (x=%d)", before, after, x)
 	}
 }
+
+func TestReserveAddsToSet(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	Set(2)
+	release := Reserve(3)
+	if got := runtime.GOMAXPROCS(0); got != 5 {
+		t.Fatalf("after Reserve(3): GOMAXPROCS %d, want 5", got)
+	}
+	Set(1)
+	if got := runtime.GOMAXPROCS(0); got != 4 {
+		t.Fatalf("Set(1) with 3 reserved: GOMAXPROCS %d, want 4", got)
+	}
+	release()
+	release() // once only
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("after release: GOMAXPROCS %d, want 1", got)
+	}
+	Set(2)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("Set(2) with none reserved: GOMAXPROCS %d, want 2", got)
+	}
+}
