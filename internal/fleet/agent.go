@@ -144,15 +144,11 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := a.store.cl
-	leaseID, revoke, err := a.store.grantLease(ctx, a.opts.LeaseTTL, a.opts.CheckTimeout)
+	leaseID, ka, release, err := a.store.keptLease(ctx, a.opts.LeaseTTL, a.opts.CheckTimeout, "instance "+a.opts.Instance+" registration")
 	if err != nil {
-		return false, fmt.Errorf("fleet: register instance %s (lease grant): %w", a.opts.Instance, err)
+		return false, err
 	}
-	defer revokeOnStop(ctx, revoke) // a stop leaves the fleet now; an error lets the lease expire
-	ka, err := cl.KeepAlive(ctx, leaseID)
-	if err != nil {
-		return false, fmt.Errorf("fleet: keep instance %s registered: %w", a.opts.Instance, err)
-	}
+	defer release() // a stop leaves the fleet now; an error lets the lease expire
 	a.warnNameInUse(ctx)
 	a.lastLease = leaseID
 	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "since": a.opts.Now().UTC()})

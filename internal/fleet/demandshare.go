@@ -201,15 +201,11 @@ func (d *DemandShare) session(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := d.store.cl
-	leaseID, revoke, err := d.store.grantLease(ctx, d.opts.LeaseTTL, d.opts.CheckTimeout)
+	leaseID, ka, release, err := d.store.keptLease(ctx, d.opts.LeaseTTL, d.opts.CheckTimeout, "demand share")
 	if err != nil {
-		return fmt.Errorf("fleet: demand share lease: %w", err)
+		return err
 	}
-	defer revokeOnStop(ctx, revoke) // a stop leaves the fleet now; an error lets the lease expire
-	ka, err := cl.KeepAlive(ctx, leaseID)
-	if err != nil {
-		return fmt.Errorf("fleet: keep the demand share lease: %w", err)
-	}
+	defer release() // a stop leaves the fleet now; an error lets the lease expire
 	tctx, tcancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
 	resp, err := cl.Get(tctx, d.demandPrefix(), clientv3.WithPrefix())
 	tcancel()

@@ -261,15 +261,11 @@ func (ps *ProbeShare) session(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := ps.store.cl
-	leaseID, revoke, err := ps.store.grantLease(ctx, ps.opts.LeaseTTL, ps.opts.CheckTimeout)
+	leaseID, ka, release, err := ps.store.keptLease(ctx, ps.opts.LeaseTTL, ps.opts.CheckTimeout, "probe share")
 	if err != nil {
-		return fmt.Errorf("fleet: probe share lease: %w", err)
+		return err
 	}
-	defer revokeOnStop(ctx, revoke) // a stop leaves the fleet now; an error lets the lease expire
-	ka, err := cl.KeepAlive(ctx, leaseID)
-	if err != nil {
-		return fmt.Errorf("fleet: keep the probe share lease: %w", err)
-	}
+	defer release() // a stop leaves the fleet now; an error lets the lease expire
 	tctx, tcancel := context.WithTimeout(ctx, ps.opts.CheckTimeout)
 	resp, err := cl.Txn(tctx).Then(
 		clientv3.OpGet(ps.store.instancesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),

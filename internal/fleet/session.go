@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -46,6 +47,23 @@ func (s *Store) grantLease(ctx context.Context, ttl, timeout time.Duration) (id 
 		s.cl.Revoke(rctx, lease.ID)
 		rcancel()
 	}, nil
+}
+
+// keptLease grants a session's lease (what names the component in the
+// errors) and keeps it alive for as long as ctx, the session's context,
+// lasts. release, deferred by the session, revokes it when the component
+// is stopping and otherwise leaves it to expire (revokeOnStop).
+func (s *Store) keptLease(ctx context.Context, ttl, timeout time.Duration, what string) (id clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse, release func(), err error) {
+	id, revoke, err := s.grantLease(ctx, ttl, timeout)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("fleet: %s lease: %w", what, err)
+	}
+	release = func() { revokeOnStop(ctx, revoke) }
+	if ka, err = s.cl.KeepAlive(ctx, id); err != nil {
+		release()
+		return 0, nil, nil, fmt.Errorf("fleet: keep the %s lease: %w", what, err)
+	}
+	return id, ka, release, nil
 }
 
 // revokeOnStop revokes a session's lease only when the component is
