@@ -103,7 +103,7 @@ func malformedCases() []malformedCase {
 		{name: "bad Host", raw: "GET /soak/m HTTP/1.1\r\nHost: so ak\r\n\r\n"},
 		{name: "bad absolute URI", raw: "GET http://[::1 HTTP/1.1\r\nHost: soak\r\n\r\n"},
 		{name: "truncated head", raw: "GET /soak/m HTTP/1.1\r\nHost: soak\r\nX-Trunc", halfClose: true},
-		{name: "truncated body", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nContent-Length: 100\r\n\r\nonly-some", halfClose: true},
+		{name: "truncated body", raw: "POST /soak/m HTTP/1.1\r\nHost: soak\r\nContent-Length: 100\r\n\r\nonly-some", halfClose: true, inBody: true},
 	}
 }
 
