@@ -106,7 +106,7 @@ func (v *validator) address(path, s string) bool {
 	} else if strings.Contains(host, ":") {
 		v.add(path, fix, "%q: an IPv6 address needs brackets", s)
 		return false
-	} else if _, err := netip.ParseAddr(host); err != nil && host != "" && !isHostName(host) {
+	} else if _, err := netip.ParseAddr(host); err != nil && host != "" && !IsHostName(host) {
 		v.add(path, fix, "%q is not an IP address or host name", host)
 		return false
 	}
@@ -118,8 +118,9 @@ func (v *validator) address(path, s string) bool {
 	return true
 }
 
-// isHostName reports whether s looks like a DNS host name.
-func isHostName(s string) bool {
+// IsHostName reports whether s looks like a DNS host name (letters,
+// digits and hyphens in labels of 1 to 63 bytes, 253 bytes in all).
+func IsHostName(s string) bool {
 	if len(s) > 253 {
 		return false
 	}

@@ -137,7 +137,11 @@ func variable(name string, r *http.Request) string {
 	}
 	switch name {
 	case "tls_sni_hostname":
-		return cs.ServerName
+		// The client's: Go's TLS server accepts any bytes, line breaks
+		// included, and only a host name goes into a header.
+		if config.IsHostName(cs.ServerName) {
+			return cs.ServerName
+		}
 	case "tls_version":
 		switch cs.Version {
 		case tls.VersionTLS10:

@@ -41,6 +41,12 @@ func TestExpandVariables(t *testing.T) {
 			t.Errorf("expandVariables(%q) = %q, want %q", tt.value, got, tt.want)
 		}
 	}
+	// The SNI is the client's: one that is not a host name (here with a
+	// line break, which Go's TLS server accepts) is not passed on.
+	evil := &http.Request{Proto: "HTTP/1.1", ProtoMajor: 1, TLS: &tls.ConnectionState{Version: tls.VersionTLS13, ServerName: "a\r\nX-Evil: 1"}}
+	if got := expandVariables("{tls_sni_hostname}", evil); got != "" {
+		t.Errorf("a hostile SNI expanded to %q, want empty", got)
+	}
 	h := http.Header{}
 	applyCustom(h, []string{"X-TLS: {tls_version}", "X-TLS: {tls_cipher_suite}"}, tlsReq)
 	if got := h["X-Tls"]; len(got) != 2 || got[0] != "TLSv1.3" || got[1] != "1301" {
