@@ -104,12 +104,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			backoff = a.opts.MinBackoff
 		}
 		a.setStale(err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		pause(ctx, backoff)
 		backoff = min(2*backoff, a.opts.MaxBackoff)
 	}
 	return nil

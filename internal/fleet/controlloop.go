@@ -151,12 +151,7 @@ func (c *ControlLoop) Run(ctx context.Context, host DrainHost) error {
 			}
 		}
 		c.update(func(s *ControlLoopStats) { s.Connected = false })
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		pause(ctx, backoff)
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 	}
 	return nil

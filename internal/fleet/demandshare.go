@@ -185,12 +185,7 @@ func (d *DemandShare) Run(ctx context.Context) error {
 		}
 		d.connected = false
 		d.setStats()
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		pause(ctx, backoff)
 		backoff = min(2*backoff, d.opts.MaxBackoff)
 	}
 	return nil

@@ -81,3 +81,14 @@ func revokeOnStop(ctx context.Context, revoke func()) {
 		revoke()
 	}
 }
+
+// pause waits d, or less if ctx ends first: the wait between a
+// component's reconnections.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
