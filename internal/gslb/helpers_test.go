@@ -123,10 +123,12 @@ func addrs(r *dns.Msg) []string {
 }
 
 // fakeWriter is a dns.ResponseWriter that records what is written; it is
-// a pure writer, not a network mock.
+// a pure writer, not a network mock. tsig is what TsigStatus reports: a
+// real dns.Server reports its verification of a signed query there.
 type fakeWriter struct {
 	remote net.Addr
 	msg    []byte
+	tsig   error
 }
 
 func (w *fakeWriter) LocalAddr() net.Addr  { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
@@ -144,6 +146,6 @@ func (w *fakeWriter) WriteMsg(m *dns.Msg) error {
 	return err
 }
 func (w *fakeWriter) Close() error        { return nil }
-func (w *fakeWriter) TsigStatus() error   { return nil }
+func (w *fakeWriter) TsigStatus() error   { return w.tsig }
 func (w *fakeWriter) TsigTimersOnly(bool) {}
 func (w *fakeWriter) Hijack()             {}

@@ -14,9 +14,19 @@ import (
 
 // tsigError returns the reply to r, whose TSIG did not verify (status):
 // NOTAUTH, the question, and a TSIG record with the error and no MAC,
-// unsigned (RFC 8945 §5.2.1–§5.2.3).
+// unsigned (RFC 8945 §5.2.1–§5.2.3). A TSIG record with no algorithm
+// name (empty RDATA) cannot be echoed, as the name is not one: that
+// query gets FORMERR without a TSIG.
 func tsigError(r *dns.Msg, status error) *dns.Msg {
 	t := r.IsTsig()
+	if !dns.IsFqdn(t.Algorithm) {
+		m := new(dns.Msg)
+		m.SetRcodeFormatError(r)
+		if len(r.Question) > 1 {
+			m.Question = m.Question[:1]
+		}
+		return m
+	}
 	code := dns.RcodeBadKey // unknown key or algorithm
 	switch {
 	case errors.Is(status, dns.ErrSig):

@@ -1,6 +1,7 @@
 package gslb_test
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,33 @@ func TestSignedUDPReplyTruncatesWithinTheLimit(t *testing.T) {
 				t.Errorf("no answer: %v", r)
 			}
 		})
+	}
+}
+
+// A query whose TSIG record is empty (no algorithm name) gets FORMERR
+// without a TSIG, over UDP and TCP alike. It got NOTAUTH with a TSIG
+// whose empty algorithm name packed to nothing, a reply no client can
+// unpack (found by FuzzRecordsHandler over the TCP handler; its input is
+// kept in testdata).
+func TestEmptyTSIGGetsFormErr(t *testing.T) {
+	s := compile(t, xfrYAML(`{allow: [127.0.0.0/8]}`), gslb.Options{})
+	q, err := query("gslb.example.", dns.TypeSOA, 0, "").Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One additional record: a TSIG owned by the root, class ANY, with 0
+	// bytes of RDATA.
+	pkt := append(q, 0, 0, byte(dns.TypeTSIG), 0, byte(dns.ClassANY), 0, 0, 0, 0, 0, 0)
+	pkt[11] = 1 // ARCOUNT
+	if r := new(dns.Msg); r.Unpack(pkt) != nil || r.IsTsig() == nil {
+		t.Fatalf("the query does not unpack with its TSIG: %v", r)
+	}
+	out := s.AnswerUDP(pkt, netip.MustParseAddrPort("127.0.0.1:5353"), nil)
+	m := new(dns.Msg)
+	if err := m.Unpack(out); err != nil {
+		t.Fatalf("UDP reply does not unpack: %v (%x)", err, out)
+	}
+	if m.Rcode != dns.RcodeFormatError || m.IsTsig() != nil {
+		t.Errorf("UDP reply: rcode %s, TSIG %v; want FORMERR without a TSIG", dns.RcodeToString[m.Rcode], m.IsTsig())
 	}
 }
