@@ -215,6 +215,11 @@ func fast(req *http.Request) bool {
 // the whole exchange, response body included.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fast(req) {
+		// net/http refuses what CheckRequest does, with errors that do
+		// not say whose fault it was.
+		if err := CheckRequest(req); err != nil {
+			return nil, err
+		}
 		return t.roundTripFallback(req)
 	}
 	ctx := req.Context()

@@ -96,6 +96,15 @@
 //     malformed status line, headers or framing, header names that are
 //     not tokens) fails with an error IsBadResponse reports, also on the
 //     fallback; the caller can tell it from a connection failure.
+//   - Request.Write refuses (ErrInvalidRequest) what would not parse
+//     back as written: a method that is not a token, a target with
+//     whitespace or that is neither origin-form nor a query-less "*",
+//     and an ASCII Host with bytes outside ValidHost's set. net/http
+//     writes "GET /x?a b HTTP/1.1" as given and sends an empty Host for
+//     an invalid one. CheckRequest applies the same rules to requests
+//     bound for the fallback, whose refusals do not say whose fault they
+//     are. FuzzWriteRequest checks that whatever Write accepts parses
+//     back to the same method, target, Host and fields.
 //   - The Connection header http.ReadResponse deletes when it says
 //     "close" is put back, so that a proxy can strip what it lists (on
 //     the fallback too when its connections are SniffConns).

@@ -73,10 +73,31 @@ func (wr *Request) OutHeader() http.Header {
 	return h
 }
 
-// Errors of Request.Write, as net/http's Transport words them.
+// ErrInvalidRequest is wrapped by the error of a request that
+// Request.Write, CheckRequest and Transport refuse because of what the
+// request itself holds: a method that is not a token, a target with
+// whitespace or control bytes, a Host that is not valid, or a header
+// field with an invalid name or value. Nothing was sent, and the backend
+// is not to blame: a proxy counts such a failure against the request.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// requestError is an error of ErrInvalidRequest's kind.
+type requestError string
+
+func (e requestError) Error() string { return string(e) }
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e requestError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// Errors of Request.Write and CheckRequest, worded as net/http's
+// Transport words them where it has them.
 var (
-	errCTLInURI      = errors.New("net/http: can't write control character in Request.URL")
-	errInvalidHeader = errors.New("net/http: invalid header field")
+	errCTLInURI      error = requestError("net/http: can't write control character in Request.URL")
+	errSpaceInURI    error = requestError("h1: can't write whitespace in the request target")
+	errNotOrigin     error = requestError("h1: request path is neither origin-form nor \"*\"")
+	errInvalidHeader error = requestError("net/http: invalid header field")
+	errInvalidMethod error = requestError("net/http: invalid method")
+	errInvalidHost   error = requestError("http: invalid Host header")
 )
 
 // reqWriteExclude are the headers http.Request.Write does not copy from
@@ -94,10 +115,30 @@ func reqWriteExclude(k string) bool {
 // that header fields are not sorted by name (their order carries no
 // meaning, RFC 9110 §5.3). Like net/http's Transport it refuses invalid
 // header names and values (CR, LF and other control characters) and a
-// URL with control characters. Hosts that need net/http's IDNA or zone
-// handling are written by http.Request.Write itself.
+// URL with control characters. Unlike net/http, it also refuses what
+// would not parse back as written (see "Differences" in the package
+// documentation): a method that is not a token, whitespace in the
+// target (a query is written as it is, so "a b" would split the request
+// line), and an ASCII Host that is not valid (net/http sends an empty
+// Host instead). Hosts that need net/http's IDNA or zone handling are
+// written by http.Request.Write itself. Every refusal wraps
+// ErrInvalidRequest.
 func (wr *Request) Write(bw *bufio.Writer) error {
+	if wr.Method != "" && !isToken(wr.Method) {
+		return errInvalidMethod
+	}
+	u := url.URL{Path: wr.Path, RawPath: wr.RawPath}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if err := checkTarget(path, wr.RawQuery); err != nil {
+		return err
+	}
 	if !plainHost(wr.Host) {
+		if isASCII(wr.Host) && !validHost(wr.Host) {
+			return errInvalidHost
+		}
 		return writeRequestSlow(bw, wr)
 	}
 	ua := "Go-http-client/1.1" // net/http's default when there is none
@@ -120,14 +161,6 @@ func (wr *Request) Write(bw *bufio.Writer) error {
 			}
 			ua = trimOWS(vv[0])
 		}
-	}
-	u := url.URL{Path: wr.Path, RawPath: wr.RawPath}
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/"
-	}
-	if hasCTL(path) || hasCTL(wr.RawQuery) {
-		return errCTLInURI
 	}
 	method := wr.Method
 	if method == "" {
@@ -286,6 +319,69 @@ func writeRequestSlow(bw *bufio.Writer, wr *Request) error {
 		Host:       wr.Host,
 	}
 	return req.Write(bw)
+}
+
+// checkTarget refuses a request target (path and query as written) with
+// control bytes (as net/http does) or whitespace, which would end the
+// target early on the wire: "GET /x?a b HTTP/1.1" is a request for /x?a
+// with a version of "b HTTP/1.1" to a lenient parser. A path that is not
+// "" (sent as "/"), "*" without a query or absolute ("/…") is refused
+// too: no parser reads "GET x HTTP/1.1" as a path (RFC 9112 §3.2).
+func checkTarget(path, query string) error {
+	if path != "" && path[0] != '/' && (path != "*" || query != "") {
+		return errNotOrigin
+	}
+	if hasCTL(path) || hasCTL(query) {
+		return errCTLInURI
+	}
+	if strings.IndexByte(path, ' ') >= 0 || strings.IndexByte(query, ' ') >= 0 {
+		return errSpaceInURI
+	}
+	return nil
+}
+
+// CheckRequest reports, with an error wrapping ErrInvalidRequest, a
+// request that Request.Write would refuse: a method that is not a token,
+// control bytes or whitespace in the query (the path is escaped when
+// written), an ASCII Host that is not valid, or a header field whose name
+// is not a token or whose value has control bytes. A proxy calls it
+// before handing a request to a transport that would refuse it with
+// errors of its own (net/http's), so that the refusal is known to be the
+// request's.
+func CheckRequest(r *http.Request) error {
+	if r.Method != "" && !isToken(r.Method) {
+		return errInvalidMethod
+	}
+	if r.URL != nil {
+		if err := checkTarget(r.URL.Path, r.URL.RawQuery); err != nil {
+			return err
+		}
+	}
+	if h := r.Host; h != "" && isASCII(h) && !validHost(h) {
+		return errInvalidHost
+	}
+	return checkHeader(r.Header)
+}
+
+// ValidMethod reports whether m is an RFC 9110 §9.1 method: a token.
+func ValidMethod(m string) bool { return isToken(m) }
+
+// ValidHost reports whether h is a Host (or HTTP/2 :authority) value
+// Server accepts: the bytes of httpguts.ValidHostHeader, no '@'.
+func ValidHost(h string) bool { return validHost(h) }
+
+// ValidTarget reports whether a request target has neither whitespace
+// nor control bytes, which no request line can carry (RFC 9112 §3).
+func ValidTarget(t string) bool { return checkTarget(t, "") == nil }
+
+// isASCII reports whether s has only 7-bit bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkHeader validates header names and values as net/http's Transport

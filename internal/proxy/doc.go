@@ -25,6 +25,13 @@
 // # Behaviour (gcp-model.md §2.12–2.15)
 //
 //   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
+//   - HTTP/2 requests whose :method is not a token, whose :path is not
+//     origin-form (or "*" for OPTIONS) or has whitespace or control
+//     bytes, or whose :authority is missing, not a valid Host or
+//     contradicted by a Host field → 400 invalid_request before routing
+//     (badH2Request): the rules the HTTP/1.1 parsers apply. A request
+//     the backend transport refuses for what it holds (h1.CheckRequest,
+//     h1.ErrInvalidRequest) → 400 invalid_request, a ClientFault.
 //   - Ambiguous framing (Content-Length together with Transfer-Encoding,
 //     or Transfer-Encoding in HTTP/1.0) and header names that are not
 //     tokens → 400 and the connection closed. net/http's server (NewServer)

@@ -240,8 +240,18 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 		timer = time.AfterFunc(perTry, at.cancel)
 	}
 	rt, scheme := x.h.transportFor(x.svc)
+	req := x.newRequest(ctx, scheme, ep)
+	if err := h1.CheckRequest(req); err != nil {
+		// net/http's transports refuse it too, with errors that do not
+		// say whose fault it was.
+		at.out.Err, at.out.ClientFault = err, true
+		if timer != nil {
+			timer.Stop()
+		}
+		return at
+	}
 	start := time.Now()
-	resp, err := rt.RoundTrip(x.newRequest(ctx, scheme, ep))
+	resp, err := rt.RoundTrip(req)
 	at.out.Latency = time.Since(start)
 	if timer != nil && !timer.Stop() {
 		// The per-try timer fired: whatever arrived, this try timed out.
@@ -260,6 +270,10 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 			return at
 		}
 		at.out.Err = err
+		if errors.Is(err, h1.ErrInvalidRequest) {
+			at.out.ClientFault = true
+			return at
+		}
 		at.out.ConnectFailure = isConnectFailure(err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err) {
 			at.out.Timeout = true
@@ -333,6 +347,9 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 	if err != nil {
 		at.out.Err = err
 		switch {
+		case errors.Is(err, h1.ErrInvalidRequest):
+			// Refused before sending: the request's fault.
+			at.out.ClientFault = true
 		case !end.Before(headerDeadline) && headerDeadline.Before(x.deadline):
 			// The per-try timeout expired, whatever the error says.
 			at.out.Err = errPerTryTimeout
@@ -439,6 +456,8 @@ func (x *exchange) fail(at *attempt) {
 	var details string
 	code := http.StatusServiceUnavailable
 	switch {
+	case o.ClientFault && errors.Is(o.Err, h1.ErrInvalidRequest):
+		code, details = http.StatusBadRequest, sdInvalidRequest
 	case o.ClientFault:
 		code, details = http.StatusBadRequest, sdBadRequestBody
 		x.w.Header().Set("Connection", "close")

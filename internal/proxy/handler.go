@@ -51,9 +51,11 @@ type Outcome struct {
 	Latency time.Duration
 	// Mirror marks a shadow request sent by requestMirrorPolicy.
 	Mirror bool
-	// ClientFault: the attempt failed because reading the client's
-	// request body failed (malformed chunking, an upload cut short by a
-	// half-close or reset). Err then wraps ErrClientBody.
+	// ClientFault: the attempt failed because of the client's request:
+	// reading its body failed (malformed chunking, an upload cut short by
+	// a half-close or reset; Err wraps ErrClientBody), or the backend
+	// transport refused to send what it holds (Err wraps
+	// h1.ErrInvalidRequest).
 	ClientFault bool
 }
 
@@ -63,7 +65,7 @@ type Outcome struct {
 // (ClientFault). Outlier detection and passive health look only at
 // outcomes for which it is true.
 func (o *Outcome) BackendSignal() bool {
-	return !o.Mirror && !o.ClientFault && !errors.Is(o.Err, ErrClientBody) && !errors.Is(o.Err, context.Canceled)
+	return !o.Mirror && !o.ClientFault && !errors.Is(o.Err, ErrClientBody) && !errors.Is(o.Err, h1.ErrInvalidRequest) && !errors.Is(o.Err, context.Canceled)
 }
 
 // ErrClientBody is wrapped by the error of an attempt that failed because
@@ -290,6 +292,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lbAnswer(rec, w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
 		return
 	}
+	if r.ProtoMajor != 1 {
+		if why := badH2Request(r); why != "" {
+			lbAnswer(rec, w, http.StatusBadRequest, sdInvalidRequest, why)
+			return
+		}
+	}
 	hb := headerBlockSize(r)
 	if rec != nil {
 		rec.RequestSize = int64(hb)
@@ -501,6 +509,7 @@ const (
 	sdUpgradeFailed     = "websocket_handshake_failed"
 	sdBackendCorrupted  = "backend_response_corrupted" // a response the proxy refuses (502)
 	sdBadFraming        = "ambiguous_request_framing"  // Spillway's: Content-Length with Transfer-Encoding
+	sdInvalidRequest    = "invalid_request"            // Spillway's: a request that cannot be forwarded as it is (badH2Request, h1.ErrInvalidRequest)
 )
 
 // statusDetailsHeader carries the statusDetails token of a response the
@@ -527,6 +536,8 @@ func defaultMessage(details string) string {
 		return "connection upgrade failed"
 	case sdBackendCorrupted:
 		return "invalid response from upstream"
+	case sdInvalidRequest:
+		return "malformed request"
 	}
 	return "request not served"
 }
