@@ -25,7 +25,8 @@ type h2conn struct {
 	fr   *http2.Framer
 	enc  *hpack.Encoder
 	hbuf bytes.Buffer
-	next uint32 // next client stream id
+	next uint32        // next client stream id
+	wait time.Duration // how long response waits for a frame (default 10 s)
 }
 
 // h2Entry names an HTTP/2 entry point of a lab: cleartext with prior
@@ -126,7 +127,11 @@ var errH2Closed = errors.New("connection closed")
 func (h *h2conn) response(id uint32) (h2Response, error) {
 	h.t.Helper()
 	var r h2Response
-	h.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	wait := h.wait
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	h.c.SetReadDeadline(time.Now().Add(wait))
 	defer h.c.SetReadDeadline(time.Time{})
 	for {
 		f, err := h.fr.ReadFrame()
