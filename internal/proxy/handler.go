@@ -406,7 +406,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = http.NewResponseController(w).EnableFullDuplex()
 		}
 	}
-	x.policy = newRetryPolicy(a.Retry)
+	x.policy = newRetryPolicy(a.Retry, r.Method)
 	if x.upgrade != "" {
 		x.policy.retries = 0
 	}
