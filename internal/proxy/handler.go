@@ -400,7 +400,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// HTTP/2 with END_STREAM on the headers (whose Body is not NoBody).
 	bodyless := r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody
 	if !bodyless {
-		x.body = &trackedBody{rc: r.Body}
+		x.body = newTrackedBody(r)
 		if r.ProtoMajor == 1 {
 			// The backend may answer while the client still sends.
 			_ = http.NewResponseController(w).EnableFullDuplex()

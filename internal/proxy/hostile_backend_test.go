@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -588,13 +589,20 @@ func TestBackendNonTokenHeaderNameIs502(t *testing.T) {
 	}
 }
 
-// Hop-by-hop names in a backend's trailers describe the backend's
-// connection, like the same names in its head (RFC 9110 §6.5.1, §7.6.1):
-// they are dropped, the others are passed on, on both transports.
-func TestBackendTrailersLoseHopByHopFields(t *testing.T) {
+// backendTrailerResponse is a chunked response whose trailer section has
+// one field to pass on (X-Sum) and fields a trailer must not carry:
+// hop-by-hop ones, which describe the backend's connection as in a head
+// (RFC 9110 §7.6.1), and framing, routing, response control and the
+// like (RFC 9110 §6.5.1).
+var backendTrailerResponse = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum, Keep-Alive, Proxy-Connection, Upgrade, Set-Cookie, Location\r\n\r\n" +
+	"2\r\nok\r\n0\r\nX-Sum: 42\r\nKeep-Alive: timeout=1\r\nProxy-Connection: close\r\nUpgrade: evil/1\r\n" +
+	strings.Join(append(forbiddenTrailers, hop1Trailers...), "\r\n") + "\r\n\r\n"
+
+// A backend's trailers reach the client without the fields a trailer
+// must not carry, announced (in Trailer) or sent, on both transports.
+func TestBackendTrailersLoseForbiddenFields(t *testing.T) {
 	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum, Keep-Alive, Proxy-Connection, Upgrade\r\n\r\n"+
-			"2\r\nok\r\n0\r\nX-Sum: 42\r\nKeep-Alive: timeout=1\r\nProxy-Connection: close\r\nUpgrade: evil/1\r\n\r\n")
+		io.WriteString(c, backendTrailerResponse)
 		return true
 	})
 	l := newLab(t, basic("", "", be.addr()), nil)
@@ -603,18 +611,8 @@ func TestBackendTrailersLoseHopByHopFields(t *testing.T) {
 		if resp.StatusCode != 200 || body != "ok" {
 			t.Fatalf("%s: %d %q", tr.name, resp.StatusCode, body)
 		}
-		if got := resp.Trailer.Get("X-Sum"); got != "42" {
-			t.Errorf("%s: trailer X-Sum %q, want 42 (trailers %v)", tr.name, got, resp.Trailer)
-		}
-		for _, k := range []string{"Keep-Alive", "Proxy-Connection", "Upgrade"} {
-			if _, ok := resp.Trailer[k]; ok {
-				t.Errorf("%s: hop-by-hop trailer %s passed on (trailers %v)", tr.name, k, resp.Trailer)
-			}
-			for _, v := range resp.Header.Values("Trailer") {
-				if strings.Contains(strings.ToLower(v), strings.ToLower(k)) {
-					t.Errorf("%s: hop-by-hop trailer %s announced (Trailer: %q)", tr.name, k, v)
-				}
-			}
+		if want := (http.Header{"X-Sum": {"42"}}); !reflect.DeepEqual(resp.Trailer, want) {
+			t.Errorf("%s: trailers %v, want %v", tr.name, resp.Trailer, want)
 		}
 	}
 }
