@@ -616,3 +616,37 @@ func TestBackendTrailersLoseForbiddenFields(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP/1.0 response with Transfer-Encoding has faulty framing (RFC
+// 9112 §6.1: HTTP/1.0 has no transfer codings, so whoever sent it did not
+// decode what it forwarded): 502 backend_response_corrupted, a backend
+// fault, on both transports and over TLS. net/http ignores the field and
+// would relay the chunk framing as the body.
+func TestHTTP10ResponseWithTransferEncodingIs502(t *testing.T) {
+	for _, head := range []string{
+		"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 12\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	} {
+		answer := func(c net.Conn, r *http.Request) bool {
+			io.WriteString(c, head)
+			return false
+		}
+		l := newLab(t, basic("", "", newHostileBackend(t, answer).addr()), nil)
+		tl := newLab(t, basic("  protocol: HTTPS\n", "", newHostileBackend(t, answer, selfSigned(t)).addr()), nil)
+		for _, tr := range append(transports, struct{ name, method, body string }{"https", "GET", ""}) {
+			l := l
+			if tr.name == "https" {
+				l = tl
+			}
+			resp, body := l.send1(tr.method, tr.body, nil)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "backend_response_corrupted") {
+				t.Errorf("%q %s: %d %q, want 502 backend_response_corrupted", head, tr.name, resp.StatusCode, body)
+			}
+		}
+		for _, o := range append(l.observed(), tl.observed()...) {
+			if o.Status != 0 || o.Err == nil || o.Timeout || o.ClientFault {
+				t.Errorf("%q: outcome status %d err %v, want a backend failure", head, o.Status, o.Err)
+			}
+		}
+	}
+}
