@@ -94,8 +94,9 @@ func (x *exchange) fastPath() bool {
 // It passes on the client's trailers that h1.AllowedTrailer admits:
 // trailer is the outbound request's Trailer map, announcing the admitted
 // names the client declared, and filled from req.Trailer, which net/http
-// fills when the body ends. Both are nil when the client declared no
-// trailers (net/http's servers then pass on none).
+// fills when the body ends. Both are nil when the request has no
+// Trailer field: then no trailer is passed on (over HTTP/2, net/http's
+// server keeps only declared ones anyway).
 type trackedBody struct {
 	rc        io.ReadCloser
 	n         atomic.Int64 // bytes read
