@@ -1,11 +1,16 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Warnings lists what Spillway accepts but Google Cloud's global external
 // Application Load Balancer would reject, so a config that works here may
 // not import there as is; settings that leave a documented gap in the
-// edge's defences (docs/security.md); and settings both accept that leave
+// edge's defences (docs/security.md) or let a retry policy replay
+// non-idempotent requests; and settings both accept that leave
 // a backend service unable to serve; and fields that are set and accepted
 // but have no effect in Spillway (or less than in Google Cloud), with what
 // Google Cloud would do. Each entry names the field path.
@@ -66,5 +71,71 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
+	w = append(w, c.retryWarnings()...)
 	return append(w, c.ignoredWarnings()...)
+}
+
+// retryWarnings warns, once per retryPolicy, about conditions that retry
+// a request the backend got (after a response or a reset; not
+// connect-failure, nor refused-stream, RFC 9113 §8.7): they replay
+// body-less POST and PATCH requests, which Spillway never does without
+// a policy (RFC 9110 §9.2.2). A route rule whose every match rule admits
+// only idempotent methods (a :method headerMatch) is not warned.
+func (c *Config) retryWarnings() []string {
+	var w []string
+	check := func(p string, ra *HTTPRouteAction, matches []HTTPRouteRuleMatch) {
+		if ra == nil || ra.RetryPolicy == nil || idempotentOnly(matches) {
+			return
+		}
+		var replay []string
+		for _, cond := range ra.RetryPolicy.RetryConditions {
+			if cond != "connect-failure" && cond != "refused-stream" {
+				replay = append(replay, cond)
+			}
+		}
+		if len(replay) > 0 {
+			w = append(w, fmt.Sprintf("%s.retryPolicy: retryConditions %s replay body-less POST, PATCH and other non-idempotent requests after a backend answered or reset them, so a backend may act on one twice (RFC 9110 §9.2.2; without a retryPolicy they are not retried); restrict retryConditions to connect-failure and refused-stream, or set the policy on a route rule whose matchRules admit only idempotent methods (headerMatches: [{headerName: ':method', exactMatch: GET}])",
+				p, strings.Join(replay, ", ")))
+		}
+	}
+	for i := range c.URLMaps {
+		m := &c.URLMaps[i]
+		check(fmt.Sprintf("urlMaps[%d].defaultRouteAction", i), m.DefaultRouteAction, nil)
+		for j := range m.PathMatchers {
+			pm := &m.PathMatchers[j]
+			base := fmt.Sprintf("urlMaps[%d].pathMatchers[%d]", i, j)
+			check(base+".defaultRouteAction", pm.DefaultRouteAction, nil)
+			for k := range pm.PathRules {
+				check(fmt.Sprintf("%s.pathRules[%d].routeAction", base, k), pm.PathRules[k].RouteAction, nil)
+			}
+			for k := range pm.RouteRules {
+				rr := &pm.RouteRules[k]
+				check(fmt.Sprintf("%s.routeRules[%d].routeAction", base, k), rr.RouteAction, rr.MatchRules)
+			}
+		}
+	}
+	return w
+}
+
+// idempotentOnly reports match rules that each admit a single idempotent
+// method: a :method headerMatch with exactMatch, not inverted.
+func idempotentOnly(matches []HTTPRouteRuleMatch) bool {
+	for _, mr := range matches {
+		if !slices.ContainsFunc(mr.HeaderMatches, func(h HTTPHeaderMatch) bool {
+			return h.HeaderName == ":method" && !h.InvertMatch && h.ExactMatch != nil && IdempotentMethod(*h.ExactMatch)
+		}) {
+			return false
+		}
+	}
+	return len(matches) > 0
+}
+
+// IdempotentMethod reports the idempotent methods of RFC 9110 §9.2.2:
+// GET, HEAD, OPTIONS, TRACE, PUT and DELETE.
+func IdempotentMethod(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
 }

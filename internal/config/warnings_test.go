@@ -192,3 +192,61 @@ func TestHeaderVariables(t *testing.T) {
 		}
 	}
 }
+
+// A retryPolicy whose conditions retry after the backend got the request
+// (a response, a reset) replays body-less POST and PATCH requests (RFC
+// 9110 §9.2.2): one warning per such policy, naming its field path. Not
+// for connect-failure and refused-stream, where the backend did not act
+// on the request (RFC 9113 §8.7), nor for a route rule whose every match
+// rule admits only idempotent methods.
+func TestWarningsForRetryPolicyReplayingPost(t *testing.T) {
+	base := `
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}]
+backendServices: [{name: bs, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 10}]}]
+urlMaps:
+- name: um
+  defaultService: bs
+  hostRules: [{hosts: ["*"], pathMatcher: pm}]
+  pathMatchers:
+  - name: pm
+    defaultService: bs
+    routeRules:
+    - priority: 1
+      service: bs
+      matchRules: [MATCH]
+      routeAction: {retryPolicy: {retryConditions: [CONDS]}}
+`
+	const path = "urlMaps[0].pathMatchers[0].routeRules[0].routeAction.retryPolicy: "
+	get := "{prefixMatch: /, headerMatches: [{headerName: ':method', exactMatch: GET}]}"
+	for _, tc := range []struct {
+		match, conds string
+		want         bool
+	}{
+		{"{prefixMatch: /}", "gateway-error", true},
+		{"{prefixMatch: /}", "5xx, gateway-error, connect-failure", true},
+		{"{prefixMatch: /}", "retriable-4xx", true},
+		{"{prefixMatch: /}", "unavailable", true},
+		{"{prefixMatch: /}", "connect-failure, refused-stream", false},
+		{get, "5xx", false},
+		{get + ", {prefixMatch: /post}", "5xx", true},
+		{"{prefixMatch: /, headerMatches: [{headerName: ':method', exactMatch: GET, invertMatch: true}]}", "5xx", true},
+		{"{prefixMatch: /, headerMatches: [{headerName: ':method', exactMatch: POST}]}", "5xx", true},
+	} {
+		c, err := Parse([]byte(strings.NewReplacer("MATCH", tc.match, "CONDS", tc.conds).Replace(base)), "w.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range c.Warnings() {
+			if strings.Contains(w, "retryPolicy") {
+				got = append(got, w)
+			}
+		}
+		switch {
+		case !tc.want && len(got) > 0:
+			t.Errorf("%s, [%s]: warned %q, want none", tc.match, tc.conds, got)
+		case tc.want && (len(got) != 1 || !strings.HasPrefix(got[0], path) || !strings.Contains(got[0], "POST")):
+			t.Errorf("%s, [%s]: warnings %q, want one starting %q", tc.match, tc.conds, got, path)
+		}
+	}
+}

@@ -246,8 +246,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // one would reset that budget for every 1xx). When the fallback is a
 // Transport from NewTransport, whose connections keep the Connection
 // header of the response they carry (sniffConn), that header is put back
-// where net/http deleted it (see restoreConnection). A final response
-// with a field name that is not a token is refused like on the fast path.
+// where net/http deleted it (see restoreConnection), and an HTTP/1.0
+// response with Transfer-Encoding, which net/http reads as if it had
+// none, is refused (http10TE). A final response with a field name that
+// is not a token is refused like on the fast path.
 func (t *Transport) roundTripFallback(req *http.Request) (*http.Response, error) {
 	ft := new(fallbackTrace)
 	ft.trace.GotConn = ft.gotConn
@@ -260,6 +262,10 @@ func (t *Transport) roundTripFallback(req *http.Request) (*http.Response, error)
 		return nil, BadResponse(ferr)
 	}
 	if ft.sc != nil && resp.ProtoMajor == 1 {
+		if resp.ProtoMinor == 0 && ft.sc.http10TE() {
+			resp.Body.Close() // not read to its end: the connection closes
+			return nil, BadResponse(errHTTP10TE)
+		}
 		restoreConnection(resp, ft.sc.connection())
 	}
 	return resp, nil
@@ -448,6 +454,7 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 		var resp *http.Response
 		var pb *pooledBody
 		var fr *fastResponse
+		var te10 bool
 		if r == c.br && bytes.HasSuffix(head, []byte(crlf2)) {
 			fr = readResponseFast(c.br, head, wr.Method)
 		}
@@ -455,6 +462,7 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 			resp, pb = &fr.resp, &fr.pooled
 		} else {
 			conn := connectionValues(head)
+			te10 = http10TE(head)
 			var err error
 			// The whole head is buffered: an error here is the
 			// response's, not the connection's.
@@ -471,10 +479,15 @@ func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerD
 			continue
 		}
 		// textproto accepts a space in a field name ("Content-Length :
-		// 5"); readResponseFast takes only tokens.
+		// 5"); readResponseFast takes only tokens. It takes no HTTP/1.0
+		// response either, and http.ReadResponse ignores an HTTP/1.0
+		// one's Transfer-Encoding.
 		if fr == nil {
 			if err := checkFieldNames(resp.Header); err != nil {
 				return fail(BadResponse(err))
+			}
+			if te10 {
+				return fail(BadResponse(errHTTP10TE))
 			}
 		}
 		resp.Request = nil
@@ -570,10 +583,26 @@ func checkFieldNames[H ~map[string][]string](h H) error {
 	return nil
 }
 
+// errHTTP10TE fails an attempt whose response is HTTP/1.0 with a
+// Transfer-Encoding field: a badResponse error (502 to the client).
+var errHTTP10TE = errors.New("HTTP/1.0 response with Transfer-Encoding: faulty framing")
+
+// http10TE reports a message head (the status line first) of an HTTP/1.0
+// response with a Transfer-Encoding field. RFC 9112 §6.1: HTTP/1.0 has no
+// transfer codings, so a recipient must treat such a message's framing
+// as faulty (and close the connection); http.ReadResponse ignores the
+// field and would read the chunk framing as the body.
+func http10TE(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("HTTP/1.0 ")) && fieldValues(head, "transfer-encoding:") != nil
+}
+
 // connectionValues returns the values of the Connection fields of a
 // message head (lines ending in LF or CRLF, the start line first), or nil.
-func connectionValues(head []byte) []string {
-	const name = "connection:"
+func connectionValues(head []byte) []string { return fieldValues(head, "connection:") }
+
+// fieldValues returns the values of the fields of a message head named
+// name (lower case, with its colon), or nil.
+func fieldValues(head []byte, name string) []string {
 	var vv []string
 	_, head, _ = bytes.Cut(head, []byte("\n")) // the start line
 	for len(head) > 0 {

@@ -108,4 +108,9 @@
 //   - The Connection header http.ReadResponse deletes when it says
 //     "close" is put back, so that a proxy can strip what it lists (on
 //     the fallback too when its connections are SniffConns).
+//   - An HTTP/1.0 response with a Transfer-Encoding field is refused
+//     (IsBadResponse; RFC 9112 §6.1: its framing is faulty, and the
+//     connection is closed), on the fallback too when its connections
+//     are SniffConns; net/http ignores the field there and reads the
+//     body by Content-Length or until close, chunk framing included.
 package h1

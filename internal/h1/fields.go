@@ -22,6 +22,47 @@ func IsHopHeader(k string) bool {
 	return strings.HasPrefix(k, "Proxy-")
 }
 
+// AllowedTrailer reports whether a proxy may pass on a trailer field
+// (request or response) with this name, canonical or not. RFC 9110 §6.5.1:
+// a sender must not put in a trailer a field whose definition does not
+// permit it, and fields that are needed before the content cannot be
+// processed there; §6.5.2: a recipient must not merge such a field into
+// the header section, as a downstream recipient may. Refused:
+//   - hop-by-hop fields (IsHopHeader: Connection, Keep-Alive, TE,
+//     Trailer, Transfer-Encoding, Upgrade, Proxy-*, HTTP2-Settings) and
+//     Content-Length: message framing (RFC 9112 §6, §7.1.2);
+//   - routing: Host, Max-Forwards, Via, Forwarded, X-Forwarded-For,
+//     -Proto, -Host, and Spillway's own X-Spillway-* fields;
+//   - authentication and state: Authorization, WWW-Authenticate (and
+//     Proxy-Authorization, Proxy-Authenticate), Cookie, Set-Cookie;
+//   - request modifiers: Cache-Control, Expect, Pragma, Range, If-*;
+//   - response controls: Age, Expires, Date, Location, Retry-After,
+//     Vary, Warning;
+//   - how to process the content: Content-Encoding, Content-Type,
+//     Content-Range;
+//   - HTTP/2 pseudo-header fields (":…", RFC 9113 §8.1: never in
+//     trailers).
+//
+// It is net/http's list (httpguts.ValidTrailerHeader) and more.
+func AllowedTrailer(k string) bool {
+	if strings.HasPrefix(k, ":") {
+		return false
+	}
+	k = http.CanonicalHeaderKey(k)
+	if IsHopHeader(k) || strings.HasPrefix(k, "If-") || strings.HasPrefix(k, "X-Spillway-") {
+		return false
+	}
+	switch k {
+	case "Content-Length", "Host", "Max-Forwards", "Via", "Forwarded", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host",
+		"Authorization", "Www-Authenticate", "Cookie", "Set-Cookie",
+		"Cache-Control", "Expect", "Pragma", "Range",
+		"Age", "Expires", "Date", "Location", "Retry-After", "Vary", "Warning",
+		"Content-Encoding", "Content-Type", "Content-Range":
+		return false
+	}
+	return true
+}
+
 // Listed reports whether name is one of the comma-separated tokens of the
 // Connection header values conn (case-insensitive). It does not allocate.
 func Listed(conn []string, name string) bool {

@@ -28,6 +28,7 @@ type sniffConn struct {
 	buf   []byte   // the heads read since arm, 1xx ones dropped
 	from  int      // where headLen resumes in buf (see headLen)
 	conn  []string // the final head's Connection values
+	te10  bool     // the final head is HTTP/1.0 with Transfer-Encoding
 	done  bool     // the final head is complete
 }
 
@@ -46,7 +47,7 @@ func (c *sniffConn) arm() {
 	if cap(c.buf) > 16<<10 {
 		c.buf = nil // do not keep a large head's buffer on an idle connection
 	}
-	c.from, c.conn, c.done = 0, nil, false
+	c.from, c.conn, c.te10, c.done = 0, nil, false, false
 	c.mu.Unlock()
 	c.armed.Store(true)
 }
@@ -79,7 +80,7 @@ func (c *sniffConn) capture(b []byte) {
 			c.from = 0
 			continue
 		}
-		c.conn = connectionValues(head)
+		c.conn, c.te10 = connectionValues(head), http10TE(head)
 		c.stopLocked()
 		return
 	}
@@ -100,4 +101,12 @@ func (c *sniffConn) connection() []string {
 		return nil
 	}
 	return c.conn
+}
+
+// http10TE reports whether the response head copied since arm is HTTP/1.0
+// with a Transfer-Encoding field (see http10TE).
+func (c *sniffConn) http10TE() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done && c.te10
 }

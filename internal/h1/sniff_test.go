@@ -23,6 +23,26 @@ func TestSniffConnByteByByte(t *testing.T) {
 	}
 }
 
+// The final head's HTTP/1.0-with-Transfer-Encoding flag, which the
+// fallback refuses (http10TE), is kept; a 1xx head does not set it.
+func TestSniffConnHTTP10TE(t *testing.T) {
+	for head, want := range map[string]bool{
+		"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n":                              true,
+		"HTTP/1.0 200 OK\nContent-Length: 2\ntransfer-encoding:\n\n":                         true,
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n": true,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n":                              false,
+		"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n":                                       false,
+		"HTTP/1.0 103 Early Hints\r\nTransfer-Encoding: x\r\n\r\nHTTP/1.0 200 OK\r\n\r\n":    false,
+	} {
+		c := &sniffConn{}
+		c.arm()
+		c.capture([]byte(head))
+		if got := c.http10TE(); got != want {
+			t.Errorf("%q: http10TE %v, want %v", head, got, want)
+		}
+	}
+}
+
 // BenchmarkSniffTrickle: the cost of capturing a head sent a byte at a
 // time; the scan for the head's end must not start over at every byte.
 func BenchmarkSniffTrickle(b *testing.B) {

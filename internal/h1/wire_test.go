@@ -243,3 +243,19 @@ func FuzzWriteRequest(f *testing.F) {
 		}
 	})
 }
+
+// AllowedTrailer refuses what net/http's servers refuse in trailers and
+// more (RFC 9110 §6.5.1), whatever the case of the name.
+func TestAllowedTrailer(t *testing.T) {
+	for name, want := range map[string]bool{
+		"X-Checksum": true, "Grpc-Status": true, "Server-Timing": true, "grpc-message": true,
+		"Content-Length": false, "transfer-encoding": false, "Host": false, "X-Forwarded-For": false,
+		"Authorization": false, "WWW-Authenticate": false, "Set-Cookie": false, "If-None-Match": false,
+		"Location": false, "Keep-Alive": false, "Proxy-Connection": false, "X-Spillway-Status-Details": false,
+		":status": false, ":path": false,
+	} {
+		if got := AllowedTrailer(name); got != want {
+			t.Errorf("AllowedTrailer(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

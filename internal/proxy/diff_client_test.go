@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +178,7 @@ type clientRun struct {
 	connTokens []string  // fields the script's Connection headers name
 	connClose  bool      // one of those headers also says "close"
 	nonToken   bool      // a field name in the script's heads is not a token
+	http10TE   bool      // the script's final head is HTTP/1.0 with Transfer-Encoding
 	method     string
 }
 
@@ -191,6 +193,7 @@ func (d *diffClients) run(tb testing.TB, in diffInput) clientRun {
 	r := clientRun{method: method}
 	r.connTokens, r.connClose = connectionTokens(stream)
 	r.nonToken = nonTokenFieldName(stream)
+	r.http10TE = http10TEHead(stream)
 	var wg sync.WaitGroup
 	direct := func(rt http.RoundTripper, out *clientOut) {
 		defer wg.Done()
@@ -316,6 +319,32 @@ func isTokenRune(c rune) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)
 }
 
+// http10TEHead reports whether the script's final (first non-1xx) head
+// is an HTTP/1.0 response with a Transfer-Encoding field.
+func http10TEHead(stream []byte) bool {
+	off := 0
+	for off < len(stream) {
+		start, lines, end := headLines(stream, off)
+		code := 0
+		if f := strings.Fields(start); len(f) > 1 {
+			code, _ = strconv.Atoi(f[1])
+		}
+		if end < 0 || code < 100 || code >= 200 || code == 101 {
+			return end > 0 && strings.HasPrefix(start, "HTTP/1.0 ") &&
+				slices.ContainsFunc(lines, func(l string) bool { return fieldNamed(l, "Transfer-Encoding") })
+		}
+		off = end
+	}
+	return false
+}
+
+// spillwayRefusedTE reports Spillway refusing an HTTP/1.0 response with
+// Transfer-Encoding: h1.Transport's error says so, and the script's
+// final head really is one (checked from the raw bytes).
+func spillwayRefusedTE(r clientRun) bool {
+	return r.http10TE && strings.Contains(r.fast.err, "HTTP/1.0 response with Transfer-Encoding")
+}
+
 // spillwayRefusedName reports Spillway refusing a response for a field
 // name that is not a token: h1.Transport's error says so, and the script
 // really has such a name (checked from the raw bytes).
@@ -379,6 +408,12 @@ func checkProxied(name string, o clientOut, r clientRun, reference bool) string 
 //	    recipient reading "Content-Length : 5" as a length, or not, is a
 //	    desync hazard, so Spillway refuses it as its server does). Never
 //	    the reverse.
+//	C1b (deliberate, Spillway stricter, as C1a). fastTransport fails
+//	    with "HTTP/1.0 response with Transfer-Encoding" and the Transport
+//	    answers, when the backend's final head, read from the raw bytes,
+//	    is HTTP/1.0 with a Transfer-Encoding field: RFC 9112 §6.1 makes
+//	    its framing faulty; net/http ignores the field and reads the
+//	    chunk framing as the body. Never the reverse.
 //	C2. Both answer: the same status, header map but the Connection
 //	    field itself (hop-by-hop; fastTransport keeps the one
 //	    http.ReadResponse deletes when it says "close", deliberately, so
@@ -400,6 +435,8 @@ func compareDirect(r clientRun) string {
 		return "" // C1
 	case f.err != "" && spillwayRefusedName(r):
 		return "" // C1a
+	case f.err != "" && spillwayRefusedTE(r):
+		return "" // C1b
 	case f.err != "" || s.err != "":
 		return "C2: direct: one transport answered and the other failed"
 	}
@@ -428,7 +465,8 @@ func compareDirect(r clientRun) string {
 //	C4a (deliberate, as C1a). Spillway's stack answers 502
 //	    (backend_response_corrupted) where the reference stack answers,
 //	    when fastTransport refused the response for a field name that is
-//	    not a token (C1a's condition, from the raw bytes).
+//	    not a token (C1a's condition, from the raw bytes), or for an
+//	    HTTP/1.0 head with Transfer-Encoding (C1b's condition): C4b.
 //	C5. When the backend's body was truncated (P3 applies), "no
 //	    response" and "a response whose body fails" are equivalent: a
 //	    frontend that has not sent the head yet may drop the connection
@@ -451,8 +489,8 @@ func compareProxied(r clientRun) string {
 	if proxyError(a.status) && proxyError(b.status) {
 		return "" // C3
 	}
-	if a.status == http.StatusBadGateway && a.header.Get("X-Spillway-Status-Details") == "backend_response_corrupted" && spillwayRefusedName(r) {
-		return "" // C4a
+	if a.status == http.StatusBadGateway && a.header.Get("X-Spillway-Status-Details") == "backend_response_corrupted" && (spillwayRefusedName(r) || spillwayRefusedTE(r)) {
+		return "" // C4a, C4b
 	}
 	ah, bh := a.header.Clone(), b.header.Clone()
 	for _, k := range r.connTokens {
@@ -517,17 +555,20 @@ func FuzzDiffClient(f *testing.F) {
 	})
 }
 
-// TestDiffClientRules pins the allowed-difference rules C1a/C4a, C2's
+// TestDiffClientRules pins the allowed-difference rules C1a/C4a, C1b/C4b, C2's
 // 101 and Connection handling and P1's reference exemption to their
 // conditions, so that they cannot grow into hiding real differences.
 func TestDiffClientRules(t *testing.T) {
 	ok200 := clientOut{status: 200, header: http.Header{}, body: "ok"}
 	refused := clientOut{err: "h1: invalid header name in response: \"X A\""}
+	refusedTE := clientOut{err: "HTTP/1.0 response with Transfer-Encoding: faulty framing"}
+	te10 := "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
 	corrupted := clientOut{status: 502, header: http.Header{"X-Spillway-Status-Details": {"backend_response_corrupted"}}}
 	run := func(stream string, fast, std, spill, ref clientOut) clientRun {
 		r := clientRun{fast: fast, std: std, spill: spill, ref: ref, method: "GET"}
 		r.connTokens, r.connClose = connectionTokens([]byte(stream))
 		r.nonToken = nonTokenFieldName([]byte(stream))
+		r.http10TE = http10TEHead([]byte(stream))
 		return r
 	}
 	spaced := "HTTP/1.1 200 OK\r\nX A: b\r\nContent-Length: 2\r\n\r\nok"
@@ -549,6 +590,12 @@ func TestDiffClientRules(t *testing.T) {
 		{"C1a: never the reverse", run(spaced, ok200, refused, ok200, ok200), true},
 		{"C4a: other 502 details", run(spaced, refused, ok200, clientOut{status: 502, header: http.Header{}}, ok200), true},
 		{"C4a: the reference refusing instead", run(spaced, refused, ok200, ok200, corrupted), true},
+		{"C1b/C4b: Spillway refuses HTTP/1.0 with Transfer-Encoding", run(te10, refusedTE, ok200, corrupted, ok200), false},
+		{"C1b: after a 1xx", run("HTTP/1.1 100 Continue\r\n\r\n"+te10, refusedTE, ok200, corrupted, ok200), false},
+		{"C1b: HTTP/1.1 with Transfer-Encoding", run(strings.Replace(te10, "1.0", "1.1", 1), refusedTE, ok200, ok200, ok200), true},
+		{"C1b: Transfer-Encoding in the body", run("HTTP/1.0 200 OK\r\n\r\nTransfer-Encoding: chunked\r\n", refusedTE, ok200, ok200, ok200), true},
+		{"C1b: never the reverse", run(te10, ok200, refusedTE, ok200, ok200), true},
+		{"C4b: the reference refusing instead", run(te10, refusedTE, ok200, ok200, corrupted), true},
 		{"C2: 101 bodies are not compared", run("HTTP/1.1 101 Switching Protocols\r\n\r\nhello", clientOut{status: 101, header: http.Header{}}, clientOut{status: 101, header: http.Header{}, body: "hello"}, corrupted, corrupted), false},
 		{"C2: 200 bodies are", run(plain, ok200, clientOut{status: 200, header: http.Header{}, body: "no"}, ok200, ok200), true},
 		{"C2: Connection itself is ignored", run(internal, clientOut{status: 200, header: http.Header{"Connection": {"X-Internal, close"}}, body: "ok"}, ok200, ok200, ok200), false},

@@ -78,8 +78,13 @@
 //     or to another protocol than the one asked for.
 //   - Retries stay in the backend service, go to a different endpoint
 //     (engine PickExcept) and read a fresh Snapshot. Without a retry policy
-//     a body-less request is retried once after 502/503/504 or a connect
-//     failure. A request with a body is retried only after a connect
+//     a body-less request is retried once after 502/503/504 only when its
+//     method is idempotent (RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE,
+//     PUT, DELETE; a POST the backend answered may have been acted on),
+//     and any request once after a connect failure (nothing was sent;
+//     docs/semantics.md §5). An explicit policy retries every method
+//     (config.Warnings names a policy that can replay a POST). A
+//     request with a body is retried only after a connect
 //     failure that happened before any body byte was read (its body cannot
 //     be replayed otherwise). There is no back-off between tries (Google
 //     documents none; the retry goes to another endpoint). gRPC conditions

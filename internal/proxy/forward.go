@@ -90,17 +90,49 @@ func (x *exchange) fastPath() bool {
 // It also records a read error of the client's body (malformed chunking,
 // an upload cut short by a half-close or reset): an attempt that failed
 // because of it is the client's fault, not the backend's.
+//
+// It passes on the client's trailers that h1.AllowedTrailer admits:
+// trailer is the outbound request's Trailer map, announcing the admitted
+// names the client declared, and filled from req.Trailer, which net/http
+// fills when the body ends. Both are nil when the request has no
+// Trailer field: then no trailer is passed on (over HTTP/2, net/http's
+// server keeps only declared ones anyway).
 type trackedBody struct {
 	rc        io.ReadCloser
 	n         atomic.Int64 // bytes read
 	touched   atomic.Bool
 	clientErr atomic.Pointer[error] // first read error other than io.EOF
+	req       *http.Request
+	trailer   http.Header
+}
+
+// newTrackedBody wraps the body of r, a request with a body.
+func newTrackedBody(r *http.Request) *trackedBody {
+	b := &trackedBody{rc: r.Body}
+	if r.Trailer != nil {
+		b.req, b.trailer = r, make(http.Header, len(r.Trailer))
+		for k := range r.Trailer {
+			if h1.AllowedTrailer(k) {
+				b.trailer[k] = nil
+			}
+		}
+	}
+	return b
 }
 
 func (b *trackedBody) Read(p []byte) (int, error) {
 	b.touched.Store(true)
 	n, err := b.rc.Read(p)
 	b.n.Add(int64(n))
+	if err == io.EOF && b.trailer != nil {
+		// The transport reads the trailer map after the body, in this
+		// goroutine.
+		for k, vv := range b.req.Trailer {
+			if h1.AllowedTrailer(k) {
+				b.trailer[k] = vv
+			}
+		}
+	}
 	if err != nil && err != io.EOF {
 		// Returned wrapped, so that a transport that passes it on says
 		// whose fault it was.
@@ -211,11 +243,11 @@ func (x *exchange) newRequest(ctx context.Context, scheme string, ep *plan.Endpo
 		ProtoMinor: 1,
 		Header:     x.header(),
 		Host:       x.host,
-		Trailer:    x.r.Trailer,
 	}
 	if x.body != nil {
 		out.Body = x.body
 		out.ContentLength = x.r.ContentLength
+		out.Trailer = x.body.trailer
 	}
 	return out.WithContext(ctx)
 }
@@ -537,7 +569,7 @@ func (x *exchange) respond(resp *http.Response) {
 		panic(http.ErrAbortHandler)
 	}
 	for k, vv := range resp.Trailer {
-		if !h1.IsHopHeader(k) {
+		if h1.AllowedTrailer(k) {
 			dst[http.TrailerPrefix+k] = vv
 		}
 	}
@@ -558,12 +590,13 @@ type writeDeadliner interface {
 }
 
 // announceTrailers declares the backend's trailers in the Trailer header,
-// but hop-by-hop names (Keep-Alive, Upgrade, …), which describe the
-// backend's connection in a trailer as in a head and are not passed on.
+// but those h1.AllowedTrailer refuses (hop-by-hop names, which describe
+// the backend's connection, and framing, routing, authentication and
+// response control fields, RFC 9110 §6.5.1), which are not passed on.
 func announceTrailers(dst, trailer http.Header) {
 	keys := make([]string, 0, len(trailer))
 	for k := range trailer {
-		if !h1.IsHopHeader(k) {
+		if h1.AllowedTrailer(k) {
 			keys = append(keys, k)
 		}
 	}

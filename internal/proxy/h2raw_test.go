@@ -103,6 +103,26 @@ func (h *h2conn) request(body []byte, fields ...string) uint32 {
 	return id
 }
 
+// requestTrailers sends a request whose body (one DATA frame) is
+// followed by a trailer block (HEADERS with END_STREAM), both written
+// unchecked. It returns the stream id.
+func (h *h2conn) requestTrailers(body []byte, trailer []string, fields ...string) uint32 {
+	h.t.Helper()
+	id := h.next
+	h.next += 2
+	err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h.block(fields...), EndHeaders: true})
+	if err == nil {
+		err = h.fr.WriteData(id, false, body)
+	}
+	if err == nil {
+		err = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h.block(trailer...), EndStream: true, EndHeaders: true})
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id
+}
+
 // get is request for a body-less request with the usual pseudo-headers.
 func (h *h2conn) get(method, authority, path string, extra ...string) uint32 {
 	return h.request(nil, append([]string{":method", method, ":scheme", "http", ":authority", authority, ":path", path}, extra...)...)
@@ -110,11 +130,12 @@ func (h *h2conn) get(method, authority, path string, extra ...string) uint32 {
 
 // h2Response is what a stream got back.
 type h2Response struct {
-	status int
-	header http.Header
-	body   []byte
-	reset  http2.ErrCode // RST_STREAM's code, when the stream was reset
-	goAway bool          // the connection got GOAWAY before the stream ended
+	status  int
+	header  http.Header
+	body    []byte
+	trailer http.Header   // the header block after the final head, if any
+	reset   http2.ErrCode // RST_STREAM's code, when the stream was reset
+	goAway  bool          // the connection got GOAWAY before the stream ended
 }
 
 // errH2Closed is read's error when the connection closed.
@@ -170,6 +191,11 @@ func (h *h2conn) response(id uint32) (h2Response, error) {
 					r.header.Add(hf.Name, hf.Value)
 				}
 				r.status, _ = strconv.Atoi(f.PseudoValue("status"))
+			} else {
+				r.trailer = http.Header{}
+				for _, hf := range f.RegularFields() {
+					r.trailer.Add(hf.Name, hf.Value)
+				}
 			}
 			if f.StreamEnded() {
 				return r, nil

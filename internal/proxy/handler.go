@@ -408,13 +408,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// HTTP/2 with END_STREAM on the headers (whose Body is not NoBody).
 	bodyless := r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody
 	if !bodyless {
-		x.body = &trackedBody{rc: r.Body}
+		x.body = newTrackedBody(r)
 		if r.ProtoMajor == 1 {
 			// The backend may answer while the client still sends.
 			_ = http.NewResponseController(w).EnableFullDuplex()
 		}
 	}
-	x.policy = newRetryPolicy(a.Retry)
+	x.policy = newRetryPolicy(a.Retry, r.Method)
 	if x.upgrade != "" {
 		x.policy.retries = 0
 	}

@@ -233,6 +233,62 @@ func TestDefaultPolicyRetriesGetNotPost(t *testing.T) {
 	}
 }
 
+// Without a retry policy, a body-less request answered 502/503/504 is
+// retried only when its method is idempotent (RFC 9110 §9.2.2: a proxy
+// must not retry a non-idempotent request automatically; the backend
+// that answered 503 may already have acted on it). A connect failure,
+// where nothing was sent, is retried for any method. An explicit
+// retryPolicy keeps retrying every method (config warns about it).
+func TestRetryReplaysOnlyIdempotentBodylessRequests(t *testing.T) {
+	unavailable := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }
+	for _, tc := range []struct {
+		method string
+		policy bool // the route has retryPolicy gateway-error
+		hits   int64
+	}{
+		{"POST", false, 1}, {"PATCH", false, 1}, {"LOCK", false, 1},
+		{"GET", false, 2}, {"HEAD", false, 2}, {"OPTIONS", false, 2}, {"PUT", false, 2}, {"DELETE", false, 2},
+		{"POST", true, 2}, {"PATCH", true, 2},
+	} {
+		a := newBackend(t, unavailable)
+		b := newBackend(t, unavailable)
+		yaml := basic("", "", a.addr(), b.addr())
+		if tc.policy {
+			yaml = basic("", "  defaultRouteAction:\n    weightedBackendServices: [{backendService: bs, weight: 1}]\n"+
+				"    retryPolicy: {retryConditions: [gateway-error]}\n", a.addr(), b.addr())
+		}
+		l := newLab(t, yaml, nil)
+		req, _ := http.NewRequest(tc.method, l.url+"/", nil)
+		resp, _ := l.do(req)
+		if resp.StatusCode != 503 {
+			t.Errorf("%s (policy %v): status %d, want 503", tc.method, tc.policy, resp.StatusCode)
+		}
+		if got := a.hits.Load() + b.hits.Load(); got != tc.hits {
+			t.Errorf("%s (policy %v): backends got %d requests, want %d", tc.method, tc.policy, got, tc.hits)
+		}
+	}
+
+	// A connect failure is retried whatever the method.
+	good := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	dead := refusedAddr(t)
+	l := newLab(t, basic("", "", dead, good.addr()), nil)
+	for i := range 4 {
+		req, _ := http.NewRequest("POST", l.url+"/", nil)
+		if resp, body := l.do(req); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("POST %d after a connect failure: %d %q, want 200 ok", i, resp.StatusCode, body)
+		}
+	}
+	refused := 0
+	for _, o := range l.observed() {
+		if o.Endpoint.Addr == dead && o.ConnectFailure {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Error("no POST went to the dead endpoint first; the test proves nothing")
+	}
+}
+
 func TestRetryPolicyGatewayError(t *testing.T) {
 	var calls int
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {

@@ -33,11 +33,19 @@ type retryPolicy struct {
 	cond    uint16
 }
 
-// newRetryPolicy compiles a retry policy. Without one, Google retries a
-// body-less request once after a 502, 503 or 504; Spillway also retries
-// once after a connect failure, which never reached a backend.
-func newRetryPolicy(rp *config.RetryPolicy) retryPolicy {
+// newRetryPolicy compiles a retry policy for a request with the given
+// method. Without one, Google retries a body-less request once after a
+// 502, 503 or 504, and not a POST; Spillway does so only for idempotent
+// methods (RFC 9110 §9.2.2: a proxy must not retry a non-idempotent
+// request automatically, since the backend that answered may have acted
+// on it), and retries any method once after a connect failure, when
+// nothing reached a backend. An explicit policy applies to every method
+// (config.Warnings says so when it can replay one).
+func newRetryPolicy(rp *config.RetryPolicy, method string) retryPolicy {
 	if rp == nil {
+		if !config.IdempotentMethod(method) {
+			return retryPolicy{retries: 1, cond: condConnect}
+		}
 		return retryPolicy{retries: 1, cond: condGatewayCode | condConnect}
 	}
 	p := retryPolicy{retries: 1}
