@@ -28,10 +28,18 @@ type HostileStats struct {
 	SlowlorisServerClosed int      `json:"slowlorisServerClosed"`
 	SlowlorisMinClose     Duration `json:"slowlorisMinClose,omitempty"`
 	SlowlorisMaxClose     Duration `json:"slowlorisMaxClose,omitempty"`
+	// H2Slowloris connections open HTTP/2 and never complete a request:
+	// the preface only, or a header block trickled one CONTINUATION frame
+	// a second (h2Slowloris); the same counts as for Slowloris.
+	H2Slowloris             int      `json:"h2Slowloris"`
+	H2SlowlorisServerClosed int      `json:"h2SlowlorisServerClosed"`
+	H2SlowlorisMinClose     Duration `json:"h2SlowlorisMinClose,omitempty"`
+	H2SlowlorisMaxClose     Duration `json:"h2SlowlorisMaxClose,omitempty"`
 	// SlowReaders request a 1 MiB response and never read it.
 	SlowReaders int `json:"slowReaders"`
-	// Malformed requests, each on its own connection, and the answers by
-	// case ("case → 400", "case → closed").
+	// Malformed requests (HTTP/1.1, and HTTP/2 header lists: h2Case),
+	// each on its own connection, and the answers by case ("case → 400",
+	// "case → closed", "case → RST_STREAM PROTOCOL_ERROR").
 	Malformed        int            `json:"malformed"`
 	MalformedAnswers map[string]int `json:"malformedAnswers"`
 	// Pipelines of five requests in one write (GET, HEAD, POST with a
@@ -125,10 +133,18 @@ func (h *hostile) run(ctx context.Context, o *Options) {
 			}
 		})
 	}
+	for i := range o.Slowloris {
+		wg.Go(func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				h.h2Slowloris(ctx, (i+n)%2 == 0, i+n/2, o.HostileHold)
+			}
+		})
+	}
 	wg.Go(func() {
-		cases := malformedCases()
+		cases, h2cases := malformedCases(), h2MalformedCases()
 		for n := 0; sleepCtx(ctx, o.MalformedEvery); n++ {
 			h.malformed(cases[n%len(cases)], n%2 == 0)
+			h.h2Malformed(h2cases[n%len(h2cases)], n%3 != 0)
 		}
 	})
 	wg.Go(func() {
@@ -139,9 +155,14 @@ func (h *hostile) run(ctx context.Context, o *Options) {
 	wg.Wait()
 }
 
-// dial connects to the HTTPS (tlsOn) or HTTP frontend. rcvbuf > 0 sets
-// SO_RCVBUF (a slow reader's small window).
+// dial connects to the HTTPS (tlsOn) or HTTP frontend for HTTP/1.1.
+// rcvbuf > 0 sets SO_RCVBUF (a slow reader's small window).
 func (h *hostile) dial(tlsOn bool, rcvbuf int) (net.Conn, error) {
+	return h.dialALPN(tlsOn, rcvbuf, "http/1.1")
+}
+
+// dialALPN is dial offering alpn over TLS ("h2" or "http/1.1").
+func (h *hostile) dialALPN(tlsOn bool, rcvbuf int, alpn string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	if rcvbuf > 0 {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
@@ -158,7 +179,7 @@ func (h *hostile) dial(tlsOn bool, rcvbuf int) (net.Conn, error) {
 	}
 	c, err := d.Dial("tcp", addr)
 	if err == nil && tlsOn {
-		tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec // the soak's own certificate
+		tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}) //nolint:gosec // the soak's own certificate
 		_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
 		if err = tc.Handshake(); err != nil {
 			c.Close()

@@ -265,6 +265,11 @@ func (r *Report) Failures() []string {
 	if n := r.Hostile.UnreachedOutside; n > 0 {
 		f = append(f, fmt.Sprintf("%d malformed-body requests answered 503 (no backend reached) outside convergence windows", n))
 	}
+	// An HTTP/2 connection that never completes a request is closed at
+	// the header timeout (30 s), as an HTTP/1.1 slowloris is.
+	if d := time.Duration(r.Hostile.H2SlowlorisMaxClose); d > 35*time.Second {
+		f = append(f, fmt.Sprintf("an HTTP/2 connection without a complete request was held %s (header timeout 30 s)", d.Round(time.Second)))
+	}
 	// A client's mistake never gets a 5xx (505 for HTTP/9.9 is right).
 	for kind, n := range r.Hostile.Notes {
 		if strings.HasPrefix(kind, "malformed ") {
@@ -324,6 +329,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	h := r.Hostile
 	row("hostile connections / dial errors", "%d / %d", h.Connections, h.DialErrors)
 	row("  slowloris / closed by proxy", "%d / %d (after %s..%s)", h.Slowloris, h.SlowlorisServerClosed, roundD(h.SlowlorisMinClose), roundD(h.SlowlorisMaxClose))
+	row("  HTTP/2 slowloris / closed by proxy", "%d / %d (after %s..%s)", h.H2Slowloris, h.H2SlowlorisServerClosed, roundD(h.H2SlowlorisMinClose), roundD(h.H2SlowlorisMaxClose))
 	row("  slow readers (1 MiB unread)", "%d", h.SlowReaders)
 	row("  malformed requests", "%d", h.Malformed)
 	row("  pipelines / requests / answered", "%d / %d / %d", h.Pipelines, h.PipelinedRequests, h.PipelinedAnswered)
