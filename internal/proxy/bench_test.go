@@ -53,20 +53,31 @@ func runBench(b *testing.B, l *lab) {
 	// handler: the proxy handler alone (in-memory client side, real
 	// backend), so allocs/op is the proxy's own cost including its
 	// transport.
-	b.Run("handler", func(b *testing.B) {
-		h := l.srv.Handler
-		req := httptest.NewRequest("GET", "http://example.com/bench?x=1", nil)
-		req.Header.Set("User-Agent", "bench")
-		req.Header.Set("Accept", "*/*")
-		b.ReportAllocs()
-		for b.Loop() {
-			w := &discardWriter{h: http.Header{}}
-			h.ServeHTTP(w, req)
-			if w.code != 200 {
-				b.Fatalf("status %d", w.code)
-			}
+	b.Run("handler", func(b *testing.B) { benchHandler(b, l, 1) })
+	// handler-h2: the same for a request as net/http's HTTP/2 server
+	// hands it over (the :method, :path and :authority checks run).
+	b.Run("handler-h2", func(b *testing.B) { benchHandler(b, l, 2) })
+}
+
+// benchHandler runs the proxy handler alone on a GET of protocol major
+// version major.
+func benchHandler(b *testing.B, l *lab, major int) {
+	h := l.srv.Handler
+	req := httptest.NewRequest("GET", "http://example.com/bench?x=1", nil)
+	req.Header.Set("User-Agent", "bench")
+	req.Header.Set("Accept", "*/*")
+	if major == 2 {
+		// As net/http's HTTP/2 server sets them: RequestURI is :path.
+		req.Proto, req.ProtoMajor, req.ProtoMinor, req.RequestURI = "HTTP/2.0", 2, 0, "/bench?x=1"
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		w := &discardWriter{h: http.Header{}}
+		h.ServeHTTP(w, req)
+		if w.code != 200 {
+			b.Fatalf("status %d", w.code)
 		}
-	})
+	}
 }
 
 func BenchmarkProxy(b *testing.B) {
