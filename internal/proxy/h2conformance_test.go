@@ -93,3 +93,45 @@ func goAwayCode(h *h2conn) (http2.ErrCode, error) {
 
 // errStreamAnswered is goAwayCode's error when a stream got a response.
 var errStreamAnswered = errors.New("the stream was answered")
+
+// Connection-specific fields make an HTTP/2 request malformed (RFC 9113
+// §8.2.2); net/http's HTTP/2 server answers it 400 where h2spec
+// (http2/8.1.2.2) wants RST_STREAM PROTOCOL_ERROR, which §8.1.1 allows
+// ("a server MAY send an HTTP response prior to closing or resetting the
+// stream"). This guards the exception h2spec's test lists: the request
+// never reaches a backend. "te: trailers" is allowed.
+func TestH2ConnectionSpecificFieldsRefused(t *testing.T) {
+	bad := [][2]string{
+		{"connection", "keep-alive"},
+		{"keep-alive", "timeout=5"},
+		{"proxy-connection", "keep-alive"},
+		{"transfer-encoding", "chunked"},
+		{"upgrade", "websocket"},
+		{"te", "gzip"},
+		{"te", "trailers, gzip"},
+	}
+	for _, e := range h2Entries {
+		t.Run(e.name, func(t *testing.T) {
+			be := newBackend(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+			var tlsCfg *tls.Config
+			if e.tls {
+				tlsCfg = selfSigned(t)
+			}
+			l := newLab(t, basic("", "", be.addr()), tlsCfg)
+			for _, f := range bad {
+				h := dialH2(t, l.addr, e.tls)
+				r, err := h.response(h.get("GET", "x", "/", f[0], f[1]))
+				if err == nil && r.status != 400 && r.reset != http2.ErrCodeProtocol && !r.goAway {
+					t.Errorf("%s: %s: %v, want 400 or a stream or connection error", f[0], f[1], r)
+				}
+			}
+			if n := be.hits.Load(); n != 0 {
+				t.Errorf("the backend saw %d malformed requests", n)
+			}
+			h := dialH2(t, l.addr, e.tls)
+			if r := h.mustResponse(h.get("GET", "x", "/", "te", "trailers")); r.status != 200 {
+				t.Errorf("te: trailers: %v, want 200", r)
+			}
+		})
+	}
+}
