@@ -104,9 +104,10 @@ func readH2specExceptions(path string) (map[string]map[string]string, error) {
 // SPILLWAY_H2SPEC; scripts/h2spec.sh installs it) against a cleartext
 // frontend (h2c with prior knowledge) and an HTTPS one (h2 by ALPN), on
 // both HTTP/1.1 server loops, all four at once, strict cases included
-// (-S), and fails on any failure not listed in testdata/h2spec-exceptions.txt, and
-// on an exception that no longer fails. Without SPILLWAY_H2SPEC it skips,
-// unless SPILLWAY_REQUIRE_H2SPEC is set (CI).
+// (-S). It fails on any failure not listed in
+// testdata/h2spec-exceptions.txt, and on an exception that no longer
+// fails. Without SPILLWAY_H2SPEC it skips, unless SPILLWAY_REQUIRE_H2SPEC
+// is set (CI).
 func TestH2spec(t *testing.T) {
 	bin := os.Getenv("SPILLWAY_H2SPEC")
 	if bin == "" {
