@@ -80,7 +80,9 @@ kernel's accept queue until one closes. Request heads must arrive within 30 s
 of a connection opening (then of their first byte), idle keep-alive
 connections close after 610 s, and the whole exchange, writing the response
 to a client that reads slowly included, is bounded by the route's timeout or
-the backend service's timeoutSec. docs/security.md lists every limit.
+the backend service's timeoutSec. The admin listener has limits of its own,
+not counted by --max-connections: 64 connections, 2 min idle, 30 s per request
+and response. docs/security.md lists every limit.
 
 CPUs: --procs auto (the default) runs Go code on as many CPUs as the load
 needs: one while a CPU keeps up, doubling whenever the ones in use are over

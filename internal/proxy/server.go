@@ -24,6 +24,12 @@ const (
 	clientIdleTimeout = h1.DefaultIdleTimeout
 	// clientHeaderTimeout bounds slow clients sending their headers.
 	clientHeaderTimeout = h1.DefaultReadHeaderTimeout
+	// clientMaxFrameSize is the SETTINGS_MAX_FRAME_SIZE the HTTP/2
+	// frontends advertise and enforce: the protocol's default and
+	// minimum (RFC 9113 §4.2, §6.5.2). A connection keeps a read buffer
+	// as large as the largest frame it has received; net/http's default,
+	// 1 MiB, let one frame pin 1 MiB per connection.
+	clientMaxFrameSize = 16 << 10
 )
 
 // connKey is the context key of a connection's connInfo.
@@ -61,10 +67,11 @@ func localIP(r *http.Request) string {
 // (h2c); with tlsConfig set, ALPN offers h2 and http/1.1 (serve with
 // ServeTLS(ln, "", "") or Serve on a TLS listener built from
 // srv.TLSConfig). The request line plus headers may total 60 KiB (more is
-// answered 431), headers must arrive within 30 s, and idle client
-// connections are kept 610 s. Serve cleartext listeners wrapped by
-// h1.GuardListener, so that requests with ambiguous framing are answered
-// 400 and their connection closed (as h1.Server does). Server errors go to
+// answered 431), headers must arrive within 30 s, idle client
+// connections are kept 610 s, and HTTP/2 frames are at most 16 KiB.
+// Serve cleartext listeners wrapped by h1.GuardListener, so that requests
+// with ambiguous framing are answered 400 and their connection closed (as
+// h1.Server does). Server errors go to
 // the handler's logger when h comes from NewHandler, else to
 // slog.Default(); replace ErrorLog to change that.
 func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
@@ -85,6 +92,7 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 		MaxHeaderBytes:               h1.MaxHeaderBytes,
 		ReadHeaderTimeout:            clientHeaderTimeout,
 		IdleTimeout:                  clientIdleTimeout,
+		HTTP2:                        &http.HTTP2Config{MaxReadFrameSize: clientMaxFrameSize},
 		ErrorLog:                     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ConnContext:                  connContext,
 	}

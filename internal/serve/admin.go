@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // minAdminToken is the shortest admin token accepted.
@@ -162,3 +164,98 @@ func loopbackHostOnly(next http.Handler) http.Handler {
 // errAdminNotLoopback is returned when the admin listener bound to a
 // non-loopback address without a token (a host name that resolved there).
 var errAdminNotLoopback = errors.New("admin listener is not on loopback and no admin token is set (fix: " + adminFix + ")")
+
+// AdminLimits bound the admin listener, apart from the frontends' limits
+// (docs/security.md, "Admin API"). A zero field takes its default.
+type AdminLimits struct {
+	// MaxConnections bounds the admin listener's open connections
+	// (0 = 64; negative = no limit). It is a budget of its own, not a
+	// share of Options.MaxConnections, so that the admin API stays
+	// reachable while clients hold every data-plane slot. Past it, new
+	// connections wait in the kernel's accept queue until one closes.
+	MaxConnections int
+	// IdleTimeout closes a keep-alive connection idle this long
+	// (0 = 2 min).
+	IdleTimeout time.Duration
+	// ReadTimeout bounds reading a request, head and body (0 = 30 s); the
+	// head alone gets at most 10 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response, counted from the end of its
+	// request's head (0 = 30 s). A pprof profile or trace of N seconds
+	// gets N seconds more.
+	WriteTimeout time.Duration
+}
+
+// Admin listener defaults (AdminLimits) and fixed bounds. 64 connections
+// cover Prometheus, a few dashboards (a browser opens up to 6) and
+// get-health; the 2-minute idle timeout outlasts the usual scrape
+// intervals so that scrapers keep their connection.
+const (
+	defaultAdminMaxConnections = 64
+	defaultAdminIdleTimeout    = 2 * time.Minute
+	defaultAdminReadTimeout    = 30 * time.Second
+	defaultAdminWriteTimeout   = 30 * time.Second
+	// adminHeaderTimeout bounds reading a request head.
+	adminHeaderTimeout = 10 * time.Second
+	// adminMaxHeaderBytes bounds a request head (431 past it): room for a
+	// token and a browser's localhost cookies.
+	adminMaxHeaderBytes = 32 << 10
+	// maxProfileSeconds is the longest pprof profile, trace or delta
+	// profile served.
+	maxProfileSeconds = 3600
+)
+
+// withDefaults fills in AdminLimits' zero fields.
+func (l AdminLimits) withDefaults() AdminLimits {
+	if l.MaxConnections == 0 {
+		l.MaxConnections = defaultAdminMaxConnections
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = defaultAdminIdleTimeout
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = defaultAdminReadTimeout
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = defaultAdminWriteTimeout
+	}
+	return l
+}
+
+// newAdminServer returns the admin API's server and ln wrapped in the
+// admin connection limit. Every connection is bounded: the request head
+// by 10 s (or ReadTimeout if shorter) and 32 KiB, the whole request by
+// ReadTimeout, the response by WriteTimeout, the wait for a next request
+// by IdleTimeout.
+func (s *Server) newAdminServer(ln net.Listener, remote bool) (*http.Server, net.Listener) {
+	lim := s.opts.AdminLimits.withDefaults()
+	srv := &http.Server{
+		Handler:           capProfileSeconds(s.adminHandler(remote)),
+		ReadHeaderTimeout: min(adminHeaderTimeout, lim.ReadTimeout),
+		ReadTimeout:       lim.ReadTimeout,
+		// net/http/pprof moves the write deadline by a profile's
+		// duration itself.
+		WriteTimeout:   lim.WriteTimeout,
+		IdleTimeout:    lim.IdleTimeout,
+		MaxHeaderBytes: adminMaxHeaderBytes,
+	}
+	return srv, newConnLimiter(lim.MaxConnections).wrap(ln)
+}
+
+// capProfileSeconds refuses pprof requests for more than an hour
+// (?seconds=N of a CPU profile, trace or delta profile). net/http/pprof
+// moves the write deadline by N itself, and net/http lifts the read
+// deadline while a handler runs, so a profile runs its N seconds despite
+// the admin timeouts; this bounds N.
+func capProfileSeconds(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			n, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
+			if err == nil && !(n <= maxProfileSeconds) { // NaN too
+				http.Error(w, fmt.Sprintf("seconds: at most %d", maxProfileSeconds), http.StatusBadRequest)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -47,6 +47,9 @@ type Options struct {
 	// mutating endpoints (POST /reload) and profiling always. At least 16
 	// characters.
 	AdminToken string
+	// AdminLimits bound the admin listener (zero fields take their
+	// defaults).
+	AdminLimits AdminLimits
 	// Pprof serves net/http/pprof under /debug/pprof/ on the admin
 	// listener (off by default).
 	Pprof  bool
@@ -508,8 +511,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.mu.Lock()
 		s.admin = ln.Addr().String()
 		s.mu.Unlock()
-		adminSrv = &http.Server{Handler: s.adminHandler(remote), ReadHeaderTimeout: 10 * time.Second}
-		go adminSrv.Serve(ln)
+		var aln net.Listener
+		adminSrv, aln = s.newAdminServer(ln, remote)
+		go adminSrv.Serve(aln)
 	}
 	var wg sync.WaitGroup
 	if adminSrv != nil {
