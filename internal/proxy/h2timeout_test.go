@@ -22,7 +22,7 @@ import (
 
 const (
 	// h2TestHeaderTimeout is the labs' ReadHeaderTimeout here.
-	h2TestHeaderTimeout = 300 * time.Millisecond
+	h2TestHeaderTimeout = 500 * time.Millisecond
 	// h2CloseWait is how long a test waits for a connection the server
 	// should close (generous: the machine is shared).
 	h2CloseWait = 10 * time.Second
