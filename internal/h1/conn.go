@@ -191,11 +191,18 @@ func (c *h1conn) serve() {
 		if first {
 			first = false
 			if c.h2Preface() {
+				// The HTTP/2 server's header timeout (WatchH2) runs
+				// from when this one started: the read deadline set
+				// above, less ReadHeaderTimeout.
+				var opened time.Time
+				if c.s.ReadHeaderTimeout > 0 && !c.rdl.IsZero() {
+					opened = c.rdl.Add(-c.s.ReadHeaderTimeout)
+				}
 				c.src.remain = noLimit
 				c.setReadDeadline(time.Time{})
 				handedOff = true
 				c.s.forget(c)
-				c.s.handOff(&replayConn{Conn: c.rwc, br: c.br})
+				c.s.handOff(&replayConn{Conn: c.rwc, br: c.br, opened: opened})
 				return
 			}
 			head, whole = bufferedHead(c.br) // the preface check may have read more

@@ -1,7 +1,8 @@
 // Package h1 is Spillway's HTTP/1.1 wire code: a server loop (Server),
 // message-head parsing, a synchronous keep-alive backend client with its
-// connection pool (Transport), and a framing guard for net/http's server
-// (GuardListener). It is a shell: it does network I/O. It knows nothing
+// connection pool (Transport), a framing guard for net/http's server
+// (GuardListener), and a header-timeout watch for HTTP/2 connections
+// (WatchH2). It is a shell: it does network I/O. It knows nothing
 // of routing or backends; internal/proxy's handler runs on Server and
 // sends to backends through Transport, and a differential harness can
 // drive both against net/http through this API alone.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Ambiguous framing on net/http's HTTP/1 server.
@@ -40,15 +41,19 @@ func (l guardListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err //nolint:wrapcheck // net/http inspects the listener's errors
 	}
-	return &guardConn{Conn: c}, nil
+	return &guardConn{Conn: c, opened: time.Now()}, nil
 }
 
 // guardConn is a connection whose request heads are followed.
 type guardConn struct {
 	net.Conn
-	mu sync.Mutex
-	st framingStream
+	opened time.Time // accepted
+	mu     sync.Mutex
+	st     framingStream
 }
+
+// h2Opened tells WatchH2 when the connection was accepted.
+func (c *guardConn) h2Opened() time.Time { return c.opened }
 
 func (c *guardConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)

@@ -6,13 +6,19 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // replayConn is a connection whose first bytes were already buffered.
 type replayConn struct {
 	net.Conn
-	br *bufio.Reader
+	br     *bufio.Reader
+	opened time.Time // when its first-request header timeout started, if known
 }
+
+// h2Opened tells WatchH2 when the connection's first request began to
+// be awaited.
+func (c *replayConn) h2Opened() time.Time { return c.opened }
 
 func (c *replayConn) Read(p []byte) (int, error) {
 	if n := c.br.Buffered(); n > 0 {

@@ -7,7 +7,10 @@
 // # Hot path
 //
 // Frontends run on h1.Server (NewH1Server; cleartext and TLS, HTTP/2
-// handed to net/http's server from NewServer), and HTTP backends are
+// handed to NewServer's http.Server, which serves it with
+// golang.org/x/net/http2 on a connection wrapped by h1.WatchH2: a frame
+// follower that applies the header timeout, a few atomic stores and a
+// clock read per header block), and HTTP backends are
 // reached through h1.Transport; internal/h1 documents that wire code and
 // how it differs from net/http. A request loads the current Snapshot once
 // (an atomic pointer load in serve), matches the URL map through a pooled

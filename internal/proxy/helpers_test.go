@@ -30,6 +30,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
+	"golang.org/x/net/netutil"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -102,7 +103,8 @@ type lab struct {
 	state *control.State
 	snap  atomic.Pointer[proxy.Snapshot]
 	srv   *http.Server
-	url   string // http(s)://127.0.0.1:port
+	h1    *h1.Server // the server loop, unless the lab runs on srv (NET_HTTP)
+	url   string     // http(s)://127.0.0.1:port
 	addr  string
 	// client is a keep-alive HTTP/1.1 client that does not follow
 	// redirects.
@@ -115,9 +117,25 @@ type lab struct {
 // labOption adjusts the handler config or the server.
 type labOption func(*proxy.Config)
 
+// labServer chooses how a lab serves its frontend: the server loop, the
+// client header and idle timeouts (zero: the defaults), and a bound on
+// its open client connections (zero: none).
+type labServer struct {
+	netHTTP                    bool // NewServer directly (the NET_HTTP option), not h1.Server
+	headerTimeout, idleTimeout time.Duration
+	maxConns                   int
+}
+
 // newLab compiles yamlText and serves its first frontend with NewServer
-// (TLS when tlsCfg is set).
+// (TLS when tlsCfg is set), on h1.Server unless
+// SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
 func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption) *lab {
+	t.Helper()
+	return newLabServer(t, yamlText, tlsCfg, labServer{netHTTP: os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") == "NET_HTTP"}, opts...)
+}
+
+// newLabServer is newLab with the server chosen by ls.
+func newLabServer(t testing.TB, yamlText string, tlsCfg *tls.Config, ls labServer, opts ...labOption) *lab {
 	t.Helper()
 	c, err := config.Parse([]byte(yamlText), "test.yaml")
 	if err != nil {
@@ -151,19 +169,32 @@ func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption
 		o(&cfg)
 	}
 	h := proxy.NewHandler(cfg)
-	l.srv = proxy.NewServer(h, tlsCfg)
+	header, idle := ls.headerTimeout, ls.idleTimeout
+	if header == 0 {
+		header = h1.DefaultReadHeaderTimeout
+	}
+	if idle == 0 {
+		idle = h1.DefaultIdleTimeout
+	}
+	l.srv = proxy.NewServerTimeouts(h, tlsCfg, header, idle)
 	// Labs run on h1.Server (what `spillway serve` uses), with TLS for
-	// HTTPS labs, unless SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
+	// HTTPS labs, unless ls.netHTTP.
 	var hs *h1.Server
-	if os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") != "NET_HTTP" {
-		hs = proxy.NewH1Server(h)
+	if !ls.netHTTP {
+		hs = proxy.NewH1ServerTimeouts(h, header, idle)
 		if tlsCfg != nil {
 			hs.TLSConfig = l.srv.TLSConfig // NewServer's: offers h2 and http/1.1
 		}
+		l.h1 = hs
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ls.maxConns > 0 {
+		// Accept waits while maxConns connections are open, as
+		// --max-connections does (internal/serve's connLimiter).
+		ln = netutil.LimitListener(ln, ls.maxConns)
 	}
 	l.addr = ln.Addr().String()
 	scheme := "http"

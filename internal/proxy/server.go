@@ -3,13 +3,16 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/spillwaylb/spillway/internal/h1"
+	"golang.org/x/net/http2"
 )
 
 // Frontend server limits (docs/security.md): h1's, so that both
@@ -69,12 +72,22 @@ func localIP(r *http.Request) string {
 // srv.TLSConfig). The request line plus headers may total 60 KiB (more is
 // answered 431), headers must arrive within 30 s, idle client
 // connections are kept 610 s, and HTTP/2 frames are at most 16 KiB.
-// Serve cleartext listeners wrapped by h1.GuardListener, so that requests
-// with ambiguous framing are answered 400 and their connection closed (as
-// h1.Server does). Server errors go to
-// the handler's logger when h comes from NewHandler, else to
+// HTTP/2 is served by golang.org/x/net/http2 behind h1.WatchH2: a
+// connection's first header block must arrive within 30 s of accept
+// (TLS: of the handshake's end) and every header block within 30 s of
+// its HEADERS frame, else the connection is closed; between streams the
+// 610 s idle timeout applies (x/net copies IdleTimeout here: change it
+// only through NewServer). Serve cleartext listeners wrapped by
+// h1.GuardListener, so that requests with ambiguous framing are answered
+// 400 and their connection closed (as h1.Server does). Server errors go
+// to the handler's logger when h comes from NewHandler, else to
 // slog.Default(); replace ErrorLog to change that.
 func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
+	return newServer(h, tlsConfig, clientHeaderTimeout, clientIdleTimeout)
+}
+
+// newServer is NewServer with the given header and idle timeouts.
+func newServer(h http.Handler, tlsConfig *tls.Config, headerTimeout, idleTimeout time.Duration) *http.Server {
 	logger := slog.Default()
 	if ph, ok := h.(*handler); ok {
 		logger = ph.log
@@ -90,12 +103,13 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 		DisableGeneralOptionsHandler: true,
 		Protocols:                    &p,
 		MaxHeaderBytes:               h1.MaxHeaderBytes,
-		ReadHeaderTimeout:            clientHeaderTimeout,
-		IdleTimeout:                  clientIdleTimeout,
+		ReadHeaderTimeout:            headerTimeout,
+		IdleTimeout:                  idleTimeout,
 		HTTP2:                        &http.HTTP2Config{MaxReadFrameSize: clientMaxFrameSize},
 		ErrorLog:                     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ConnContext:                  connContext,
 	}
+	configureH2(srv)
 	if tlsConfig == nil {
 		p.SetUnencryptedHTTP2(true)
 		return srv
@@ -110,9 +124,58 @@ func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
 	return srv
 }
 
+// configureH2 makes srv serve HTTP/2 with golang.org/x/net/http2 rather
+// than net/http's bundled copy of it, so that each connection can be
+// wrapped by h1.WatchH2 (the header timeouts) before it is served:
+// net/http hands h2 connections (ALPN) and h2c ones (prior knowledge,
+// under the "unencrypted_http2" key, preface already read) to
+// TLSNextProto, and a wrapped *tls.Conn would not be recognized as TLS
+// by net/http itself. ConfigureServer registers the GOAWAY on Shutdown;
+// srv.HTTP2's settings apply as with the bundled server. It must run
+// before srv.TLSConfig is set: it refuses a TLS config whose cipher
+// suites lack the ones HTTP/2 requires, and leaves TLS alone otherwise.
+func configureH2(srv *http.Server) {
+	h2s := &http2.Server{}
+	if err := http2.ConfigureServer(srv, h2s); err != nil {
+		// Unreachable: srv has no TLSConfig yet.
+		panic(fmt.Errorf("proxy: configuring HTTP/2: %w", err))
+	}
+	srv.TLSConfig = nil
+	serve := func(hs *http.Server, c net.Conn, h http.Handler, sawPreface bool) {
+		// net/http passes the connection's base context (from
+		// ConnContext) through the handler, as to x/net's own hook.
+		var ctx context.Context
+		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+			ctx = bc.BaseContext()
+		}
+		w := h1.WatchH2(c, h2HeaderTimeout(hs), sawPreface)
+		defer w.Close()
+		h2s.ServeConn(w, &http2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: h, SawClientPreface: sawPreface})
+	}
+	srv.TLSNextProto[http2.NextProtoTLS] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
+		serve(hs, c, h, false)
+	}
+	srv.TLSNextProto["unencrypted_http2"] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
+		// c stands in for the cleartext connection, which it carries.
+		if u, ok := c.NetConn().(interface{ UnencryptedNetConn() net.Conn }); ok {
+			serve(hs, u.UnencryptedNetConn(), h, true)
+		}
+		// Else nothing to serve: net/http closes the connection.
+	}
+}
+
+// h2HeaderTimeout is hs's header timeout, as net/http reads it.
+func h2HeaderTimeout(hs *http.Server) time.Duration {
+	if hs.ReadHeaderTimeout != 0 {
+		return hs.ReadHeaderTimeout
+	}
+	return hs.ReadTimeout
+}
+
 // NewH1Server returns the h1.Server for a frontend: h1's limits
 // (h1.NewServer), HTTP/2 connections (h2c prior knowledge, and h2 by
-// ALPN when TLSConfig is set) handed to NewServer(h, nil), and
+// ALPN when TLSConfig is set) handed to NewServer(h, nil) with their
+// header timeout running from accept (TLS: from the handshake's end), and
 // connContext for the handler's per-connection information. Panics and
 // connection errors are logged to the handler's logger when h comes from
 // NewHandler, else to slog.Default().
