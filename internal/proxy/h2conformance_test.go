@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
@@ -22,11 +21,7 @@ func TestH2MaxFrameSize(t *testing.T) {
 	for _, e := range h2Entries {
 		t.Run(e.name, func(t *testing.T) {
 			be := newBackend(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
-			var tlsCfg *tls.Config
-			if e.tls {
-				tlsCfg = selfSigned(t)
-			}
-			l := newLab(t, basic("", "", be.addr()), tlsCfg)
+			l := newLab(t, basic("", "", be.addr()), e.tlsConfig(t))
 			h := dialH2(t, l.addr, e.tls)
 			h.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			f, err := h.fr.ReadFrame()
@@ -113,11 +108,7 @@ func TestH2ConnectionSpecificFieldsRefused(t *testing.T) {
 	for _, e := range h2Entries {
 		t.Run(e.name, func(t *testing.T) {
 			be := newBackend(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
-			var tlsCfg *tls.Config
-			if e.tls {
-				tlsCfg = selfSigned(t)
-			}
-			l := newLab(t, basic("", "", be.addr()), tlsCfg)
+			l := newLab(t, basic("", "", be.addr()), e.tlsConfig(t))
 			for _, f := range bad {
 				h := dialH2(t, l.addr, e.tls)
 				r, err := h.response(h.get("GET", "x", "/", f[0], f[1]))

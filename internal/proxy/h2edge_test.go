@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,11 +38,10 @@ func TestH2RequestValidation(t *testing.T) {
 		{"scheme with space", fields{":method", "GET", ":scheme", "ht tp", ":authority", "a.example", ":path", "/"}},
 		{"host disagrees with authority", fields{":method", "GET", ":scheme", "http", ":authority", "a.example", ":path", "/", "host", "b.example"}},
 	}
-	for _, e := range h2Entries {
-		t.Run(e.name, func(t *testing.T) {
+	forH2Entries(t, func(t *testing.T, netHTTP bool, e h2Entry) {
+		{
 			b := newBackend(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-			var tlsCfg = selfSignedIf(t, e.tls)
-			l := newLab(t, basic("", "", b.addr()), tlsCfg)
+			l := newLabServer(t, basic("", "", b.addr()), e.tlsConfig(t), labServer{netHTTP: netHTTP})
 			c := dialH2(t, l.addr, e.tls)
 			for _, tc := range cases {
 				r, err := c.response(c.request(nil, tc.fields...))
@@ -71,16 +69,8 @@ func TestH2RequestValidation(t *testing.T) {
 			if r.status != 200 || !strings.Contains(string(r.body), "ok") {
 				t.Errorf("good request: %v %q", r, r.body)
 			}
-		})
-	}
-}
-
-// selfSignedIf returns selfSigned(t) when useTLS is set, else nil.
-func selfSignedIf(t testing.TB, useTLS bool) *tls.Config {
-	if !useTLS {
-		return nil
-	}
-	return selfSigned(t)
+		}
+	})
 }
 
 // TestTransportRefusalIsClientFault: a request that reaches the exchange

@@ -42,6 +42,15 @@ type h2Entry struct {
 // it is net/http's own h2c.
 var h2Entries = []h2Entry{{"h2c", false}, {"h2-tls", true}}
 
+// tlsConfig returns the lab's TLS config for the entry: a fresh
+// self-signed certificate for h2 over TLS, nil for h2c.
+func (e h2Entry) tlsConfig(t testing.TB) *tls.Config {
+	if !e.tls {
+		return nil
+	}
+	return selfSigned(t)
+}
+
 // dialH2 opens an HTTP/2 connection to addr: the client preface and an
 // empty SETTINGS frame, over TLS with ALPN h2 when useTLS is set.
 func dialH2(t testing.TB, addr string, useTLS bool) *h2conn {

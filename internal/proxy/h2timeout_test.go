@@ -56,11 +56,7 @@ func forH2Entries(t *testing.T, f func(t *testing.T, netHTTP bool, e h2Entry)) {
 func h2TimeoutLab(t *testing.T, e h2Entry, ls labServer) *lab {
 	t.Helper()
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	var tlsCfg = selfSigned(t)
-	if !e.tls {
-		tlsCfg = nil
-	}
-	return newLabServer(t, basic("", "", be.addr()), tlsCfg, ls)
+	return newLabServer(t, basic("", "", be.addr()), e.tlsConfig(t), ls)
 }
 
 // closeWatch reads and discards the server's frames in the background

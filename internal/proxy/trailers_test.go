@@ -81,11 +81,7 @@ func TestRequestTrailersAreFiltered(t *testing.T) {
 	checkForwardedTrailers(t, "HTTP/1.1", got)
 
 	for _, e := range h2Entries {
-		var tlsCfg = selfSigned(t)
-		if !e.tls {
-			tlsCfg = nil
-		}
-		l := newLab(t, cfg, tlsCfg)
+		l := newLab(t, cfg, e.tlsConfig(t))
 		h := dialH2(t, l.addr, e.tls)
 		trailer := []string{"x-foo", "1"}
 		for _, f := range forbiddenTrailers {
@@ -110,11 +106,7 @@ func TestBackendTrailersToH2ClientsAreFiltered(t *testing.T) {
 		return true
 	})
 	for _, e := range h2Entries {
-		var tlsCfg = selfSigned(t)
-		if !e.tls {
-			tlsCfg = nil
-		}
-		l := newLab(t, basic("", "", be.addr()), tlsCfg)
+		l := newLab(t, basic("", "", be.addr()), e.tlsConfig(t))
 		h := dialH2(t, l.addr, e.tls)
 		r := h.mustResponse(h.get("GET", "x", "/"))
 		if r.status != 200 || string(r.body) != "ok" {
