@@ -17,15 +17,10 @@ func BenchmarkProxyH2(b *testing.B) {
 				w.Header().Set("Content-Type", "text/plain")
 				io.WriteString(w, "hello, world\n")
 			})
-			var tlsCfg *tls.Config
 			var p http.Protocols
-			if e.tls {
-				tlsCfg = selfSigned(b)
-				p.SetHTTP2(true)
-			} else {
-				p.SetUnencryptedHTTP2(true)
-			}
-			l := newLab(b, basic("", "", be.addr()), tlsCfg)
+			p.SetHTTP2(e.tls)
+			p.SetUnencryptedHTTP2(!e.tls)
+			l := newLab(b, basic("", "", be.addr()), e.tlsConfig(b))
 			tr := &http.Transport{Protocols: &p, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the test's own certificate
 			b.Cleanup(tr.CloseIdleConnections)
 			client := &http.Client{Transport: tr}

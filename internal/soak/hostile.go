@@ -233,7 +233,6 @@ func (h *hostile) slowloris(ctx context.Context, tlsOn bool, hold time.Duration)
 	h.mu.Lock()
 	h.st.Slowloris++
 	h.mu.Unlock()
-	opened := time.Now()
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -242,33 +241,53 @@ func (h *hostile) slowloris(ctx context.Context, tlsOn bool, hold time.Duration)
 	if _, err := io.WriteString(c, "GET /soak/slowloris HTTP/1.1\r\nHost: soak\r\nX-Slow: "); err != nil {
 		return
 	}
+	d := holdOpen(ctx, hold, closed, func(int) error {
+		_, err := io.WriteString(c, "x")
+		return err
+	})
+	h.mu.Lock()
+	h.st.SlowlorisServerClosed, h.st.SlowlorisMinClose, h.st.SlowlorisMaxClose = countClose(d, h.st.SlowlorisServerClosed, h.st.SlowlorisMinClose, h.st.SlowlorisMaxClose)
+	h.mu.Unlock()
+}
+
+// holdOpen keeps a hostile connection for up to hold (or until ctx ends),
+// calling step once a second; closed is closed when the server has
+// closed the connection or answered. It returns how long the connection
+// lived when the server ended it, 0 when the client gave up first. A
+// step that fails waits for closed.
+func holdOpen(ctx context.Context, hold time.Duration, closed <-chan struct{}, step func(i int) error) time.Duration {
+	opened := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	end := time.NewTimer(hold)
 	defer end.Stop()
-	for {
+	for i := 0; ; i++ {
 		select {
 		case <-closed:
-			d := time.Since(opened)
-			h.mu.Lock()
-			h.st.SlowlorisServerClosed++
-			if h.st.SlowlorisMinClose == 0 || Duration(d) < h.st.SlowlorisMinClose {
-				h.st.SlowlorisMinClose = Duration(d)
-			}
-			h.st.SlowlorisMaxClose = max(h.st.SlowlorisMaxClose, Duration(d))
-			h.mu.Unlock()
-			return
+			return time.Since(opened)
 		case <-end.C:
-			return
+			return 0
 		case <-ctx.Done():
-			return
+			return 0
 		case <-tick.C:
-			if _, err := io.WriteString(c, "x"); err != nil {
+			if err := step(i); err != nil {
 				<-closed
-				return
+				return time.Since(opened)
 			}
 		}
 	}
+}
+
+// countClose adds a server close after d (none when d is 0) to a count
+// and its shortest and longest times.
+func countClose(d time.Duration, n int, lo, hi Duration) (int, Duration, Duration) {
+	if d == 0 {
+		return n, lo, hi
+	}
+	if lo == 0 || Duration(d) < lo {
+		lo = Duration(d)
+	}
+	return n + 1, lo, max(hi, Duration(d))
 }
 
 // slowReader asks for a 1 MiB response through a 4 KiB receive window

@@ -140,7 +140,6 @@ func (h *hostile) h2Slowloris(ctx context.Context, tlsOn bool, n int, hold time.
 	h.mu.Lock()
 	h.st.H2Slowloris++
 	h.mu.Unlock()
-	opened := time.Now()
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -159,36 +158,14 @@ func (h *hostile) h2Slowloris(ctx context.Context, tlsOn bool, n int, hold time.
 			return
 		}
 	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	end := time.NewTimer(hold)
-	defer end.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-closed:
-			d := Duration(time.Since(opened))
-			h.mu.Lock()
-			h.st.H2SlowlorisServerClosed++
-			if h.st.H2SlowlorisMinClose == 0 || d < h.st.H2SlowlorisMinClose {
-				h.st.H2SlowlorisMinClose = d
-			}
-			h.st.H2SlowlorisMaxClose = max(h.st.H2SlowlorisMaxClose, d)
-			h.mu.Unlock()
-			return
-		case <-end.C:
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if !trickle {
-				continue
-			}
-			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			frag := h2Block([]string{"x-slow-" + strconv.Itoa(i), "x"})
-			if err := fr.WriteContinuation(1, false, frag); err != nil {
-				<-closed
-				return
-			}
+	d := holdOpen(ctx, hold, closed, func(i int) error {
+		if !trickle {
+			return nil
 		}
-	}
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		return fr.WriteContinuation(1, false, h2Block([]string{"x-slow-" + strconv.Itoa(i), "x"}))
+	})
+	h.mu.Lock()
+	h.st.H2SlowlorisServerClosed, h.st.H2SlowlorisMinClose, h.st.H2SlowlorisMaxClose = countClose(d, h.st.H2SlowlorisServerClosed, h.st.H2SlowlorisMinClose, h.st.H2SlowlorisMaxClose)
+	h.mu.Unlock()
 }
