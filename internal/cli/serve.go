@@ -77,8 +77,9 @@ Connections: --max-connections bounds the client connections of all frontends
 together (default auto: half the file-descriptor limit, as a proxied connection
 usually holds a backend connection too). Past it, new connections wait in the
 kernel's accept queue until one closes. Request heads must arrive within 30 s
-of a connection opening (then of their first byte), idle keep-alive
-connections close after 610 s, and the whole exchange, writing the response
+of a connection opening (then of their first byte; on HTTP/2, every header
+block within 30 s of its HEADERS frame), idle keep-alive connections close
+after 610 s, and the whole exchange, writing the response
 to a client that reads slowly included, is bounded by the route's timeout or
 the backend service's timeoutSec. The admin listener has limits of its own,
 not counted by --max-connections: 64 connections, 2 min idle, 30 s per request
