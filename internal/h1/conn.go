@@ -190,7 +190,10 @@ func (c *h1conn) serve() {
 		}
 		if first {
 			first = false
-			if c.h2Preface() {
+			// Over TLS, HTTP/2 is negotiated by ALPN (RFC 9113 §3.2):
+			// a TLS client that did not ask for h2 and sends the
+			// preface gets the HTTP/1.1 answer net/http's server gives.
+			if c.tls == nil && c.h2Preface() {
 				// The HTTP/2 server's header timeout (WatchH2) runs
 				// from when this one started: the read deadline set
 				// above, less ReadHeaderTimeout.

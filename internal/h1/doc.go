@@ -56,9 +56,11 @@
 //   - Handlers may always read the request body while writing the
 //     response (EnableFullDuplex is a no-op); an unread body is drained
 //     (up to 256 KiB) after the response, else the connection is closed.
-//   - Connections that start with the HTTP/2 preface (h2c with prior
-//     knowledge), and TLS ones that negotiated h2, are handed, with the
-//     bytes already read, to Server.H2C. "Upgrade: h2c" on an HTTP/1.1
+//   - Cleartext connections that start with the HTTP/2 preface (h2c
+//     with prior knowledge), and TLS ones that negotiated h2, are handed,
+//     with the bytes already read, to Server.H2C. A TLS connection that
+//     did not negotiate h2 is HTTP/1.1 whatever it sends (RFC 9113 §3.2),
+//     as in net/http: its preface gets an HTTP/1.1 answer. "Upgrade: h2c" on an HTTP/1.1
 //     request is not acted on: the request is answered as HTTP/1.1, like
 //     net/http.
 //   - Ambiguous framing is refused: net/http's server reads a request

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -387,6 +388,23 @@ func TestH2WatchKeepsTLSState(t *testing.T) {
 		}
 		if !e.tls {
 			return
+		}
+		// Over TLS, HTTP/2 needs ALPN h2 (RFC 9113 §3.2): a client
+		// that negotiated no protocol, or http/1.1, and sends the
+		// preface is not served HTTP/2 (the h1 loop served it, without
+		// its TLS state), on either loop.
+		for _, alpn := range [][]string{nil, {"http/1.1"}} {
+			tc, err := tls.Dial("tcp", l.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: alpn}) //nolint:gosec // the test's own certificate
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(tc, http2.ClientPreface)
+			tc.SetReadDeadline(time.Now().Add(h2CloseWait))
+			got, _ := io.ReadAll(tc)
+			tc.Close()
+			if !bytes.HasPrefix(got, []byte("HTTP/1.")) {
+				t.Errorf("ALPN %q, then the preface: got %q, want an HTTP/1.1 answer", alpn, got)
+			}
 		}
 		c, err := tls.Dial("tcp", l.addr, &tls.Config{
 			InsecureSkipVerify: true, NextProtos: []string{"h2"}, //nolint:gosec // the test's own certificate
