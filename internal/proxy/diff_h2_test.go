@@ -40,8 +40,9 @@ import (
 //	    Spillway is never the more lenient of the two at the HTTP/2
 //	    layer.
 //	H3  When Spillway refuses a request (400, or a stream or connection
-//	    error) that net/http forwards as it was sent, a deliberate
-//	    difference below says why.
+//	    error) that net/http forwards as it was sent and answers, a
+//	    deliberate difference below says why. (When both reset the
+//	    stream, whether either backend saw the head first is a race.)
 //
 // Deliberate differences:
 //
@@ -220,7 +221,7 @@ func compareH2(in h2Input, s, n h2Run) string {
 		}
 	case s.forwarded() && n.refused() && !s.streamFailed():
 		return "H2: Spillway forwarded what net/http's HTTP/2 server refused"
-	case s.refused() && n.forwarded() && sameAsSent(in, n.reqs[0]) == "":
+	case s.refused() && n.forwarded() && !n.streamFailed() && sameAsSent(in, n.reqs[0]) == "":
 		switch {
 		case s.resp.status == http.StatusBadRequest && s.resp.header.Get("X-Spillway-Status-Details") == "invalid_request_path": // D1
 		case in.path == "*" && in.method != http.MethodOptions: // D2
