@@ -443,6 +443,18 @@ func healthKeys(t *testing.T, e *fleettest.Etcd) []string {
 	return got
 }
 
+// oneOwner reports whether one of the instances owns every key (one
+// prober per target).
+func oneOwner(keys []string, instances ...string) bool {
+	first := fleet.Owners(keys[0], instances, 1)[0]
+	for _, k := range keys[1:] {
+		if fleet.Owners(k, instances, 1)[0] != first {
+			return false
+		}
+	}
+	return true
+}
+
 // TestShardedProbingWithoutEtcd: with one prober per target, two
 // instances lose etcd. Each keeps probing what it probed and believes its
 // own results only: a backend it probes that fails turns unhealthy on it;
@@ -457,6 +469,13 @@ func TestShardedProbingWithoutEtcd(t *testing.T) {
 		b := newHCBackend(t, fmt.Sprintf("127.0.0.%d", 20+i))
 		bs = append(bs, b)
 		keys = append(keys, b.addr+"/hc")
+	}
+	// The test needs both instances to own some targets; ports are
+	// random, and all six land on one instance 1 time in 32: draw the
+	// last backend again until they do not.
+	for try := 0; oneOwner(keys, "i1", "i2") && try < 50; try++ {
+		bs[5] = newHCBackend(t, "127.0.0.25")
+		keys[5] = bs[5].addr + "/hc"
 	}
 	slices.Sort(keys)
 	push(t, st, shardedConfig(bs))
