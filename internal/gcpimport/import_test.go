@@ -160,9 +160,8 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 		{"backendServices[bs-static].edgeSecurityPolicy", "Cloud Armor policy edge-geo-block is not enforced"},
 		{"backendServices[bs-static].enableCDN", "Spillway has no CDN"},
 		{"backendServices[bs-static].iap", "Spillway has no IAP"},
-		{"backendServices[bs-static].logConfig", "writes no Cloud Logging logs"},
 		{"backendServices[bs-static].securityPolicy", "Cloud Armor policy armor-owasp is not enforced"},
-		{"healthChecks[hc-static].logConfig", "writes no Cloud Logging logs"},
+		{"healthChecks[hc-static].logConfig", "writes no health check logs"},
 	}
 	if len(res.Notes) != len(want) {
 		t.Fatalf("got %d notes, want %d: %v", len(res.Notes), len(want), res.Notes)
@@ -181,7 +180,7 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 		t.Fatalf("does not validate: %v\n%s", err, res.Config)
 	}
 	bs := c.BackendServices[0]
-	if bs.EnableCDN || bs.Iap != nil || bs.CdnPolicy != nil || bs.LogConfig != nil || len(c.Frontends) != 0 {
+	if bs.EnableCDN || bs.Iap != nil || bs.CdnPolicy != nil || len(c.Frontends) != 0 {
 		t.Errorf("carried a feature it reported: %+v", bs)
 	}
 	if len(c.NetworkEndpointGroups) != 1 || c.NetworkEndpointGroups[0].Zone != "us-central1-b" || len(c.NetworkEndpointGroups[0].Endpoints) != 2 {
@@ -302,5 +301,28 @@ func TestMissingMembersReported(t *testing.T) {
 	want := "instanceGroups[ig].namedPorts instanceGroups[ig].instances[vm-9] networkEndpointGroups[neg].endpoints"
 	if strings.Join(got, " ") != want {
 		t.Errorf("notes on %v, want %s", got, want)
+	}
+}
+
+// TestLogConfigCarried: a backend service's logConfig decides what the
+// access log keeps (enable, sampleRate), so import carries it as it is;
+// dropped, an imported 50% service logged 100% and a disabled one was
+// logged at the default rate. A health check's logConfig is still only
+// reported (Spillway writes no health check logs).
+func TestLogConfigCarried(t *testing.T) {
+	dir := filepath.Join("testdata", "uncarried")
+	o := gcpimport.Options{
+		Files: []gcpimport.Source{read(t, filepath.Join(dir, "url-map.yaml")), read(t, filepath.Join(dir, "backend-service.yaml")), read(t, filepath.Join(dir, "health-check.json"))},
+		Endpoints: []gcpimport.Endpoints{{Group: "neg-static-us-central1-b",
+			Source: read(t, filepath.Join(dir, "neg-static-us-central1-b.json"))}},
+	}
+	res := mustImport(t, o)
+	c, err := config.Parse(res.Config, "imported.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Config)
+	}
+	lc := c.BackendServices[0].LogConfig
+	if lc == nil || !lc.Enable || lc.SampleRate == nil || *lc.SampleRate != 0.5 {
+		t.Fatalf("backend service logConfig = %+v, want enable: true, sampleRate: 0.5\n%s", lc, res.Config)
 	}
 }

@@ -183,7 +183,13 @@ func (p *pruner) special(out *yaml.Node, t reflect.Type, key string, val *yaml.N
 			}
 			return true
 		case "logConfig":
-			p.logConfig(block, val, path)
+			// Carried: it decides what serve's access log keeps. Built
+			// here because enable: false is a Terraform zero value the
+			// generic pruning would drop, and without it the service
+			// would be logged at the default rate.
+			if !isNull(val) {
+				set(out, "logConfig", logConfigNode(block))
+			}
 			return true
 		case "connectionDrainingTimeoutSec":
 			if v, ok := intValue(val); ok && v > 0 {
@@ -210,9 +216,30 @@ func (p *pruner) special(out *yaml.Node, t reflect.Type, key string, val *yaml.N
 	return false
 }
 
+// logConfigNode is a backend service's logConfig as Spillway reads it:
+// enable, and sampleRate when enabled (optionalMode and optionalFields
+// change nothing: every log line has every field).
+func logConfigNode(block *yaml.Node) *yaml.Node {
+	lc := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	on := truthy(get(block, "enable"))
+	set(lc, "enable", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(on)})
+	if !on {
+		return lc // sampleRate means nothing then (Terraform writes 0)
+	}
+	for _, k := range []string{"sampleRate", "sample_rate"} {
+		if v := get(block, k); v != nil && scalar(v) != "" {
+			set(lc, "sampleRate", &yaml.Node{Kind: yaml.ScalarNode, Value: scalar(v)})
+		}
+	}
+	return lc
+}
+
+// logConfig prunes a health check's logConfig: Spillway writes no health
+// check logs. (A backend service's is carried: it decides what serve's
+// access log keeps.)
 func (p *pruner) logConfig(block, val *yaml.Node, path string) {
 	if truthy(get(block, "enable")) {
-		p.im.note(p.src, path+".logConfig", "logging is on: Spillway writes no Cloud Logging logs (serve logs to stderr)")
+		p.im.note(p.src, path+".logConfig", "health check logging is on: Spillway writes no health check logs (probe results are in get-health and /metrics)")
 	} else if !isNull(val) {
 		p.im.dropped["logConfig (enable: false)"]++
 	}
