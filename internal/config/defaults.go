@@ -48,9 +48,9 @@ const (
 )
 
 // Defaults of outlierDetection fields, from the Compute Engine API v1
-// reference (they differ from Envoy's and from older Terraform texts; see
-// research/gcp-model.md §1.2). They apply only when outlierDetection is
-// present: an absent block disables outlier detection.
+// reference (they differ from Envoy's and from older Terraform texts; the
+// table in docs/semantics.md §4.2 has both). They apply only when
+// outlierDetection is present: an absent block disables outlier detection.
 const (
 	// DefaultOutlierIntervalSec is outlierDetection.interval, in seconds.
 	DefaultOutlierIntervalSec = 1

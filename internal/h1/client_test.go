@@ -1,7 +1,6 @@
 package h1_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/h1"
+	"github.com/spillwaylb/spillway/internal/h1/h1test"
 )
 
 // countingServer starts a test backend that counts the connections it
@@ -108,46 +108,26 @@ func TestFastTransportSafety(t *testing.T) {
 	// A backend that sends a body after a 204 (unsolicited bytes): the
 	// idle connection must not hand them to the next request.
 	var posts atomic.Int32
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					switch req.URL.Path {
-					case "/204-then-junk":
-						io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
-						time.Sleep(20 * time.Millisecond)
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nSECRET")
-					case "/post-then-die":
-						posts.Add(1)
-						return // processed, then the connection dies
-					case "/early-hints":
-						io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
-						time.Sleep(300 * time.Millisecond)
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
-					default:
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-					}
-				}
-			}(c)
+	addr := h1test.RawBackend(t, func(c net.Conn, req *http.Request) bool {
+		switch req.URL.Path {
+		case "/204-then-junk":
+			io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+			time.Sleep(20 * time.Millisecond)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nSECRET")
+		case "/post-then-die":
+			posts.Add(1)
+			return false // processed, then the connection dies
+		case "/early-hints":
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+			time.Sleep(300 * time.Millisecond)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
+		default:
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
+		return true
+	})
 	rt := h1.NewTransport(nil)
-	base := "http://" + ln.Addr().String()
+	base := "http://" + addr
 	do := func(method, path string) (string, error) {
 		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, nil)
 		resp, err := rt.RoundTrip(req)
@@ -213,44 +193,6 @@ func TestFastTransportReusesAfterIdleDeadline(t *testing.T) {
 	}
 }
 
-// rawAnswerer is a backend on 127.0.0.1 that reads each request (and its
-// body) with net/http and answers it by writing raw bytes; answer
-// reports whether to read another request on the connection.
-func rawAnswerer(t *testing.T, answer func(c net.Conn, r *http.Request) bool) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(20 * time.Second))
-				br := bufio.NewReader(c)
-				for range 100 {
-					r, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if _, err := io.Copy(io.Discard, r.Body); err != nil {
-						return
-					}
-					if !answer(c, r) {
-						return
-					}
-				}
-			}(c)
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // Response heads of every shape the fast transport now waits for whole:
 // split over writes, bare LF line ends, around its 16 KiB buffer, and
 // the body arriving with or after the head.
@@ -273,7 +215,7 @@ func TestFastTransportResponseHeadShapes(t *testing.T) {
 	}
 	for name, parts := range cases {
 		t.Run(name, func(t *testing.T) {
-			addr := rawAnswerer(t, func(c net.Conn, r *http.Request) bool {
+			addr := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 				for _, p := range parts {
 					io.WriteString(c, p)
 					time.Sleep(5 * time.Millisecond)

@@ -19,15 +19,15 @@ import (
 	"github.com/spillwaylb/spillway/internal/h1"
 )
 
-// h1test is an h1.Server on 127.0.0.1 with a test handler.
-type h1test struct {
+// runningServer is an h1.Server on 127.0.0.1 with a test handler.
+type runningServer struct {
 	srv  *h1.Server
 	addr string
 	done chan error
 }
 
 // startH1 serves h with an h1.Server (HTTP/2 going to h2cServer) (adjusted by opts) on 127.0.0.1.
-func startH1(t *testing.T, h http.Handler, opts ...func(*h1.Server)) *h1test {
+func startH1(t *testing.T, h http.Handler, opts ...func(*h1.Server)) *runningServer {
 	t.Helper()
 	s := h1.NewServer(h)
 	s.Logger = slog.New(slog.DiscardHandler)
@@ -39,14 +39,14 @@ func startH1(t *testing.T, h http.Handler, opts ...func(*h1.Server)) *h1test {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ht := &h1test{srv: s, addr: ln.Addr().String(), done: make(chan error, 1)}
+	ht := &runningServer{srv: s, addr: ln.Addr().String(), done: make(chan error, 1)}
 	go func() { ht.done <- s.Serve(ln) }()
 	t.Cleanup(func() { s.Close() })
 	return ht
 }
 
 // dial opens a raw connection with a reader.
-func (ht *h1test) dial(t *testing.T) (net.Conn, *bufio.Reader) {
+func (ht *runningServer) dial(t *testing.T) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, err := net.Dial("tcp", ht.addr)
 	if err != nil {

@@ -1,48 +1,31 @@
 package h1
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/h1/h1test"
 )
 
 // A sweep closes connections idle past BackendIdleTimeout and forgets
 // pools unused that long (a backend removed by a reload), and the
 // transport keeps working after it.
 func TestSweepClosesIdleAndForgetsPools(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	closed := make(chan struct{}, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if _, err := http.ReadRequest(br); err != nil {
-						closed <- struct{}{} // the proxy side closed (EOF)
-						return
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
-		}
-	}()
+	addr := h1test.RawBackend(t, func(c net.Conn, _ *http.Request) bool {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	}, h1test.WithDeadline(0), h1test.OnReadError(func(error) {
+		closed <- struct{}{} // the proxy side closed (EOF)
+	}))
 	tr := NewTransport(nil)
 	get := func() {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(context.Background(), "GET", "http://"+ln.Addr().String()+"/", nil)
+		req, _ := http.NewRequestWithContext(context.Background(), "GET", "http://"+addr+"/", nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +34,6 @@ func TestSweepClosesIdleAndForgetsPools(t *testing.T) {
 		resp.Body.Close()
 	}
 	get()
-	addr := ln.Addr().String()
 	if _, ok := tr.pools.Load(addr); !ok {
 		t.Fatal("no pool after a request")
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // Config is backendService.outlierDetection with Google's API defaults
-// applied (research/gcp-model.md §1.2). Percentages are 0..100.
+// applied (docs/semantics.md §4.2). Percentages are 0..100.
 type Config struct {
 	// Interval is the time between Sweeps (ejection analysis). Default 1 s.
 	// The Detector does not time itself; the caller calls Sweep this often.

@@ -9,7 +9,7 @@
 // endpoints that use it into Targets (resolving the port, including
 // USE_SERVING_PORT) and calls Update whenever the configuration changes.
 //
-// # Probe semantics (Google Cloud healthCheck, gcp-model.md §1.4, §2.10)
+// # Probe semantics (Google Cloud healthCheck; docs/semantics.md §4.1)
 //
 //   - HTTP, HTTPS, HTTP2: GET Path with "User-Agent: GoogleHC/1.0" and a Host
 //     header of Spec.Host or, when empty, the target's IP. Success needs

@@ -25,7 +25,7 @@
 // local IP) comes from connContext, which both server loops call once
 // per connection.
 //
-// # Behaviour (gcp-model.md §2.12–2.15)
+// # Behaviour (docs/security.md; retries and paths: docs/semantics.md §5, §6)
 //
 //   - '#' in the request path → 400; request line + headers over 60 KiB → 431.
 //   - HTTP/2 requests whose :method is not a token, whose :path is not

@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bufio"
-	"crypto/tls"
 	"io"
 	"log"
 	"net"
@@ -14,60 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/h1/h1test"
 )
-
-// hostileBackend is a backend on 127.0.0.1 that reads each request (and its
-// body) with net/http and answers it by writing raw bytes: answer gets
-// the connection, the request, and how many requests the connection had
-// before this one. It counts the connections it accepts.
-type hostileBackend struct {
-	ln    net.Listener
-	conns atomic.Int32
-	reqs  atomic.Int32
-}
-
-func newHostileBackend(t *testing.T, answer func(c net.Conn, r *http.Request) bool, tlsCfg ...*tls.Config) *hostileBackend {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tlsCfg) > 0 {
-		ln = tls.NewListener(ln, tlsCfg[0])
-	}
-	rb := &hostileBackend{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			rb.conns.Add(1)
-			go func(c net.Conn) {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(20 * time.Second))
-				br := bufio.NewReader(c)
-				for range 100 {
-					r, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if _, err := io.Copy(io.Discard, r.Body); err != nil {
-						return
-					}
-					rb.reqs.Add(1)
-					if !answer(c, r) {
-						return
-					}
-				}
-			}(c)
-		}
-	}()
-	return rb
-}
-
-func (rb *hostileBackend) addr() string { return rb.ln.Addr().String() }
 
 // send sends method / (with a body when body is not empty: that takes
 // the fallback transport) and returns the status and body.
@@ -155,13 +103,13 @@ func TestHostileResponseHeadsAre502(t *testing.T) {
 				continue
 			}
 			t.Run(tc.name+"/"+tr.name, func(t *testing.T) {
-				be := newHostileBackend(t, tc.answer)
-				l := newLab(t, basic("  timeoutSec: 4\n", "", be.addr()), nil)
+				be := h1test.RawBackend(t, tc.answer)
+				l := newLab(t, basic("  timeoutSec: 4\n", "", be), nil)
 				resp, body := l.send1(tr.method, tr.body, nil)
 				if resp.StatusCode != http.StatusBadGateway {
 					t.Fatalf("status %d (%d header fields), want 502", resp.StatusCode, len(resp.Header))
 				}
-				if !strings.Contains(body, "backend_response_corrupted") || strings.Contains(body, be.addr()) {
+				if !strings.Contains(body, "backend_response_corrupted") || strings.Contains(body, be) {
 					t.Errorf("body %q: want the backend_response_corrupted token and no backend address", body)
 				}
 				for _, o := range l.observed() {
@@ -176,7 +124,7 @@ func TestHostileResponseHeadsAre502(t *testing.T) {
 
 // Early hints within the caps still work on both transports.
 func TestResponseHeadsWithinCaps(t *testing.T) {
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		for range 50 { // many small interim responses: no count cap, only the byte budget
 			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
 		}
@@ -188,7 +136,7 @@ func TestResponseHeadsWithinCaps(t *testing.T) {
 		io.WriteString(c, "\r\nok")
 		return true
 	})
-	l := newLab(t, basic("  timeoutSec: 4\n", "", be.addr()), nil)
+	l := newLab(t, basic("  timeoutSec: 4\n", "", be), nil)
 	for _, tr := range transports {
 		for range 2 {
 			resp, body := l.send1(tr.method, tr.body, nil)
@@ -206,11 +154,11 @@ func TestResponseHeadsWithinCaps(t *testing.T) {
 // connection is not reused.
 func TestLarge1xxHeadThenFinalResponse(t *testing.T) {
 	link := strings.Repeat("Link: </static/asset-0123456789.css>; rel=preload; as=style\r\n", 400) // ~24 KiB
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\n"+link+"\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		return true
 	})
-	l := newLab(t, basic("  timeoutSec: 4\n", "", be.addr()), nil)
+	l := newLab(t, basic("  timeoutSec: 4\n", "", be), nil)
 	for _, tr := range transports {
 		for range 2 {
 			resp, body := l.send1(tr.method, tr.body, nil)
@@ -247,7 +195,7 @@ func rawExchange(t *testing.T, l *lab, request string) (*http.Response, string) 
 // neither Upgrade nor HTTP2-Settings reaches the backend.
 func TestH2CUpgradeIsNotForwarded(t *testing.T) {
 	var leaked atomic.Value
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		if r.Header.Get("Upgrade") != "" || r.Header.Get("Http2-Settings") != "" {
 			leaked.Store(r.Header.Clone())
 			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
@@ -256,7 +204,7 @@ func TestH2CUpgradeIsNotForwarded(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")
 		return true
 	})
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLab(t, basic("", "", be), nil)
 	for _, tc := range []struct{ name, req string }{
 		{"listed", "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"},
 		{"settings-not-listed", "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"},
@@ -275,12 +223,12 @@ func TestH2CUpgradeIsNotForwarded(t *testing.T) {
 // A 101 the client did not ask for, or for another protocol than the one
 // asked for, is answered 502: it is never relayed.
 func TestUnsolicited101Is502(t *testing.T) {
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: evil\r\n\r\nRAW BYTES")
 		time.Sleep(100 * time.Millisecond)
 		return false
 	})
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLab(t, basic("", "", be), nil)
 	for _, tr := range transports {
 		resp, body := l.send1(tr.method, tr.body, nil)
 		if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "RAW") {
@@ -309,12 +257,12 @@ func TestResponseConnectionListedWithClose(t *testing.T) {
 			io.WriteString(c, head)
 			return false
 		}
-		be := newHostileBackend(t, answer)
-		l := newLab(t, basic("", "", be.addr()), nil)
+		be := h1test.RawBackend(t, answer)
+		l := newLab(t, basic("", "", be), nil)
 		// An HTTPS backend service takes net/http's Transport for every
 		// request, over TLS.
-		tbe := newHostileBackend(t, answer, selfSigned(t))
-		tl := newLab(t, basic("  protocol: HTTPS\n", "", tbe.addr()), nil)
+		tbe := h1test.RawBackend(t, answer, h1test.WithTLS(selfSigned(t)))
+		tl := newLab(t, basic("  protocol: HTTPS\n", "", tbe), nil)
 		for _, tr := range append(transports, struct{ name, method, body string }{"https", "GET", ""}) {
 			l := l
 			if tr.name == "https" {
@@ -337,12 +285,12 @@ func TestResponseConnectionListedWithClose(t *testing.T) {
 // not reach the backend, with or without "close".
 func TestRequestConnectionListedWithClose(t *testing.T) {
 	seen := make(chan http.Header, 8)
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		seen <- r.Header.Clone()
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		return true
 	})
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLab(t, basic("", "", be), nil)
 	for _, req := range []string{
 		"GET / HTTP/1.1\r\nHost: a\r\nConnection: X-Secret, close\r\nX-Secret: 1\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nConnection: X-Secret\r\nX-Secret: 1\r\n\r\n",
@@ -365,14 +313,14 @@ func TestRequestConnectionListedWithClose(t *testing.T) {
 // not cost the upload net/http's one-second ExpectContinueTimeout.
 func TestExpectContinueAnsweredByProxy(t *testing.T) {
 	var expects atomic.Int32
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		if r.Header.Get("Expect") != "" {
 			expects.Add(1)
 		}
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		return true
 	})
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLab(t, basic("", "", be), nil)
 	c, err := net.Dial("tcp", l.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -412,11 +360,11 @@ func TestExpectContinueAnsweredByProxy(t *testing.T) {
 // transports.
 func TestBackendStatusBelow100Is502(t *testing.T) {
 	for _, code := range []string{"000", "042", "099"} {
-		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 			io.WriteString(c, "HTTP/1.1 "+code+" Odd\r\nContent-Length: 2\r\n\r\nok")
 			return true
 		})
-		l := newLab(t, basic("", "", be.addr()), nil)
+		l := newLab(t, basic("", "", be), nil)
 		for _, tr := range transports {
 			resp, body := l.send1(tr.method, tr.body, nil)
 			if resp.StatusCode != http.StatusBadGateway {
@@ -429,7 +377,7 @@ func TestBackendStatusBelow100Is502(t *testing.T) {
 // A backend that answers HEAD with a body, or sends bytes nobody asked
 // for, does not poison the next request on a pooled connection.
 func TestHeadWithBodyDoesNotPoisonPool(t *testing.T) {
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		if r.Method == http.MethodHead {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 38\r\n\r\n")
 			time.Sleep(20 * time.Millisecond)
@@ -439,7 +387,7 @@ func TestHeadWithBodyDoesNotPoisonPool(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nclean")
 		return true
 	})
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLab(t, basic("", "", be), nil)
 	for i := range 3 {
 		req, _ := http.NewRequest("HEAD", l.url+"/", nil)
 		if resp, _ := l.do(req); resp.StatusCode != 200 {
@@ -463,11 +411,11 @@ func TestBackendBadFramingIs502(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok",
 	} {
-		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 			io.WriteString(c, head)
 			return false
 		})
-		l := newLab(t, basic("", "", be.addr()), nil)
+		l := newLab(t, basic("", "", be), nil)
 		for _, tr := range transports {
 			resp, body := l.send1(tr.method, tr.body, nil)
 			if resp.StatusCode != http.StatusBadGateway {
@@ -486,12 +434,12 @@ func TestHostileChunkedBodyIsAborted(t *testing.T) {
 		"chunk-size-line": strings.Repeat("0", 1<<20) + "1\r\nx\r\n0\r\n\r\n",
 		"trailer":         "2\r\nok\r\n0\r\nX-T: " + strings.Repeat("t", 1<<20) + "\r\n\r\n",
 	} {
-		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
 			io.WriteString(c, tail)
 			return true
 		})
-		l := newLab(t, basic("  timeoutSec: 10\n", "", be.addr()), nil)
+		l := newLab(t, basic("  timeoutSec: 10\n", "", be), nil)
 		for _, tr := range transports {
 			var rd io.Reader
 			if tr.body != "" {
@@ -556,12 +504,12 @@ func TestHostileH2CBackendIs502(t *testing.T) {
 // its fields, as net/http's Transport does: it has no body to frame.
 func TestBackendNonTokenHeaderNameIs502(t *testing.T) {
 	interim := "HTTP/1.1 103 Early Hints\r\nLink : </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		io.WriteString(c, interim)
 		return false
 	})
 	for _, tr := range transports {
-		l := newLab(t, basic("", "", be.addr()), nil)
+		l := newLab(t, basic("", "", be), nil)
 		if resp, body := l.send1(tr.method, tr.body, nil); resp.StatusCode != http.StatusOK || body != "hello" {
 			t.Errorf("%q %s: %d %q, want 200 hello", interim, tr.name, resp.StatusCode, body)
 		}
@@ -570,12 +518,12 @@ func TestBackendNonTokenHeaderNameIs502(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello",
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX A: b\r\n\r\nhello",
 	} {
-		be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+		be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 			io.WriteString(c, head)
 			return false
 		})
 		for _, tr := range transports {
-			l := newLab(t, basic("", "", be.addr()), nil)
+			l := newLab(t, basic("", "", be), nil)
 			resp, body := l.send1(tr.method, tr.body, nil)
 			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "backend_response_corrupted") {
 				t.Errorf("%q %s: %d %q, want 502 backend_response_corrupted", head, tr.name, resp.StatusCode, body)
@@ -601,11 +549,11 @@ var backendTrailerResponse = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nT
 // A backend's trailers reach the client without the fields a trailer
 // must not carry, announced (in Trailer) or sent, on both transports.
 func TestBackendTrailersLoseForbiddenFields(t *testing.T) {
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		io.WriteString(c, backendTrailerResponse)
 		return true
 	})
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLab(t, basic("", "", be), nil)
 	for _, tr := range transports {
 		resp, body := l.send1(tr.method, tr.body, nil)
 		if resp.StatusCode != 200 || body != "ok" {
@@ -631,8 +579,8 @@ func TestHTTP10ResponseWithTransferEncodingIs502(t *testing.T) {
 			io.WriteString(c, head)
 			return false
 		}
-		l := newLab(t, basic("", "", newHostileBackend(t, answer).addr()), nil)
-		tl := newLab(t, basic("  protocol: HTTPS\n", "", newHostileBackend(t, answer, selfSigned(t)).addr()), nil)
+		l := newLab(t, basic("", "", h1test.RawBackend(t, answer)), nil)
+		tl := newLab(t, basic("  protocol: HTTPS\n", "", h1test.RawBackend(t, answer, h1test.WithTLS(selfSigned(t)))), nil)
 		for _, tr := range append(transports, struct{ name, method, body string }{"https", "GET", ""}) {
 			l := l
 			if tr.name == "https" {

@@ -1,49 +1,13 @@
 package proxy_test
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"net/http"
 	"testing"
-	"time"
-)
 
-// perRequestBackend answers every request on a connection with the bytes
-// script returns for it (written as they are), keeping the connection
-// until the client closes it.
-func perRequestBackend(t *testing.T, script func(*http.Request) string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				for range 100 {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(c, script(req)); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
+	"github.com/spillwaylb/spillway/internal/h1/h1test"
+)
 
 // TestNoInventedContentType: a backend response without Content-Type
 // reaches the client without one, on both frontend loops. Both servers
@@ -54,11 +18,13 @@ func perRequestBackend(t *testing.T, script func(*http.Request) string) string {
 // Content-Type (net/http's convention, which h1.Server follows).
 func TestNoInventedContentType(t *testing.T) {
 	forBothLoops(t, func(t *testing.T) {
-		be := perRequestBackend(t, func(r *http.Request) string {
+		be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
+			resp := "HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<html></html>"
 			if r.URL.Path == "/typed" {
-				return "HTTP/1.1 200 OK\r\nContent-Type: application/x-typed\r\nContent-Length: 13\r\n\r\n<html></html>"
+				resp = "HTTP/1.1 200 OK\r\nContent-Type: application/x-typed\r\nContent-Length: 13\r\n\r\n<html></html>"
 			}
-			return "HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<html></html>"
+			_, err := io.WriteString(c, resp)
+			return err == nil
 		})
 		l := newLab(t, basic("", "", be), nil)
 		for _, tc := range []struct{ path, want string }{{"/untyped", ""}, {"/typed", "application/x-typed"}} {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/h1/h1test"
 )
 
 // forbiddenTrailers are trailer fields a proxy must not pass on (RFC 9110
@@ -34,8 +36,8 @@ var hop1Trailers = []string{
 // net/http parsed them (the names its Trailer field announced, with
 // their values if sent, and the other fields of the trailer section), to
 // got, and answers 200.
-func trailerBackend(t *testing.T, got chan<- http.Header) *hostileBackend {
-	return newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+func trailerBackend(t *testing.T, got chan<- http.Header) string {
+	return h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		got <- r.Trailer
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		return true
@@ -62,7 +64,7 @@ func checkForwardedTrailers(t *testing.T, name string, got <-chan http.Header) {
 func TestRequestTrailersAreFiltered(t *testing.T) {
 	got := make(chan http.Header, 1)
 	be := trailerBackend(t, got)
-	cfg := basic("", "", be.addr())
+	cfg := basic("", "", be)
 
 	l := newLab(t, cfg, nil)
 	c, err := net.Dial("tcp", l.addr)
@@ -101,12 +103,12 @@ func TestRequestTrailersAreFiltered(t *testing.T) {
 // trailer must not carry (TestBackendTrailersLoseForbiddenFields has
 // HTTP/1.1 clients).
 func TestBackendTrailersToH2ClientsAreFiltered(t *testing.T) {
-	be := newHostileBackend(t, func(c net.Conn, r *http.Request) bool {
+	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		io.WriteString(c, backendTrailerResponse)
 		return true
 	})
 	for _, e := range h2Entries {
-		l := newLab(t, basic("", "", be.addr()), e.tlsConfig(t))
+		l := newLab(t, basic("", "", be), e.tlsConfig(t))
 		h := dialH2(t, l.addr, e.tls)
 		r := h.mustResponse(h.get("GET", "x", "/"))
 		if r.status != 200 || string(r.body) != "ok" {

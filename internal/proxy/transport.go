@@ -11,8 +11,9 @@ import (
 )
 
 // Backend connection tuning. Google's load balancer keeps backend
-// connections idle for 600 s (gcp-model.md §2.15); Go's defaults (2 idle
-// connections per host, 90 s) would make a busy proxy redial constantly.
+// connections idle for 600 s (docs/security.md, "Summary of limits and
+// timeouts"); Go's defaults (2 idle connections per host, 90 s) would make
+// a busy proxy redial constantly.
 // The per-backend limits are h1's, shared with its Transport
 // (h1.BackendIdleTimeout, h1.BackendDialTimeout, h1.MaxIdleConnsPerHost,
 // h1.MaxResponseHeaderBytes).

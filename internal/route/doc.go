@@ -20,9 +20,9 @@
 // written (exact, then wildcard) if any host rule lists a host:port; then
 // its port is stripped and it is looked up again. So a configured host
 // without a port matches requests with or without a port, and a configured
-// "example.net:8080" matches only port 8080. (gcp-model.md §1.1 leaves this
-// open; matching the bare host keeps a config written for the default port
-// working behind a non-default listener.)
+// "example.net:8080" matches only port 8080. (Google's documentation leaves
+// this open, docs/semantics.md §1.1; matching the bare host keeps a config
+// written for the default port working behind a non-default listener.)
 //
 // Empty matchRules. A route rule without matchRules matches every request
 // (Envoy and Traffic Director practice).

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Path templates (pathTemplateMatch, pathTemplateRewrite), gcp-model.md §1.1.
+// Path templates (pathTemplateMatch, pathTemplateRewrite), docs/semantics.md §1.1.
 //
 // A match template is flattened into tokens: literal text, '*' (one
 // non-empty segment), '**' (zero or more characters including '/'), and
