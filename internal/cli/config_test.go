@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/spillwaylb/spillway/internal/control"
 	"io"
 	"net"
 	"net/http"
@@ -142,7 +143,7 @@ func waitFor(t *testing.T, what string, cond func() bool, logs *syncBuffer) {
 	}
 }
 
-func fleetStatus(t *testing.T, admin string) *serve.FleetStatus {
+func fleetStatus(t *testing.T, admin string) *control.FleetStatus {
 	resp, err := http.Get("http://" + admin + "/health")
 	if err != nil {
 		t.Fatal(err)

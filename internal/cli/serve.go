@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spillwaylb/spillway/internal/control"
 	"io"
 	"log/slog"
 	"net"
@@ -257,7 +258,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var (
 		cfg         *config.Config
 		store       *fleet.Store
-		fleetStatus serve.FleetStatus
+		fleetStatus control.FleetStatus
 		watchPath   = *cfgPath
 	)
 	if fleetMode {
@@ -327,7 +328,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if inst, err = fleet.NewInstance(store, fleet.InstanceOptions{Instance: *instance, Region: *region, Probers: *fleetProbers, Rate: *fleetRate, LeaseTTL: *fleetLease, Logger: log}); err != nil {
 			return err
 		}
-		opts = inst.ServeOptions(opts)
+		if sh := inst.Share(); sh != nil {
+			opts.ProbeShare = sh
+		}
+		if d := inst.Demand(); d != nil {
+			opts.DemandShare = d
+		}
 	}
 	runErr := make(chan error, 1)
 	srv, err := startServer(ctx, cfg, opts, runErr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"github.com/spillwaylb/spillway/internal/control"
 	"io/fs"
 	"math"
 	"net/http"
@@ -83,7 +84,7 @@ type DashState struct {
 	DNS         []DashName    `json:"dns,omitempty"`
 	// Fleet is the instance's fleet status (as in /health), absent when
 	// standalone.
-	Fleet *FleetStatus `json:"fleet,omitempty"`
+	Fleet *control.FleetStatus `json:"fleet,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
 }

@@ -133,8 +133,8 @@ type Server struct {
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
 	// fleet is the fleet status (fleet.go); nil when standalone.
-	fleet    atomic.Pointer[FleetStatus]
-	fleetSrc atomic.Pointer[FleetSources]
+	fleet    atomic.Pointer[control.FleetStatus]
+	fleetSrc atomic.Pointer[control.FleetSources]
 
 	// Owned by the loop goroutine.
 	state    *control.State
