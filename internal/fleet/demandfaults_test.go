@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"github.com/spillwaylb/spillway/internal/control"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 )

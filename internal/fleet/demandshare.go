@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spillwaylb/spillway/internal/control"
 	"log/slog"
 	"maps"
 	"math"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // DefaultDemandChange is the relative change of a rate past which an

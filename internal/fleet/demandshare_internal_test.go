@@ -1,10 +1,11 @@
 package fleet
 
 import (
-	"github.com/spillwaylb/spillway/internal/control"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 func TestMoved(t *testing.T) {

@@ -2,10 +2,11 @@ package fleet
 
 import (
 	"context"
-	"github.com/spillwaylb/spillway/internal/control"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // InstanceServer is the running server a fleet instance drives: the

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spillwaylb/spillway/internal/control"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // Start picks the config an instance starts with: the fleet's current

@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"github.com/spillwaylb/spillway/internal/control"
 	"io/fs"
 	"math"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // uiFiles are the dashboard's page, script and style sheet: no build

@@ -3,7 +3,6 @@ package serve_test
 import (
 	"context"
 	"fmt"
-	"github.com/spillwaylb/spillway/internal/control"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/lab"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"

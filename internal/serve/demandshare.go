@@ -1,9 +1,9 @@
 package serve
 
 import (
-	"github.com/spillwaylb/spillway/internal/control"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/plan"
 )
 

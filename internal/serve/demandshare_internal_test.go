@@ -1,13 +1,13 @@
 package serve
 
 import (
-	"github.com/spillwaylb/spillway/internal/control"
 	"maps"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // fakeDemandShare is a DemandShare whose remote rates are fixed and which

@@ -1,11 +1,11 @@
 package serve_test
 
 import (
-	"github.com/spillwaylb/spillway/internal/control"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 

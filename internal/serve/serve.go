@@ -35,6 +35,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
+	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
 // Options configure a Server.
@@ -159,7 +160,7 @@ type dnsServer struct {
 type frontend struct {
 	cfg     *plan.Frontend
 	handler atomic.Pointer[http.Handler]
-	tls     *frontendTLS // HTTPS only
+	tls     *tlsreload.Frontend // HTTPS only
 	srv     frontendServer
 	ln      net.Listener
 	done    chan struct{}
@@ -189,8 +190,8 @@ type reloadReq struct {
 	sum       [32]byte // configSum(cfg), before validation
 	p         *plan.Plan
 	dns       *gslb.Server
-	listeners map[string]net.Listener // pre-bound for new frontend addresses
-	tls       map[string]*tlsState    // loaded TLS of every HTTPS frontend
+	listeners map[string]net.Listener     // pre-bound for new frontend addresses
+	tls       map[string]*tlsreload.State // loaded TLS of every HTTPS frontend
 	errc      chan error
 }
 
@@ -339,7 +340,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	}
 	// Certificates are read from disk on every reload, so files replaced
 	// in place are picked up; any that fail reject the reload.
-	tlsStates, err := loadFrontendTLS(p)
+	tlsStates, err := tlsreload.LoadAll(p)
 	if err != nil {
 		return err
 	}
@@ -483,7 +484,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	s.runCtx = ctx
 	s.targetUpdates = make(chan []probe.Target, 1)
-	tlsStates, err := loadFrontendTLS(s.snap.Load().Plan)
+	tlsStates, err := tlsreload.LoadAll(s.snap.Load().Plan)
 	if err != nil {
 		return err
 	}
@@ -674,7 +675,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 // swaps the handler and TLS settings of every kept one, so open
 // connections survive a reload. tlsStates has the loaded TLS of every
 // HTTPS frontend of p.
-func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsState) error {
+func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsreload.State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer closeListeners(prebound) // the ones not taken below
@@ -703,8 +704,7 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, t
 			f.cfg = pf
 			f.handler.Store(&h)
 			if f.tls != nil {
-				f.tls.cur.Store(tlsStates[name])
-				f.tls.failed = nil
+				f.tls.Set(tlsStates[name])
 			}
 			continue
 		}
@@ -769,7 +769,7 @@ func closeListeners(lns map[string]net.Listener) {
 
 // sameListener reports whether a reload keeps a frontend's listener: the
 // same address and protocol. Certificates and TLS policies change in
-// place (frontendTLS).
+// place (tlsreload.Frontend).
 func sameListener(a, b *plan.Frontend) bool {
 	return a.Address == b.Address && a.Protocol == b.Protocol
 }
@@ -783,7 +783,7 @@ func useH1Server(p *plan.Plan) bool {
 
 // startFrontend serves pf on ln, or on a new listener when ln is nil; st
 // is its loaded TLS (HTTPS only).
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsState) (*frontend, error) {
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsreload.State) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
@@ -794,9 +794,8 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln
 			}
 			return nil, fmt.Errorf("frontend %s: TLS settings not loaded", pf.Name)
 		}
-		f.tls = &frontendTLS{}
-		f.tls.cur.Store(st)
-		tlsCfg = f.tls.serverConfig()
+		f.tls = tlsreload.NewFrontend(st)
+		tlsCfg = f.tls.ServerConfig()
 	}
 	if ln == nil {
 		var err error
