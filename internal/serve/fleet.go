@@ -1,23 +1,29 @@
 package serve
 
-import "github.com/spillwaylb/spillway/internal/control"
+import (
+	"sync/atomic"
 
-// SetFleetSources registers where FleetStatus reads the control loop's
-// and the probe share's state.
-func (s *Server) SetFleetSources(src control.FleetSources) { s.fleetSrc.Store(&src) }
+	"github.com/spillwaylb/spillway/internal/control"
+)
 
-// SetFleetStatus records the instance's fleet status (package fleet calls
-// it on every change).
-func (s *Server) SetFleetStatus(st control.FleetStatus) { s.fleet.Store(&st) }
+// fleetStatus is the fleet status component: what package fleet reports
+// (the status and where to read its control loop's and shares' state),
+// read as one snapshot by /health, /metrics and the dashboard. Nothing
+// is set on a standalone instance.
+type fleetStatus struct {
+	status atomic.Pointer[control.FleetStatus]
+	src    atomic.Pointer[control.FleetSources]
+}
 
-// FleetStatus returns the instance's fleet status, nil when standalone.
-func (s *Server) FleetStatus() *control.FleetStatus {
-	st := s.fleet.Load()
+// snapshot returns the status with its sources read now, nil when none
+// was set.
+func (f *fleetStatus) snapshot() *control.FleetStatus {
+	st := f.status.Load()
 	if st == nil {
 		return nil
 	}
 	out := *st
-	if src := s.fleetSrc.Load(); src != nil {
+	if src := f.src.Load(); src != nil {
 		if src.Control != nil {
 			c := src.Control()
 			out.Control = &c
@@ -33,3 +39,14 @@ func (s *Server) FleetStatus() *control.FleetStatus {
 	}
 	return &out
 }
+
+// SetFleetSources registers where FleetStatus reads the control loop's
+// and the probe share's state.
+func (s *Server) SetFleetSources(src control.FleetSources) { s.fleet.src.Store(&src) }
+
+// SetFleetStatus records the instance's fleet status (package fleet calls
+// it on every change).
+func (s *Server) SetFleetStatus(st control.FleetStatus) { s.fleet.status.Store(&st) }
+
+// FleetStatus returns the instance's fleet status, nil when standalone.
+func (s *Server) FleetStatus() *control.FleetStatus { return s.fleet.snapshot() }

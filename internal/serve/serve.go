@@ -8,6 +8,12 @@
 //	probe results ─┐
 //	demand window ─┼─► loop: control.State.Step / Tick ─► engine.View ─► atomic Snapshot ─► proxy handlers
 //	reloads ───────┘
+//
+// The Server keeps the event loop, the snapshot and the frontends. Parts
+// that stand on their own live in sub-packages: tlsreload (the HTTPS
+// frontends' certificates and policies, reloaded in place) and accesslog
+// (the access log writer and its counts). The fleet's value types
+// (FleetStatus, DemandRates) are package control's.
 package serve
 
 import (
@@ -35,6 +41,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
+	"github.com/spillwaylb/spillway/internal/serve/accesslog"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
@@ -108,12 +115,8 @@ type Server struct {
 	metrics  *metrics
 	// reqMetrics are the per-request counters (reqmetrics.go).
 	reqMetrics *requestMetrics
-	// alog is the running access log writer (nil when off); alogMu
-	// serialises its replacement, alogCounts outlive writers.
-	alog       atomic.Pointer[accessLog]
-	alogMu     sync.Mutex
-	alogCounts accessLogCounts
-	stdout     io.Writer
+	// alog is the access log (package accesslog).
+	alog *accesslog.Log
 	// dash is the /ui dashboard's sampler (dashboard.go).
 	dash *dashboard
 	// targetUpdates carries probe target sets from the loop to the
@@ -133,9 +136,8 @@ type Server struct {
 	// config is applied (New, Reload, ReloadFile, the watcher). The
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
-	// fleet is the fleet status (fleet.go); nil when standalone.
-	fleet    atomic.Pointer[control.FleetStatus]
-	fleetSrc atomic.Pointer[control.FleetSources]
+	// fleet is the fleet status (fleet.go); empty when standalone.
+	fleet fleetStatus
 
 	// Owned by the loop goroutine.
 	state    *control.State
@@ -230,11 +232,12 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport: opts.Transport,
 
 		reqMetrics: newRequestMetrics(),
-		stdout:     opts.Stdout,
 	}
-	if s.stdout == nil {
-		s.stdout = os.Stdout
+	stdout := opts.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
 	}
+	s.alog = accesslog.New(stdout, s.log)
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
@@ -250,7 +253,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.firstDNS, err = s.newDNS(cfg, p); err != nil {
 		return nil, err
 	}
-	if err := s.configureAccessLog(cfg); err != nil {
+	if err := s.alog.Configure(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -541,7 +544,7 @@ func (s *Server) Run(ctx context.Context) error {
 		adminSrv.Shutdown(shutdownCtx)
 	}
 	s.closeFrontends(shutdownCtx)
-	s.closeAccessLog()
+	s.alog.Stop()
 	return nil
 }
 
@@ -644,7 +647,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 		return err
 	}
 	s.inForce.Store(&req.sum)
-	if err := s.configureAccessLog(req.cfg); err != nil {
+	if err := s.alog.Configure(req.cfg); err != nil {
 		// The new routing applies; the access log keeps its old
 		// destination.
 		s.log.Error("reload: access log", "err", err)
