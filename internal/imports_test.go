@@ -80,3 +80,41 @@ func TestLeafPackagesImportNoInternalPackage(t *testing.T) {
 		}
 	}
 }
+
+// apart lists, for a package, the Spillway packages it must not depend
+// on, directly or through another: fleet takes its value types from
+// control and probe and names the server it drives by interfaces, so
+// that it (and its tests' build) need none of the serving stack.
+var apart = map[string][]string{
+	"fleet": {"serve", "proxy", "gslb", "h1"},
+}
+
+func TestFleetDoesNotImportServeProxyGSLBH1(t *testing.T) {
+	const module = "github.com/spillwaylb/spillway/internal/"
+	for name, banned := range apart {
+		deps := map[string]bool{}
+		var walk func(dir string)
+		walk = func(dir string) {
+			pkg, err := build.ImportDir(dir, 0)
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			for _, imp := range pkg.Imports {
+				rel, ok := strings.CutPrefix(imp, module)
+				if !ok || deps[rel] {
+					continue
+				}
+				deps[rel] = true
+				walk(filepath.Join(".", filepath.FromSlash(rel)))
+			}
+		}
+		walk(filepath.Join(".", name))
+		for _, b := range banned {
+			for dep := range deps {
+				if dep == b || strings.HasPrefix(dep, b+"/") {
+					t.Errorf("%s depends on %s", name, dep)
+				}
+			}
+		}
+	}
+}

@@ -48,6 +48,18 @@ Examples:
   spillway config rollback 41
 `
 
+// configCmd is one run of spillway config SUBCOMMAND: its flags and
+// positional arguments.
+type configCmd struct {
+	sub             string
+	pos             []string
+	ff              *fleetFlags
+	timeout         time.Duration
+	author, message string
+	revision        int64
+	instances       bool
+}
+
 func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, strings.TrimLeft(configHelp, "\n"))
@@ -56,97 +68,130 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return flag.ErrHelp
 	}
-	sub, rest := args[0], args[1:]
-	fs := newFlags("config "+sub, configHelp, stderr)
-	ff := addFleetFlags(fs, "etcd endpoints of the fleet: etcd://host:2379,host:2379 (default $"+fleetEnv+")")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for etcd")
-	var author, message *string
-	var revision *int64
-	var instances *bool
-	var want int // positional arguments
-	switch sub {
-	case "push", "rollback":
-		author = fs.String("author", os.Getenv("USER"), "author `NAME` recorded with the revision (default $USER)")
-		message = fs.String("message", "", "`TEXT` recorded with the revision: why")
-		want = 1
-	case "get":
-		revision = fs.Int64("revision", 0, "print revision `N` from the history instead of the current one")
-		instances = fs.Bool("instances", false, "list the instances alive and the revision each runs")
-	case "history":
-	default:
-		fmt.Fprintf(stderr, "spillway config: unknown subcommand %q (want push, get, history or rollback)\n", sub)
-		return errUsage
-	}
-	pos, err := parseWithArgs(fs, rest, want)
+	c, err := parseConfigFlags(args[0], args[1:], stderr)
 	if err != nil {
 		return err
 	}
-	st, closeStore, err := ff.store()
+	st, closeStore, err := c.ff.store()
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	wrap := func(err error) error {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w (no answer from etcd at %s within --timeout %s; fix: check --fleet and that etcd is up)", err, *ff.endpoints, *timeout)
-		}
-		return err
-	}
-	switch sub {
+	switch c.sub {
 	case "push":
-		data, err := os.ReadFile(pos[0])
-		if err != nil {
-			return fmt.Errorf("config push: %w", err)
-		}
-		r, err := st.Push(ctx, data, fleet.PushMeta{Author: *author, Message: *message, Source: pos[0]})
-		if err != nil {
-			return wrap(err)
-		}
-		fmt.Fprintf(stdout, "pushed %s as revision %d (sha256 %s, author %s)\n", pos[0], r.Revision, r.SHA256[:12], r.Author)
+		return c.push(ctx, st, stdout)
 	case "rollback":
-		rev, err := strconv.ParseInt(pos[0], 10, 64)
-		if err != nil || rev < 1 {
-			return fmt.Errorf("config rollback %q: want a revision number (fix: spillway config history lists them)", pos[0])
-		}
-		r, err := st.Rollback(ctx, rev, fleet.PushMeta{Author: *author, Message: *message})
-		if err != nil {
-			return wrap(err)
-		}
-		fmt.Fprintf(stdout, "revision %d's config is now revision %d (author %s)\n", rev, r.Revision, r.Author)
+		return c.rollback(ctx, st, stdout)
 	case "history":
-		h, err := st.History(ctx)
-		if err != nil {
-			return wrap(err)
-		}
-		if len(h) == 0 {
-			return wrap(fleet.ErrNoConfig)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "REVISION\tTIME\tAUTHOR\tSHA256\tSOURCE\tMESSAGE")
-		for _, r := range h {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Revision, r.Time.Format(time.RFC3339), r.Author, r.SHA256[:12], r.Source, r.Message)
-		}
-		tw.Flush()
-	case "get":
-		if *instances {
-			return wrap(printInstances(ctx, st, stdout))
-		}
-		var r *fleet.Record
-		if *revision > 0 {
-			r, err = st.Get(ctx, *revision)
-		} else {
-			r, _, err = st.Current(ctx)
-		}
-		if err != nil {
-			return wrap(err)
-		}
-		fmt.Fprintf(stderr, "# revision %d by %s at %s, sha256 %s\n", r.Revision, r.Author, r.Time.Format(time.RFC3339), r.SHA256[:12])
-		_, err = io.WriteString(stdout, r.Config)
-		return err
+		return c.history(ctx, st, stdout)
+	default: // get
+		return c.get(ctx, st, stdout, stderr)
 	}
+}
+
+// parseConfigFlags defines and parses the flags of subcommand sub.
+func parseConfigFlags(sub string, rest []string, stderr io.Writer) (*configCmd, error) {
+	c := &configCmd{sub: sub}
+	fs := newFlags("config "+sub, configHelp, stderr)
+	c.ff = addFleetFlags(fs, "etcd endpoints of the fleet: etcd://host:2379,host:2379 (default $"+fleetEnv+")")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for etcd")
+	var want int // positional arguments
+	switch sub {
+	case "push", "rollback":
+		fs.StringVar(&c.author, "author", os.Getenv("USER"), "author `NAME` recorded with the revision (default $USER)")
+		fs.StringVar(&c.message, "message", "", "`TEXT` recorded with the revision: why")
+		want = 1
+	case "get":
+		fs.Int64Var(&c.revision, "revision", 0, "print revision `N` from the history instead of the current one")
+		fs.BoolVar(&c.instances, "instances", false, "list the instances alive and the revision each runs")
+	case "history":
+	default:
+		fmt.Fprintf(stderr, "spillway config: unknown subcommand %q (want push, get, history or rollback)\n", sub)
+		return nil, errUsage
+	}
+	pos, err := parseWithArgs(fs, rest, want)
+	if err != nil {
+		return nil, err
+	}
+	c.pos = pos
+	return c, nil
+}
+
+// wrap explains a timeout: etcd did not answer within --timeout.
+func (c *configCmd) wrap(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (no answer from etcd at %s within --timeout %s; fix: check --fleet and that etcd is up)", err, *c.ff.endpoints, c.timeout)
+	}
+	return err
+}
+
+// push runs config push FILE.
+func (c *configCmd) push(ctx context.Context, st *fleet.Store, stdout io.Writer) error {
+	data, err := os.ReadFile(c.pos[0])
+	if err != nil {
+		return fmt.Errorf("config push: %w", err)
+	}
+	r, err := st.Push(ctx, data, fleet.PushMeta{Author: c.author, Message: c.message, Source: c.pos[0]})
+	if err != nil {
+		return c.wrap(err)
+	}
+	fmt.Fprintf(stdout, "pushed %s as revision %d (sha256 %s, author %s)\n", c.pos[0], r.Revision, r.SHA256[:12], r.Author)
 	return nil
+}
+
+// rollback runs config rollback REVISION.
+func (c *configCmd) rollback(ctx context.Context, st *fleet.Store, stdout io.Writer) error {
+	rev, err := strconv.ParseInt(c.pos[0], 10, 64)
+	if err != nil || rev < 1 {
+		return fmt.Errorf("config rollback %q: want a revision number (fix: spillway config history lists them)", c.pos[0])
+	}
+	r, err := st.Rollback(ctx, rev, fleet.PushMeta{Author: c.author, Message: c.message})
+	if err != nil {
+		return c.wrap(err)
+	}
+	fmt.Fprintf(stdout, "revision %d's config is now revision %d (author %s)\n", rev, r.Revision, r.Author)
+	return nil
+}
+
+// history runs config history.
+func (c *configCmd) history(ctx context.Context, st *fleet.Store, stdout io.Writer) error {
+	h, err := st.History(ctx)
+	if err != nil {
+		return c.wrap(err)
+	}
+	if len(h) == 0 {
+		return c.wrap(fleet.ErrNoConfig)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tTIME\tAUTHOR\tSHA256\tSOURCE\tMESSAGE")
+	for _, r := range h {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Revision, r.Time.Format(time.RFC3339), r.Author, r.SHA256[:12], r.Source, r.Message)
+	}
+	tw.Flush()
+	return nil
+}
+
+// get runs config get: the current revision's config, --revision N's, or
+// --instances.
+func (c *configCmd) get(ctx context.Context, st *fleet.Store, stdout, stderr io.Writer) error {
+	if c.instances {
+		return c.wrap(printInstances(ctx, st, stdout))
+	}
+	var r *fleet.Record
+	var err error
+	if c.revision > 0 {
+		r, err = st.Get(ctx, c.revision)
+	} else {
+		r, _, err = st.Current(ctx)
+	}
+	if err != nil {
+		return c.wrap(err)
+	}
+	fmt.Fprintf(stderr, "# revision %d by %s at %s, sha256 %s\n", r.Revision, r.Author, r.Time.Format(time.RFC3339), r.SHA256[:12])
+	_, err = io.WriteString(stdout, r.Config)
+	return err
 }
 
 // printInstances lists the instances alive and their config status.

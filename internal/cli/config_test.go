@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -142,7 +143,7 @@ func waitFor(t *testing.T, what string, cond func() bool, logs *syncBuffer) {
 	}
 }
 
-func fleetStatus(t *testing.T, admin string) *serve.FleetStatus {
+func fleetStatus(t *testing.T, admin string) *control.FleetStatus {
 	resp, err := http.Get("http://" + admin + "/health")
 	if err != nil {
 		t.Fatal(err)

@@ -108,124 +108,171 @@ down. --json prints {"scenarios": [{"config", "down", "requests", "regions",
 "zones", "status"}]} with counts; every zone is present.
 `
 
+// labCmd is one run of spillway lab: its flags.
+type labCmd struct {
+	cfgPath, scenario           string
+	requests, failMode          int
+	asJSON                      bool
+	interval, outlierInterval   time.Duration
+	ejectionTime                time.Duration
+	rate                        float64
+	fleet, noKill, killTogether bool
+	fleetInstances              int
+	fleetLease                  time.Duration
+	only                        listFlag
+	set                         map[string]bool
+}
+
 func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab", labHelp, stderr)
-	cfgPath := fs.String("config", "", "run the scenarios on this config `FILE` instead of the seed's three")
-	requests := fs.Int("requests", lab.DefaultRequests, "HTTPS requests per scenario")
-	failMode := fs.Int("fail-mode", int(lab.FailHealthCheck), "how zones fail: 1 = health path answers 503, 2 = listeners stop")
-	asJSON := fs.Bool("json", false, `print {"scenarios": [...]} with counts instead of the table`)
-	interval := fs.Duration("interval", lab.DefaultInterval, "health-check interval the lab sets (checkIntervalMs)")
-	rate := fs.Float64("rate", lab.DefaultRate, "requests per second; keep it below the RATE capacity left after failures")
-	scenario := fs.String("scenario", "", "run a named scenario instead of the seed-000 matrix: winticket")
-	outlierInterval := fs.Duration("outlier-interval", lab.DefaultOutlierInterval, "winticket: outlierDetection.interval the lab sets")
-	ejectionTime := fs.Duration("ejection-time", lab.DefaultBaseEjectionTime, "winticket: outlierDetection.baseEjectionTime the lab sets")
-	fleetLab := fs.Bool("fleet", false, "run the table through a fleet (three instances on an embedded etcd), then kill the control-loop leader and a prober under load (see Fleet lab above)")
-	fleetInstances := fs.Int("fleet-instances", lab.DefaultFleetInstances, "--fleet: how many instances")
-	fleetLease := fs.Duration("fleet-lease", lab.DefaultFleetLeaseTTL, "--fleet: the TTL of every lease (registrations, verdicts, election), instead of serve's 10s")
-	noKill := fs.Bool("no-kill", false, "--fleet: the table only, no kill timeline")
-	killTogether := fs.Bool("kill-together", false, "--fleet: kill the leader and the prober at the same moment, not one after the other")
-	var only listFlag
-	fs.Var(&only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
-	if err := parse(fs, args); err != nil {
+	c, err := parseLabFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if *failMode != 1 && *failMode != 2 {
-		fmt.Fprintf(stderr, "spillway lab: --fail-mode %d: use 1 (health path answers 503) or 2 (listeners stop)\n", *failMode)
+	if err := c.check(stderr); err != nil {
+		return err
+	}
+	if c.scenario != "" {
+		return c.runWinticket(ctx, stdout, stderr)
+	}
+	configs, err := c.configs(stderr)
+	if err != nil {
+		return err
+	}
+	if c.fleet {
+		return c.runFleet(ctx, configs, stdout, stderr)
+	}
+	rep, err := lab.Run(ctx, c.options(configs, stderr))
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return lab.WriteJSON(stdout, rep)
+	}
+	return lab.WriteTable(stdout, rep)
+}
+
+// parseLabFlags defines and parses spillway lab's flags.
+func parseLabFlags(args []string, stderr io.Writer) (*labCmd, error) {
+	c := &labCmd{}
+	fs := newFlags("lab", labHelp, stderr)
+	fs.StringVar(&c.cfgPath, "config", "", "run the scenarios on this config `FILE` instead of the seed's three")
+	fs.IntVar(&c.requests, "requests", lab.DefaultRequests, "HTTPS requests per scenario")
+	fs.IntVar(&c.failMode, "fail-mode", int(lab.FailHealthCheck), "how zones fail: 1 = health path answers 503, 2 = listeners stop")
+	fs.BoolVar(&c.asJSON, "json", false, `print {"scenarios": [...]} with counts instead of the table`)
+	fs.DurationVar(&c.interval, "interval", lab.DefaultInterval, "health-check interval the lab sets (checkIntervalMs)")
+	fs.Float64Var(&c.rate, "rate", lab.DefaultRate, "requests per second; keep it below the RATE capacity left after failures")
+	fs.StringVar(&c.scenario, "scenario", "", "run a named scenario instead of the seed-000 matrix: winticket")
+	fs.DurationVar(&c.outlierInterval, "outlier-interval", lab.DefaultOutlierInterval, "winticket: outlierDetection.interval the lab sets")
+	fs.DurationVar(&c.ejectionTime, "ejection-time", lab.DefaultBaseEjectionTime, "winticket: outlierDetection.baseEjectionTime the lab sets")
+	fs.BoolVar(&c.fleet, "fleet", false, "run the table through a fleet (three instances on an embedded etcd), then kill the control-loop leader and a prober under load (see Fleet lab above)")
+	fs.IntVar(&c.fleetInstances, "fleet-instances", lab.DefaultFleetInstances, "--fleet: how many instances")
+	fs.DurationVar(&c.fleetLease, "fleet-lease", lab.DefaultFleetLeaseTTL, "--fleet: the TTL of every lease (registrations, verdicts, election), instead of serve's 10s")
+	fs.BoolVar(&c.noKill, "no-kill", false, "--fleet: the table only, no kill timeline")
+	fs.BoolVar(&c.killTogether, "kill-together", false, "--fleet: kill the leader and the prober at the same moment, not one after the other")
+	fs.Var(&c.only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	c.set = givenFlags(fs)
+	return c, nil
+}
+
+// check rejects flag combinations that do not make a run.
+func (c *labCmd) check(stderr io.Writer) error {
+	if c.failMode != 1 && c.failMode != 2 {
+		fmt.Fprintf(stderr, "spillway lab: --fail-mode %d: use 1 (health path answers 503) or 2 (listeners stop)\n", c.failMode)
 		return errUsage
 	}
-	if *requests <= 0 || *rate <= 0 || *interval < 10*time.Millisecond {
+	if c.requests <= 0 || c.rate <= 0 || c.interval < 10*time.Millisecond {
 		fmt.Fprintln(stderr, "spillway lab: --requests and --rate must be positive and --interval at least 10ms")
 		return errUsage
 	}
-	if *fleetLab && *scenario != "" {
+	if c.fleet && c.scenario != "" {
 		fmt.Fprintln(stderr, "spillway lab: --fleet runs seed 000's table; it cannot be combined with --scenario")
 		return errUsage
 	}
-	if *scenario != "" {
-		if *scenario != "winticket" {
-			fmt.Fprintf(stderr, "spillway lab: --scenario %q: the only named scenario is winticket\n", *scenario)
-			return errUsage
-		}
-		if *cfgPath != "" || len(only) > 0 {
-			fmt.Fprintln(stderr, "spillway lab: --scenario winticket runs examples/winticket; it cannot be combined with --config or --only")
-			return errUsage
-		}
-		n, r := lab.DefaultWinticketRequests, float64(lab.DefaultWinticketRate)
-		set := givenFlags(fs)
-		if set["requests"] {
-			n = *requests
-		}
-		if set["rate"] {
-			r = *rate
-		}
-		rep, err := lab.RunWinticket(ctx, lab.WinticketOptions{
-			Interval: *interval, OutlierInterval: *outlierInterval, BaseEjectionTime: *ejectionTime,
-			Requests: n, Rate: r, Progress: stderr,
-		})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return lab.WriteWinticketJSON(stdout, rep)
-		}
-		return lab.WriteWinticketTable(stdout, rep)
+	if c.scenario == "" {
+		return nil
 	}
-	var configs []lab.Config
-	switch {
-	case *cfgPath != "" && len(only) > 0:
-		fmt.Fprintln(stderr, "spillway lab: --only picks among the seed's configs; it cannot be combined with --config")
+	if c.scenario != "winticket" {
+		fmt.Fprintf(stderr, "spillway lab: --scenario %q: the only named scenario is winticket\n", c.scenario)
 		return errUsage
-	case *cfgPath != "":
-		c, err := lab.LoadConfig(*cfgPath)
-		if err != nil {
-			return err
-		}
-		configs = []lab.Config{c}
-	case *fleetLab && len(only) == 0:
-		cs, err := lab.SeedConfigs([]string{"with-policy"})
-		if err != nil {
-			return err
-		}
-		configs = cs
-	default:
-		cs, err := lab.SeedConfigs(only)
-		if err != nil {
-			return err
-		}
-		configs = cs
 	}
-	if *fleetLab {
-		if *fleetInstances < 2 {
-			fmt.Fprintln(stderr, "spillway lab: --fleet-instances must be at least 2")
-			return errUsage
-		}
-		if err := checkFleetLease(*fleetLease); err != nil {
-			return err
-		}
-		rep, err := lab.RunFleet(ctx, lab.FleetOptions{
-			Options: lab.Options{
-				Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),
-				Interval: *interval, Rate: *rate, Progress: stderr,
-			},
-			Instances: *fleetInstances, LeaseTTL: *fleetLease, NoKill: *noKill, Together: *killTogether,
-		})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return lab.WriteFleetJSON(stdout, rep)
-		}
-		return lab.WriteFleetTable(stdout, rep)
+	if c.cfgPath != "" || len(c.only) > 0 {
+		fmt.Fprintln(stderr, "spillway lab: --scenario winticket runs examples/winticket; it cannot be combined with --config or --only")
+		return errUsage
 	}
-	rep, err := lab.Run(ctx, lab.Options{
-		Configs: configs, Requests: *requests, FailMode: lab.FailMode(*failMode),
-		Interval: *interval, Rate: *rate, Progress: stderr,
+	return nil
+}
+
+// runWinticket runs --scenario winticket.
+func (c *labCmd) runWinticket(ctx context.Context, stdout, stderr io.Writer) error {
+	n, r := lab.DefaultWinticketRequests, float64(lab.DefaultWinticketRate)
+	if c.set["requests"] {
+		n = c.requests
+	}
+	if c.set["rate"] {
+		r = c.rate
+	}
+	rep, err := lab.RunWinticket(ctx, lab.WinticketOptions{
+		Interval: c.interval, OutlierInterval: c.outlierInterval, BaseEjectionTime: c.ejectionTime,
+		Requests: n, Rate: r, Progress: stderr,
 	})
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return lab.WriteJSON(stdout, rep)
+	if c.asJSON {
+		return lab.WriteWinticketJSON(stdout, rep)
 	}
-	return lab.WriteTable(stdout, rep)
+	return lab.WriteWinticketTable(stdout, rep)
+}
+
+// configs returns the configs the table runs on: --config's, or the
+// seed's (--only; with --fleet, with-policy by default).
+func (c *labCmd) configs(stderr io.Writer) ([]lab.Config, error) {
+	switch {
+	case c.cfgPath != "" && len(c.only) > 0:
+		fmt.Fprintln(stderr, "spillway lab: --only picks among the seed's configs; it cannot be combined with --config")
+		return nil, errUsage
+	case c.cfgPath != "":
+		cfg, err := lab.LoadConfig(c.cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		return []lab.Config{cfg}, nil
+	case c.fleet && len(c.only) == 0:
+		return lab.SeedConfigs([]string{"with-policy"})
+	default:
+		return lab.SeedConfigs(c.only)
+	}
+}
+
+// options are the lab options of the table on configs.
+func (c *labCmd) options(configs []lab.Config, stderr io.Writer) lab.Options {
+	return lab.Options{
+		Configs: configs, Requests: c.requests, FailMode: lab.FailMode(c.failMode),
+		Interval: c.interval, Rate: c.rate, Progress: stderr,
+	}
+}
+
+// runFleet runs the table through a fleet (--fleet).
+func (c *labCmd) runFleet(ctx context.Context, configs []lab.Config, stdout, stderr io.Writer) error {
+	if c.fleetInstances < 2 {
+		fmt.Fprintln(stderr, "spillway lab: --fleet-instances must be at least 2")
+		return errUsage
+	}
+	if err := checkFleetLease(c.fleetLease); err != nil {
+		return err
+	}
+	rep, err := lab.RunFleet(ctx, lab.FleetOptions{
+		Options:   c.options(configs, stderr),
+		Instances: c.fleetInstances, LeaseTTL: c.fleetLease, NoKill: c.noKill, Together: c.killTogether,
+	})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return lab.WriteFleetJSON(stdout, rep)
+	}
+	return lab.WriteFleetTable(stdout, rep)
 }

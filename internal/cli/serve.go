@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/embedded"
 	"github.com/spillwaylb/spillway/internal/procs"
@@ -182,204 +183,333 @@ func checkFleetLease(d time.Duration) error {
 	return nil
 }
 
+// serveCmd is one run of spillway serve: its flags, then what the steps
+// of runServe derive from them.
+type serveCmd struct {
+	cfgPath, admin, level, logFormat, procs, tokenFile, maxConns string
+	watch                                                        time.Duration
+	pprof                                                        bool
+	ff                                                           *fleetFlags
+	instance, region                                             string
+	fleetTimeout, fleetLease                                     time.Duration
+	fleetProbers                                                 int
+	fleetRate                                                    bool
+	embedded, embeddedClient, fleetData, embeddedState, etcdLog  string
+	set                                                          map[string]bool
+
+	token     string
+	member    *embedded.Options // --fleet-embedded's member; nil without
+	fleetMode bool
+	log       *slog.Logger
+	autoProcs bool
+	wi        time.Duration // serve.Options.WatchInterval
+	conns     int
+
+	cfg         *config.Config
+	store       *fleet.Store
+	fleetStatus control.FleetStatus
+	watchPath   string
+	// closers run when runServe returns, last added first.
+	closers []func()
+}
+
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlags("serve", serveHelp, stderr)
-	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
-	admin := fs.String("admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	logFormat := fs.String("log-format", "text", "process log format: text (key=value) or json (one JSON object a line)")
-	watch := fs.Duration("watch", time.Second, "poll interval of the config file and the TLS certificate, key and CA files (0 disables the watch)")
-	procsFlag := fs.String("procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
-	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
-	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
-	maxConns := fs.String("max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
-	ff := addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
-	host, _ := os.Hostname()
-	instance := fs.String("instance", host, "fleet mode: this instance's `NAME`, unique in the fleet (default the host name)")
-	region := fs.String("region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
-	fleetTimeout := fs.Duration("fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
-	fleetProbers := fs.Int("fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
-	fleetLease := fs.Duration("fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
-	fleetRate := fs.Bool("fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
-	fleetEmbedded := fs.String("fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
-	fleetEmbeddedClient := fs.String("fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
-	fleetData := fs.String("fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME, which a reboot clears: give a persistent one in production)")
-	fleetEmbeddedState := fs.String("fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
-	fleetEtcdLog := fs.String("fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	token, err := adminToken(*tokenFile)
+	c, err := parseServeFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	set := givenFlags(fs)
-	member, err := embeddedFlags(set, ff, *fleetEmbedded, *fleetEmbeddedClient, *fleetData, *fleetEmbeddedState, *instance)
-	if err != nil {
+	defer c.close()
+	if err := c.checkFlags(stderr); err != nil {
 		return err
 	}
-	if member != nil {
-		switch *fleetEtcdLog {
-		case "debug", "info", "warn", "error", "fatal":
-			member.LogLevel = *fleetEtcdLog
-		default:
-			return fmt.Errorf("--fleet-embedded-log-level %q: want debug, info, warn, error or fatal", *fleetEtcdLog)
+	if err := c.setupProcess(stderr); err != nil {
+		return err
+	}
+	if err := c.loadConfig(ctx); err != nil {
+		return err
+	}
+	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns}
+	var inst *fleet.Instance
+	if c.fleetMode {
+		if inst, err = c.fleetInstance(&opts); err != nil {
+			return err
 		}
 	}
-	fleetMode := ff.given() || member != nil
-	if err := checkFleetLease(*fleetLease); err != nil {
+	runErr := make(chan error, 1)
+	srv, err := c.startServer(ctx, opts, runErr)
+	if err != nil {
 		return err
 	}
-	if *cfgPath == "" && !fleetMode {
+	c.handleSIGHUP(ctx, srv)
+	if c.fleetMode {
+		c.runInstance(ctx, inst, srv)
+	}
+	if c.autoProcs {
+		go runAutoProcs(ctx, c.log)
+	}
+	c.log.Info("spillway serving", "admin", srv.AdminAddr())
+	return <-runErr
+}
+
+// parseServeFlags defines and parses spillway serve's flags.
+func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
+	c := &serveCmd{}
+	fs := newFlags("serve", serveHelp, stderr)
+	fs.StringVar(&c.cfgPath, "config", "", "config `FILE` (YAML or JSON)")
+	fs.StringVar(&c.admin, "admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
+	fs.StringVar(&c.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "process log format: text (key=value) or json (one JSON object a line)")
+	fs.DurationVar(&c.watch, "watch", time.Second, "poll interval of the config file and the TLS certificate, key and CA files (0 disables the watch)")
+	fs.StringVar(&c.procs, "procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
+	fs.StringVar(&c.tokenFile, "admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
+	fs.StringVar(&c.maxConns, "max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
+	c.ff = addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
+	host, _ := os.Hostname()
+	fs.StringVar(&c.instance, "instance", host, "fleet mode: this instance's `NAME`, unique in the fleet (default the host name)")
+	fs.StringVar(&c.region, "region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
+	fs.DurationVar(&c.fleetTimeout, "fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
+	fs.IntVar(&c.fleetProbers, "fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
+	fs.DurationVar(&c.fleetLease, "fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
+	fs.BoolVar(&c.fleetRate, "fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
+	fs.StringVar(&c.embedded, "fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
+	fs.StringVar(&c.embeddedClient, "fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
+	fs.StringVar(&c.fleetData, "fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME, which a reboot clears: give a persistent one in production)")
+	fs.StringVar(&c.embeddedState, "fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
+	fs.StringVar(&c.etcdLog, "fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	c.set = givenFlags(fs)
+	return c, nil
+}
+
+// close runs the closers, last added first.
+func (c *serveCmd) close() {
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
+}
+
+// checkFlags checks the flags that need no logger: the admin token, the
+// embedded member, the lease and that there is a config to serve.
+func (c *serveCmd) checkFlags(stderr io.Writer) error {
+	var err error
+	if c.token, err = adminToken(c.tokenFile); err != nil {
+		return err
+	}
+	if c.member, err = embeddedFlags(c.set, c.ff, c.embedded, c.embeddedClient, c.fleetData, c.embeddedState, c.instance); err != nil {
+		return err
+	}
+	if c.member != nil {
+		switch c.etcdLog {
+		case "debug", "info", "warn", "error", "fatal":
+			c.member.LogLevel = c.etcdLog
+		default:
+			return fmt.Errorf("--fleet-embedded-log-level %q: want debug, info, warn, error or fatal", c.etcdLog)
+		}
+	}
+	c.fleetMode = c.ff.given() || c.member != nil
+	if err := checkFleetLease(c.fleetLease); err != nil {
+		return err
+	}
+	if c.cfgPath == "" && !c.fleetMode {
 		fmt.Fprintln(stderr, "spillway serve: --config is required (try --config examples/seed-70-30/with-policy.yaml), or --fleet etcd://HOST:2379 for fleet mode")
 		return errUsage
 	}
+	return nil
+}
+
+// setupProcess builds the logger and applies --procs, --watch and
+// --max-connections.
+func (c *serveCmd) setupProcess(stderr io.Writer) error {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
+	if err := lvl.UnmarshalText([]byte(c.level)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.level)
 	}
-	log, err := newLogger(stderr, *logFormat, lvl)
+	var err error
+	if c.log, err = newLogger(stderr, c.logFormat, lvl); err != nil {
+		return err
+	}
+	if c.autoProcs, err = setProcs(c.procs, c.set["procs"], c.log); err != nil {
+		return err
+	}
+	c.wi = c.watch
+	if c.wi == 0 {
+		c.wi = -1
+	}
+	c.conns, err = maxConnections(c.maxConns)
+	return err
+}
+
+// loadConfig reads the config to start with: the fleet's (joinFleet) or
+// the --config file's.
+func (c *serveCmd) loadConfig(ctx context.Context) error {
+	c.watchPath = c.cfgPath
+	if c.fleetMode {
+		if err := c.joinFleet(ctx); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if c.cfg, err = config.Load(c.cfgPath); err != nil {
+			return err
+		}
+	}
+	for _, w := range c.cfg.Warnings() {
+		c.log.Warn(w, "file", c.cfg.File)
+	}
+	return nil
+}
+
+// joinFleet starts the embedded member (with --fleet-embedded), opens the
+// store and takes the fleet's config (or the --config fallback).
+func (c *serveCmd) joinFleet(ctx context.Context) error {
+	if c.instance == "" {
+		return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
+	}
+	if c.member != nil {
+		if err := c.startMember(ctx); err != nil {
+			return err
+		}
+	}
+	store, closeStore, err := c.ff.store()
 	if err != nil {
 		return err
 	}
-	autoProcs, err := setProcs(*procsFlag, set["procs"], log)
+	c.store = store
+	c.closers = append(c.closers, closeStore)
+	// The fleet is the source of the config: the file, if any, is only
+	// the fallback at start, never watched.
+	c.watchPath = ""
+	c.cfg, c.fleetStatus, err = fleet.Start(ctx, store, c.cfgPath, c.fleetTimeout, c.log)
+	return err
+}
+
+// startMember starts this instance's embedded etcd member and points the
+// fleet flags at it unless --fleet names endpoints. A member that does
+// not start is fatal only without --config.
+func (c *serveCmd) startMember(ctx context.Context) error {
+	member, log := c.member, c.log
+	if !c.set["fleet-data"] {
+		log.Warn("fleet: the embedded etcd member keeps its data under the temporary directory, which a reboot (or, under systemd's PrivateTmp, a restart) clears; a member that lost it cannot rejoin without etcdctl member remove and member add (fix: give --fleet-data DIR on persistent storage, e.g. /var/lib/spillway/etcd)", "data", member.Dir)
+	}
+	client := member.ClientURL.Host
+	m, err := embedded.Start(*member)
+	switch {
+	case err != nil && c.cfgPath == "":
+		return fmt.Errorf("--fleet-embedded: %w; without --config FILE this instance has nothing to serve while its member is down (fix: give --config FILE as well, served marked stale until etcd answers)", err)
+	case err != nil:
+		// Static stability: the data plane does not wait for the
+		// control plane's member. The instance goes on as one
+		// whose etcd is unreachable: --config, stale, following
+		// the fleet through --fleet's endpoints if given.
+		log.Error("fleet: the embedded etcd member did not start; serving without it (from --config, stale, until etcd answers through --fleet's endpoints, if given)", "member", member.Name, "data", member.Dir, "err", err)
+	default:
+		c.closers = append(c.closers, func() { m.Close() })
+		client = m.ClientAddr()
+		go watchMember(ctx, m, member.Name, log)
+		log.Info("fleet: embedded etcd member started", "member", member.Name, "client", client, "data", member.Dir, "cluster", c.embedded)
+	}
+	if !c.ff.given() {
+		// Its own member first; the others' client URLs come
+		// from the member list, refreshed every 30 s.
+		*c.ff.endpoints = "etcd://" + dialable(client)
+		c.ff.autoSync = 30 * time.Second
+	}
+	log.Info("fleet: etcd endpoints", "etcd", *c.ff.endpoints)
+	return nil
+}
+
+// watchMember logs the embedded member stopping on its own before ctx
+// ends. A member that stops does not stop the proxy: the fleet agent
+// turns stale once etcd does not answer, and the data plane serves on.
+func watchMember(ctx context.Context, m *embedded.Member, name string, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+	case <-m.Stopped():
+		if err := m.Err(); err != nil {
+			log.Error("fleet: the embedded etcd member stopped; serving on", "member", name, "err", err)
+		}
+	}
+}
+
+// fleetInstance builds the fleet side of the instance and sets the
+// shares it runs in opts.
+func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
+	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Probers: c.fleetProbers, Rate: c.fleetRate, LeaseTTL: c.fleetLease, Logger: c.log})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	wi := *watch
-	if wi == 0 {
-		wi = -1
+	if sh := inst.Share(); sh != nil {
+		opts.ProbeShare = sh
 	}
-	conns, err := maxConnections(*maxConns)
-	if err != nil {
-		return err
+	if d := inst.Demand(); d != nil {
+		opts.DemandShare = d
 	}
-	var (
-		cfg         *config.Config
-		store       *fleet.Store
-		fleetStatus serve.FleetStatus
-		watchPath   = *cfgPath
-	)
-	if fleetMode {
-		if *instance == "" {
-			return fmt.Errorf("--instance: fleet mode needs a name for this instance, unique in the fleet (fix: give --instance NAME)")
-		}
-		if member != nil {
-			if !set["fleet-data"] {
-				log.Warn("fleet: the embedded etcd member keeps its data under the temporary directory, which a reboot (or, under systemd's PrivateTmp, a restart) clears; a member that lost it cannot rejoin without etcdctl member remove and member add (fix: give --fleet-data DIR on persistent storage, e.g. /var/lib/spillway/etcd)", "data", member.Dir)
-			}
-			client := member.ClientURL.Host
-			m, err := embedded.Start(*member)
-			switch {
-			case err != nil && *cfgPath == "":
-				return fmt.Errorf("--fleet-embedded: %w; without --config FILE this instance has nothing to serve while its member is down (fix: give --config FILE as well, served marked stale until etcd answers)", err)
-			case err != nil:
-				// Static stability: the data plane does not wait for the
-				// control plane's member. The instance goes on as one
-				// whose etcd is unreachable: --config, stale, following
-				// the fleet through --fleet's endpoints if given.
-				log.Error("fleet: the embedded etcd member did not start; serving without it (from --config, stale, until etcd answers through --fleet's endpoints, if given)", "member", member.Name, "data", member.Dir, "err", err)
-			default:
-				defer m.Close()
-				client = m.ClientAddr()
-				go func() {
-					// A member that stops on its own does not stop the
-					// proxy: the fleet agent turns stale once etcd does
-					// not answer, and the data plane serves on.
-					select {
-					case <-ctx.Done():
-					case <-m.Stopped():
-						if err := m.Err(); err != nil {
-							log.Error("fleet: the embedded etcd member stopped; serving on", "member", member.Name, "err", err)
-						}
-					}
-				}()
-				log.Info("fleet: embedded etcd member started", "member", member.Name, "client", client, "data", member.Dir, "cluster", *fleetEmbedded)
-			}
-			if !ff.given() {
-				// Its own member first; the others' client URLs come
-				// from the member list, refreshed every 30 s.
-				*ff.endpoints = "etcd://" + dialable(client)
-				ff.autoSync = 30 * time.Second
-			}
-			log.Info("fleet: etcd endpoints", "etcd", *ff.endpoints)
-		}
-		var closeStore func()
-		if store, closeStore, err = ff.store(); err != nil {
-			return err
-		}
-		defer closeStore()
-		// The fleet is the source of the config: the file, if any, is only
-		// the fallback at start, never watched.
-		watchPath = ""
-		if cfg, fleetStatus, err = fleet.Start(ctx, store, *cfgPath, *fleetTimeout, log); err != nil {
-			return err
-		}
-	} else if cfg, err = config.Load(*cfgPath); err != nil {
-		return err
-	}
-	for _, w := range cfg.Warnings() {
-		log.Warn(w, "file", cfg.File)
-	}
-	opts := serve.Options{Admin: *admin, AdminToken: token, Pprof: *pprofOn, Logger: log, ConfigPath: watchPath, WatchInterval: wi, MaxConnections: conns}
-	var inst *fleet.Instance
-	if fleetMode {
-		if inst, err = fleet.NewInstance(store, fleet.InstanceOptions{Instance: *instance, Region: *region, Probers: *fleetProbers, Rate: *fleetRate, LeaseTTL: *fleetLease, Logger: log}); err != nil {
-			return err
-		}
-		opts = inst.ServeOptions(opts)
-	}
-	runErr := make(chan error, 1)
-	srv, err := startServer(ctx, cfg, opts, runErr)
-	if err != nil && fleetMode && fleetStatus.Revision > 0 && *cfgPath != "" {
+	return inst, nil
+}
+
+// startServer starts the server on c.cfg. In fleet mode, a fleet config
+// that does not start on this host falls back to the --config file.
+func (c *serveCmd) startServer(ctx context.Context, opts serve.Options, runErr chan error) (*serve.Server, error) {
+	srv, err := startServer(ctx, c.cfg, opts, runErr)
+	if err != nil && c.fleetMode && c.fleetStatus.Revision > 0 && c.cfgPath != "" {
 		// The fleet's config loads but does not start on this host (a
 		// certificate file missing here, a port in use): the file is the
 		// fallback, and the revision counts as rejected here.
-		log.Error("fleet: the fleet's config does not start on this instance; starting from the --config file", "revision", fleetStatus.Revision, "file", *cfgPath, "err", err)
-		fleetStatus.RejectedRevision, fleetStatus.RejectedError, fleetStatus.Revision = fleetStatus.Revision, err.Error(), 0
-		if cfg, err = config.Load(*cfgPath); err != nil {
-			return fmt.Errorf("fleet: fallback --config %s: %w", *cfgPath, err)
+		c.log.Error("fleet: the fleet's config does not start on this instance; starting from the --config file", "revision", c.fleetStatus.Revision, "file", c.cfgPath, "err", err)
+		c.fleetStatus.RejectedRevision, c.fleetStatus.RejectedError, c.fleetStatus.Revision = c.fleetStatus.Revision, err.Error(), 0
+		if c.cfg, err = config.Load(c.cfgPath); err != nil {
+			return nil, fmt.Errorf("fleet: fallback --config %s: %w", c.cfgPath, err)
 		}
-		srv, err = startServer(ctx, cfg, opts, runErr)
+		srv, err = startServer(ctx, c.cfg, opts, runErr)
 	}
-	if err != nil {
-		return err
-	}
+	return srv, err
+}
+
+// handleSIGHUP reloads the config file on SIGHUP until ctx ends (in
+// fleet mode it only logs that SIGHUP does not apply).
+func (c *serveCmd) handleSIGHUP(ctx context.Context, srv *serve.Server) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	c.closers = append(c.closers, func() { signal.Stop(hup) })
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if fleetMode {
-					log.Warn("SIGHUP ignored in fleet mode: the config comes from etcd (fix: spillway config push FILE)")
+				if c.fleetMode {
+					c.log.Warn("SIGHUP ignored in fleet mode: the config comes from etcd (fix: spillway config push FILE)")
 					continue
 				}
-				if err := srv.ReloadFile(ctx, *cfgPath); err != nil {
-					log.Error("SIGHUP: config rejected; the old config keeps serving", "err", err)
+				if err := srv.ReloadFile(ctx, c.cfgPath); err != nil {
+					c.log.Error("SIGHUP: config rejected; the old config keeps serving", "err", err)
 				}
 			}
 		}
 	}()
-	if fleetMode {
-		instCtx, stopInst := context.WithCancel(ctx)
-		instDone := make(chan struct{})
-		defer func() { stopInst(); <-instDone }()
-		go func() { defer close(instDone); inst.Run(instCtx, srv, fleetStatus) }()
-	}
-	if autoProcs {
-		go procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {
-			d, _ := procs.ProcessCPU()
-			return d
-		}, procs.Set, func(from, to int, used float64) {
-			log.Debug("procs: GOMAXPROCS changed", "from", from, "to", to, "cpus_used", fmt.Sprintf("%.2f", used))
-		})
-	}
-	log.Info("spillway serving", "admin", srv.AdminAddr())
-	return <-runErr
+}
+
+// runInstance runs the fleet side of the instance on srv until runServe
+// returns, and waits for it then.
+func (c *serveCmd) runInstance(ctx context.Context, inst *fleet.Instance, srv *serve.Server) {
+	instCtx, stopInst := context.WithCancel(ctx)
+	instDone := make(chan struct{})
+	c.closers = append(c.closers, func() { stopInst(); <-instDone })
+	status := c.fleetStatus
+	go func() { defer close(instDone); inst.Run(instCtx, srv, status) }()
+}
+
+// runAutoProcs runs --procs auto until ctx ends.
+func runAutoProcs(ctx context.Context, log *slog.Logger) {
+	procs.Default(runtime.GOMAXPROCS(0)).Run(ctx, 1, time.Now, func() time.Duration {
+		d, _ := procs.ProcessCPU()
+		return d
+	}, procs.Set, func(from, to int, used float64) {
+		log.Debug("procs: GOMAXPROCS changed", "from", from, "to", to, "cpus_used", fmt.Sprintf("%.2f", used))
+	})
 }
 
 // startServer builds a server for cfg and runs it until ctx is done; it

@@ -200,6 +200,15 @@ func inServedZone(cfg *config.Config, name string) bool {
 
 // printDNSResult prints a DNS simulation's tables.
 func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
+	printDNSHeader(w, o, r)
+	printDNSMembers(w, r)
+	printDNSCounts(w, r)
+	printDNSTransitions(w, r)
+	printDNSTimeline(w, r)
+}
+
+// printDNSHeader prints the run's one-line summary.
+func printDNSHeader(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 	mode := fmt.Sprintf("%d queries after convergence", r.Queries)
 	if o.Rate > 0 {
 		mode = fmt.Sprintf("%d queries at %.0f qps over %s", r.Queries, o.Rate, o.Duration)
@@ -214,7 +223,10 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 	}
 	fmt.Fprintf(w, "DNS %s · client subnet %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
 		r.Name, client, down, mode, time.Duration(r.ConvergedAfter).Round(time.Millisecond), o.Seed)
+}
 
+// printDNSMembers prints the answers per member.
+func printDNSMembers(w io.Writer, r *sim.DNSResult) {
 	fmt.Fprintf(w, "%-16s %-18s %-18s %-24s %9s %7s\n", "MEMBER", "ADDRESS", "REGION", "NAME", "ANSWERS", "SHARE")
 	listed := map[string]bool{}
 	for _, m := range r.MemberOrder {
@@ -230,6 +242,10 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 			fmt.Fprintf(w, "%-16s %-18s %-18s %-24s %9d %7s\n", "(unknown)", k, "-", "-", r.Members[k], pct(r.Members[k], r.Queries))
 		}
 	}
+}
+
+// printDNSCounts prints the answers per region, TTL and rcode.
+func printDNSCounts(w io.Writer, r *sim.DNSResult) {
 	if len(r.Regions) > 0 {
 		fmt.Fprintf(w, "\n%-18s %9s %7s\n", "REGION", "ANSWERS", "SHARE")
 		for _, reg := range slices.Sorted(maps.Keys(r.Regions)) {
@@ -256,41 +272,49 @@ func printDNSResult(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 	if empty := r.Rcodes["NOERROR"] - sumTTLs(r.TTLs); empty > 0 {
 		fmt.Fprintf(w, "  %d NOERROR answers had no address (NODATA)\n", empty)
 	}
+}
 
-	if len(r.Transitions) > 0 {
-		fmt.Fprintln(w, "\nmember weight changes (T+ from the start of counting; weight = ramp step × weight factor)")
-		for _, t := range r.Transitions {
-			fmt.Fprintf(w, "  %-10s %-16s %3.0f%% → %3.0f%%\n", time.Duration(t.At).Round(time.Millisecond), t.Member, 100*t.From, 100*t.To)
+// printDNSTransitions prints the member weight changes, if any.
+func printDNSTransitions(w io.Writer, r *sim.DNSResult) {
+	if len(r.Transitions) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nmember weight changes (T+ from the start of counting; weight = ramp step × weight factor)")
+	for _, t := range r.Transitions {
+		fmt.Fprintf(w, "  %-10s %-16s %3.0f%% → %3.0f%%\n", time.Duration(t.At).Round(time.Millisecond), t.Member, 100*t.From, 100*t.To)
+	}
+}
+
+// printDNSTimeline prints each step's shares, if there is a timeline.
+func printDNSTimeline(w io.Writer, r *sim.DNSResult) {
+	if len(r.Timeline) == 0 {
+		return
+	}
+	var allTTL []string
+	seen := map[string]int{}
+	for _, b := range r.Timeline {
+		for t, n := range b.TTLs {
+			seen[t] += n
 		}
 	}
-
-	if len(r.Timeline) > 0 {
-		var allTTL []string
-		seen := map[string]int{}
-		for _, b := range r.Timeline {
-			for t, n := range b.TTLs {
-				seen[t] += n
-			}
-		}
-		allTTL = ttlOrder(seen)
-		fmt.Fprintf(w, "\ntimeline (share of each step's answers)\n%-8s", "T+")
+	allTTL = ttlOrder(seen)
+	fmt.Fprintf(w, "\ntimeline (share of each step's answers)\n%-8s", "T+")
+	for _, m := range r.MemberOrder {
+		fmt.Fprintf(w, " %10s", m.Member)
+	}
+	for _, t := range allTTL {
+		fmt.Fprintf(w, " %8s", "TTL "+t)
+	}
+	fmt.Fprintln(w)
+	for _, b := range r.Timeline {
+		fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
 		for _, m := range r.MemberOrder {
-			fmt.Fprintf(w, " %10s", m.Member)
+			fmt.Fprintf(w, " %10s", pct(b.Members[m.Member], b.Queries))
 		}
 		for _, t := range allTTL {
-			fmt.Fprintf(w, " %8s", "TTL "+t)
+			fmt.Fprintf(w, " %8s", pct(b.TTLs[t], b.Queries))
 		}
 		fmt.Fprintln(w)
-		for _, b := range r.Timeline {
-			fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
-			for _, m := range r.MemberOrder {
-				fmt.Fprintf(w, " %10s", pct(b.Members[m.Member], b.Queries))
-			}
-			for _, t := range allTTL {
-				fmt.Fprintf(w, " %8s", pct(b.TTLs[t], b.Queries))
-			}
-			fmt.Fprintln(w)
-		}
 	}
 }
 

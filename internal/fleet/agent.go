@@ -11,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/spillwaylb/spillway/internal/config"
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // Target is the running instance an Agent applies configs to
@@ -22,7 +22,7 @@ type Target interface {
 	Reload(ctx context.Context, cfg *config.Config) error
 	// SetFleetStatus publishes the instance's fleet status (/health,
 	// /metrics).
-	SetFleetStatus(serve.FleetStatus)
+	SetFleetStatus(control.FleetStatus)
 }
 
 // AgentOptions configure an Agent.
@@ -32,7 +32,7 @@ type AgentOptions struct {
 	// Initial is the status at start: the revision the target was built
 	// with (0 for the --config file) and whether etcd was unreachable
 	// then (Stale). Start returns it.
-	Initial serve.FleetStatus
+	Initial control.FleetStatus
 	// CheckInterval is how often the agent checks etcd is reachable (and
 	// reads the current revision, in case a watch event was missed);
 	// CheckTimeout bounds each check and every other etcd call. Defaults
@@ -61,7 +61,7 @@ type Agent struct {
 	log    *slog.Logger
 	// status is owned by Run's goroutine; every change is published to
 	// the target.
-	status serve.FleetStatus
+	status control.FleetStatus
 	// lastLease is the lease of the previous session (Run's goroutine),
 	// so a rejoin does not take its own old registration for another
 	// instance's.

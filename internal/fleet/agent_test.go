@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -110,7 +111,7 @@ func (in *instance) admin(t *testing.T, path string) string {
 }
 
 // fleetHealth is the fleet part of /health.
-func (in *instance) fleetHealth(t *testing.T) serve.FleetStatus {
+func (in *instance) fleetHealth(t *testing.T) control.FleetStatus {
 	t.Helper()
 	var r serve.HealthReport
 	if err := json.Unmarshal([]byte(in.admin(t, "/health")), &r); err != nil {
@@ -342,7 +343,7 @@ func mustDial(t *testing.T, addr string) *clientv3.Client {
 type sinkTarget struct{}
 
 func (sinkTarget) Reload(context.Context, *config.Config) error { return nil }
-func (sinkTarget) SetFleetStatus(serve.FleetStatus)             {}
+func (sinkTarget) SetFleetStatus(control.FleetStatus)           {}
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
 type syncBuffer struct {

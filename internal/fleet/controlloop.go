@@ -15,7 +15,6 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/spillwaylb/spillway/internal/control"
-	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 // DrainHost is the control state a ControlLoop drives. The loop calls it
@@ -398,24 +397,24 @@ func drainSummary(snap []control.DrainEntry) string {
 // Sources reports the state of loop, share and demand in a server's
 // /health and /metrics (serve.Server.SetFleetSources); any may be nil
 // (not running).
-func Sources(loop *ControlLoop, share *ProbeShare, demand *DemandShare) serve.FleetSources {
-	var src serve.FleetSources
+func Sources(loop *ControlLoop, share *ProbeShare, demand *DemandShare) control.FleetSources {
+	var src control.FleetSources
 	if loop != nil {
-		src.Control = func() serve.FleetControl {
+		src.Control = func() control.FleetControl {
 			st := loop.Stats()
-			return serve.FleetControl{Leader: st.Leader, Leading: st.Leading, Connected: st.Connected, Applied: st.Applied, Writes: st.Writes}
+			return control.FleetControl{Leader: st.Leader, Leading: st.Leading, Connected: st.Connected, Applied: st.Applied, Writes: st.Writes}
 		}
 	}
 	if share != nil {
-		src.Probing = func() serve.FleetProbing {
+		src.Probing = func() control.FleetProbing {
 			st := share.Stats()
-			return serve.FleetProbing{Targets: st.Targets, Probing: len(st.Owned), Connected: st.Connected}
+			return control.FleetProbing{Targets: st.Targets, Probing: len(st.Owned), Connected: st.Connected}
 		}
 	}
 	if demand != nil {
-		src.Demand = func() serve.FleetDemand {
+		src.Demand = func() control.FleetDemand {
 			st := demand.Stats()
-			return serve.FleetDemand{Connected: st.Connected, Peers: st.Peers}
+			return control.FleetDemand{Connected: st.Connected, Peers: st.Peers}
 		}
 	}
 	return src

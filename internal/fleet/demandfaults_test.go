@@ -11,9 +11,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
-	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 // endableWatcher forwards a real Watcher; End closes every open watch
@@ -146,7 +146,7 @@ func TestDemandRejoinKeepsPeerInBackoff(t *testing.T) {
 	// of it.
 	a := startBareDemand(t, e, "a", 2*time.Second, 0)
 	b := startBareDemand(t, e, "b", 2*time.Second, 0)
-	rates := func(v float64) serve.DemandRates { return serve.DemandRates{"web-bs": {"europe-west1": v}} }
+	rates := func(v float64) control.DemandRates { return control.DemandRates{"web-bs": {"europe-west1": v}} }
 	a.Publish(time.Now(), time.Second, rates(1000))
 	b.Publish(time.Now(), time.Second, rates(1000))
 	eventually(t, "a sees b", func() (bool, string) { return a.Remote()["web-bs"]["europe-west1"] == 1000, "" })

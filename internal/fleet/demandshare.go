@@ -16,7 +16,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // DefaultDemandChange is the relative change of a rate past which an
@@ -33,9 +33,9 @@ const DefaultDemandChange = 0.05
 // At does not make the rates stale: the record lives as long as the
 // instance's lease.
 type DemandRecord struct {
-	At        time.Time         `json:"at"`
-	WindowSec float64           `json:"windowSec"`
-	Rates     serve.DemandRates `json:"rates"`
+	At        time.Time           `json:"at"`
+	WindowSec float64             `json:"windowSec"`
+	Rates     control.DemandRates `json:"rates"`
 }
 
 // DemandShareOptions configure a DemandShare.
@@ -97,17 +97,17 @@ type DemandShare struct {
 	wake  chan struct{}
 
 	windows, writes atomic.Int64
-	remote          atomic.Pointer[serve.DemandRates]
+	remote          atomic.Pointer[control.DemandRates]
 
 	mu     sync.Mutex
 	latest *DemandRecord // the newest window from the server; nil until one
 	stats  DemandShareStats
 
 	// Owned by Run's goroutine.
-	peers      map[string]serve.DemandRates // other instances' records
-	gone       map[string]time.Time         // peers whose record left etcd, counted until then
-	written    serve.DemandRates            // the rates last written this session; nil: none
-	writtenRev int64                        // the etcd revision of that write
+	peers      map[string]control.DemandRates // other instances' records
+	gone       map[string]time.Time           // peers whose record left etcd, counted until then
+	written    control.DemandRates            // the rates last written this session; nil: none
+	writtenRev int64                          // the etcd revision of that write
 	connected  bool
 	warned     bool // about a foreign write of this instance's record, this session
 }
@@ -125,12 +125,12 @@ func NewDemandShare(store *Store, opts DemandShareOptions) (*DemandShare, error)
 	}
 	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
 	return &DemandShare{store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
-		peers: map[string]serve.DemandRates{}, gone: map[string]time.Time{}}, nil
+		peers: map[string]control.DemandRates{}, gone: map[string]time.Time{}}, nil
 }
 
 // Publish implements serve.DemandShare: it keeps the window's rates for
 // Run, which writes them when they moved enough. It never waits for etcd.
-func (d *DemandShare) Publish(at time.Time, window time.Duration, rates serve.DemandRates) {
+func (d *DemandShare) Publish(at time.Time, window time.Duration, rates control.DemandRates) {
 	d.windows.Add(1)
 	d.mu.Lock()
 	d.latest = &DemandRecord{At: at.UTC(), WindowSec: window.Seconds(), Rates: rates}
@@ -143,7 +143,7 @@ func (d *DemandShare) Publish(at time.Time, window time.Duration, rates serve.De
 
 // Remote implements serve.DemandShare: the sum of the other instances'
 // published rates (nil before any is seen).
-func (d *DemandShare) Remote() serve.DemandRates {
+func (d *DemandShare) Remote() control.DemandRates {
 	if r := d.remote.Load(); r != nil {
 		return *r
 	}
@@ -343,7 +343,7 @@ func (d *DemandShare) expire() {
 
 // sum recomputes the remote rates from the peers' records.
 func (d *DemandShare) sum() {
-	total := serve.DemandRates{}
+	total := control.DemandRates{}
 	for _, rates := range d.peers {
 		for svc, byRegion := range rates {
 			for region, rps := range byRegion {
@@ -394,7 +394,7 @@ func (d *DemandShare) flush(ctx context.Context, lease clientv3.LeaseID) error {
 // (service, region) pair flips between zero and a few requests every
 // window: each would be a write to etcd per window and instance for no
 // change that matters.
-func moved(a, b serve.DemandRates, change, windowSec float64) bool {
+func moved(a, b control.DemandRates, change, windowSec float64) bool {
 	if windowSec <= 0 {
 		windowSec = 1
 	}

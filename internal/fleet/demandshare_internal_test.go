@@ -5,14 +5,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 func TestMoved(t *testing.T) {
-	r := func(rps float64) serve.DemandRates { return serve.DemandRates{"bs": {"eu": rps}} }
+	r := func(rps float64) control.DemandRates { return control.DemandRates{"bs": {"eu": rps}} }
 	for _, c := range []struct {
 		name string
-		a, b serve.DemandRates
+		a, b control.DemandRates
 		want bool
 	}{
 		{"same", r(1000), r(1000), false},
@@ -24,13 +24,13 @@ func TestMoved(t *testing.T) {
 		{"up 40% at 50 rps (floor 25)", r(50), r(70), false},
 		{"up 60% at 50 rps", r(50), r(80), true},
 		{"to zero", r(100), r(0), true},
-		{"absent", r(100), serve.DemandRates{}, true},
+		{"absent", r(100), control.DemandRates{}, true},
 		{"a trickle to zero (4 rps, floor 6)", r(4), r(0), false},
-		{"from absent, a trickle", serve.DemandRates{}, r(4), false},
-		{"from absent, 10 rps (floor 9.5)", serve.DemandRates{}, r(10), true},
-		{"another region appears with 1 rps", r(100), serve.DemandRates{"bs": {"eu": 100, "": 1}}, false},
-		{"another region appears with 20 rps", r(100), serve.DemandRates{"bs": {"eu": 100, "": 20}}, true},
-		{"both empty", nil, serve.DemandRates{}, false},
+		{"from absent, a trickle", control.DemandRates{}, r(4), false},
+		{"from absent, 10 rps (floor 9.5)", control.DemandRates{}, r(10), true},
+		{"another region appears with 1 rps", r(100), control.DemandRates{"bs": {"eu": 100, "": 1}}, false},
+		{"another region appears with 20 rps", r(100), control.DemandRates{"bs": {"eu": 100, "": 20}}, true},
+		{"both empty", nil, control.DemandRates{}, false},
 	} {
 		if got := moved(c.a, c.b, DefaultDemandChange, 1); got != c.want {
 			t.Errorf("%s: moved(%v, %v) = %v, want %v", c.name, c.a, c.b, got, c.want)
@@ -50,10 +50,10 @@ func TestDemandWritesUnderNoise(t *testing.T) {
 		perWindow float64 // mean requests per window
 		max       float64 // writes per window at most
 	}{{1, 0.08}, {5, 0.08}, {50, 0.08}, {500, 0.08}, {1500, 0.08}, {5000, 0.03}, {50000, 0.001}} {
-		var written serve.DemandRates
+		var written control.DemandRates
 		writes := 0
 		for range windows {
-			now := serve.DemandRates{"bs": {"eu": poisson(rng, c.perWindow)}}
+			now := control.DemandRates{"bs": {"eu": poisson(rng, c.perWindow)}}
 			if written == nil || moved(written, now, DefaultDemandChange, 1) {
 				written = now
 				writes++

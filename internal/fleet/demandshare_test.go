@@ -94,7 +94,7 @@ func startDemander(t *testing.T, e *fleettest.Etcd, name string) *demander {
 // window hands the share one window of rps from European clients to
 // web-bs.
 func (d *demander) window(rps float64) {
-	d.share.Publish(time.Now(), time.Second, serve.DemandRates{"web-bs": {"europe-west1": rps}})
+	d.share.Publish(time.Now(), time.Second, control.DemandRates{"web-bs": {"europe-west1": rps}})
 }
 
 func (d *demander) remoteEU() float64 { return d.share.Remote()["web-bs"]["europe-west1"] }
@@ -346,7 +346,7 @@ func startRateInstance(t *testing.T, e *fleettest.Etcd, name string) *rateInstan
 	if in.srv, err = serve.New(cfg, serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1, DemandShare: in.share}); err != nil {
 		t.Fatal(err)
 	}
-	in.srv.SetFleetStatus(serve.FleetStatus{Instance: name})
+	in.srv.SetFleetStatus(control.FleetStatus{Instance: name})
 	in.srv.SetFleetSources(fleet.Sources(nil, nil, in.share))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

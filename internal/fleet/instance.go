@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // InstanceServer is the running server a fleet instance drives: the
@@ -18,7 +18,7 @@ type InstanceServer interface {
 	DrainHost
 	// SetFleetSources shows the control loop and the probe share in
 	// /health and /metrics.
-	SetFleetSources(serve.FleetSources)
+	SetFleetSources(control.FleetSources)
 }
 
 // InstanceOptions configure the fleet side of one instance: what
@@ -48,7 +48,7 @@ type InstanceOptions struct {
 // (config), ProbeShare (sharded probing; nil with Probers 0),
 // DemandShare (fleet-wide RATE; nil without Rate) and ControlLoop (the
 // elected control loop), on one Store. Build it before the server (the
-// server's options need the shares, see ServeOptions) and Run it once
+// server's options need the shares, see Share and Demand) and Run it once
 // the server is ready.
 type Instance struct {
 	store  *Store
@@ -89,20 +89,13 @@ func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
 	return in, nil
 }
 
-// ServeOptions returns o with the instance's probe share and demand
-// share set (each only when it runs).
-func (in *Instance) ServeOptions(o serve.Options) serve.Options {
-	if in.share != nil {
-		o.ProbeShare = in.share
-	}
-	if in.demand != nil {
-		o.DemandShare = in.demand
-	}
-	return o
-}
-
-// Share returns the instance's probe share (nil with Probers 0).
+// Share returns the instance's probe share (nil with Probers 0): the
+// server's Options.ProbeShare when not nil.
 func (in *Instance) Share() *ProbeShare { return in.share }
+
+// Demand returns the instance's demand share (nil without Rate): the
+// server's Options.DemandShare when not nil.
+func (in *Instance) Demand() *DemandShare { return in.demand }
 
 // Loop returns the instance's control loop.
 func (in *Instance) Loop() *ControlLoop { return in.loop }
@@ -111,7 +104,7 @@ func (in *Instance) Loop() *ControlLoop { return in.loop }
 // is done (initial is the status at start, as Start returns it), and
 // returns once all have stopped. Each revokes its leases as it stops
 // (when etcd still answers), so a clean stop leaves the fleet at once.
-func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial serve.FleetStatus) error {
+func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control.FleetStatus) error {
 	ag, err := NewAgent(in.store, srv, AgentOptions{
 		Instance: in.opts.Instance, Region: in.opts.Region, Initial: initial, Logger: in.opts.Logger,
 		LeaseTTL: in.opts.LeaseTTL, CheckInterval: in.opts.CheckInterval, CheckTimeout: in.opts.CheckTimeout,

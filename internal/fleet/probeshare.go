@@ -20,7 +20,6 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/health"
 	"github.com/spillwaylb/spillway/internal/probe"
-	"github.com/spillwaylb/spillway/internal/serve"
 )
 
 // DefaultProbers is how many instances probe each target by default: two,
@@ -95,14 +94,14 @@ type ProbeShare struct {
 	results, writes atomic.Int64
 
 	mu      sync.Mutex
-	targets []serve.SharedTarget // from the server's loop; nil until told
+	targets []probe.SharedTarget // from the server's loop; nil until told
 	newSet  bool                 // targets changed since Run last read them
 	pending []probe.Result       // own results not yet handled
 	stats   ProbeShareStats
 
 	// Owned by Run's goroutine.
 	srv       ShareServer
-	all       map[string]serve.SharedTarget // the plan's targets by key
+	all       map[string]probe.SharedTarget // the plan's targets by key
 	byTarget  map[probe.Target]string       // key of each target
 	live      map[string]bool               // registered instances
 	connected bool
@@ -138,14 +137,14 @@ func NewProbeShare(store *Store, opts ProbeShareOptions) (*ProbeShare, error) {
 	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
 	return &ProbeShare{
 		store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
-		all: map[string]serve.SharedTarget{}, byTarget: map[probe.Target]string{},
+		all: map[string]probe.SharedTarget{}, byTarget: map[probe.Target]string{},
 		live: map[string]bool{}, owned: map[string]bool{}, own: map[string]*ownVerdict{},
 		peers: map[string]map[string]Verdict{}, shown: map[string]Verdict{},
 	}, nil
 }
 
 // SetTargets implements serve.ProbeShare.
-func (ps *ProbeShare) SetTargets(ts []serve.SharedTarget) {
+func (ps *ProbeShare) SetTargets(ts []probe.SharedTarget) {
 	ps.mu.Lock()
 	ps.targets, ps.newSet = slices.Clone(ts), true
 	ps.mu.Unlock()
@@ -423,7 +422,7 @@ func (ps *ProbeShare) refresh(ctx context.Context, lease *clientv3.LeaseID) erro
 	ps.mu.Unlock()
 
 	if newSet {
-		ps.all, ps.byTarget = map[string]serve.SharedTarget{}, map[probe.Target]string{}
+		ps.all, ps.byTarget = map[string]probe.SharedTarget{}, map[probe.Target]string{}
 		for _, t := range ts {
 			ps.all[t.Key], ps.byTarget[t.Target] = t, t.Key
 		}

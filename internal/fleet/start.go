@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // Start picks the config an instance starts with: the fleet's current
@@ -17,11 +17,11 @@ import (
 // (the --config FILE; "" for none), saying so in the log. With neither,
 // the error says what to fix. The status tells the Agent where the
 // instance stands (the revision in force, stale when etcd did not answer).
-func Start(ctx context.Context, store *Store, fallback string, timeout time.Duration, log *slog.Logger) (*config.Config, serve.FleetStatus, error) {
+func Start(ctx context.Context, store *Store, fallback string, timeout time.Duration, log *slog.Logger) (*config.Config, control.FleetStatus, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	rec, _, err := store.Current(tctx)
 	cancel()
-	var st serve.FleetStatus
+	var st control.FleetStatus
 	switch {
 	case err == nil:
 		cfg, perr := rec.Parse()

@@ -363,7 +363,14 @@ func (f *labFleet) startInstance(ctx context.Context, prefix, name, region strin
 		closeAll()
 		return nil, err
 	}
-	srv, err := serve.New(cfg, inst.ServeOptions(serve.Options{WatchInterval: -1, Logger: log}))
+	opts := serve.Options{WatchInterval: -1, Logger: log}
+	if sh := inst.Share(); sh != nil {
+		opts.ProbeShare = sh
+	}
+	if d := inst.Demand(); d != nil {
+		opts.DemandShare = d
+	}
+	srv, err := serve.New(cfg, opts)
 	if err != nil {
 		closeAll()
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // uiFiles are the dashboard's page, script and style sheet: no build
@@ -83,7 +85,7 @@ type DashState struct {
 	DNS         []DashName    `json:"dns,omitempty"`
 	// Fleet is the instance's fleet status (as in /health), absent when
 	// standalone.
-	Fleet *FleetStatus `json:"fleet,omitempty"`
+	Fleet *control.FleetStatus `json:"fleet,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
 }

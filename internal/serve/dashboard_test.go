@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/lab"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -172,7 +173,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if hidden, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("fleet").hidden`)); err != nil || !hidden {
 		t.Errorf("standalone: fleet status shown (hidden=%v, err=%v)", hidden, err)
 	}
-	srv.SetFleetStatus(serve.FleetStatus{Instance: "lb-south-1", Revision: 7, Stale: true, StaleSince: time.Now(), StaleWhy: "fleet: etcd check: context deadline exceeded"})
+	srv.SetFleetStatus(control.FleetStatus{Instance: "lb-south-1", Revision: 7, Stale: true, StaleSince: time.Now(), StaleWhy: "fleet: etcd check: context deadline exceeded"})
 	staleShown := `(() => { const f = document.getElementById("fleet"); return !f.hidden && f.dataset.stale === "true" &&
 		f.textContent.includes("lb-south-1") && f.textContent.includes("config revision 7") && f.textContent.includes("STALE") })()`
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](staleShown, chromedp.WithPollingTimeout(10*time.Second))); err != nil {

@@ -3,24 +3,9 @@ package serve
 import (
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/plan"
 )
-
-// DemandRates are offered rates in requests per second, by backend
-// service name and then client region name ("" for the clients of
-// frontends without a region). Names, not plan indexes, so that they
-// mean the same on every instance of a fleet whatever plan each runs.
-type DemandRates map[string]map[string]float64
-
-// Add adds rps to (service, region).
-func (d DemandRates) Add(service, region string, rps float64) {
-	m := d[service]
-	if m == nil {
-		m = map[string]float64{}
-		d[service] = m
-	}
-	m[region] += rps
-}
 
 // DemandShare counts RATE capacity against a fleet's demand rather than
 // this instance's alone (package fleet's DemandShare). With
@@ -34,12 +19,12 @@ type DemandShare interface {
 	// ended at at, of length window (rates of zero are left out), from
 	// the Server's loop at the end of every window. It must not block;
 	// the Server does not touch rates afterwards.
-	Publish(at time.Time, window time.Duration, rates DemandRates)
+	Publish(at time.Time, window time.Duration, rates control.DemandRates)
 	// Remote returns the sum of the other live instances' offered rates,
 	// read from the Server's loop once per window. It must not block,
 	// and neither side may modify the map it returns. Names the plan does
 	// not know are ignored.
-	Remote() DemandRates
+	Remote() control.DemandRates
 }
 
 // measureDemand ends a demand window: it reads (and resets) the demand
@@ -49,9 +34,9 @@ type DemandShare interface {
 func (s *Server) measureDemand(p *plan.Plan) {
 	snap := s.snap.Load()
 	sh := s.opts.DemandShare
-	var local, remote DemandRates
+	var local, remote control.DemandRates
 	if sh != nil {
-		local, remote = DemandRates{}, sh.Remote()
+		local, remote = control.DemandRates{}, sh.Remote()
 	}
 	changed := false
 	secs := p.DemandWindow.Seconds()

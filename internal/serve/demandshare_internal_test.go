@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // fakeDemandShare is a DemandShare whose remote rates are fixed and which
 // records what it is told.
 type fakeDemandShare struct {
-	remote    DemandRates
-	published []DemandRates
+	remote    control.DemandRates
+	published []control.DemandRates
 	window    time.Duration
 }
 
-func (f *fakeDemandShare) Publish(_ time.Time, window time.Duration, r DemandRates) {
+func (f *fakeDemandShare) Publish(_ time.Time, window time.Duration, r control.DemandRates) {
 	f.published, f.window = append(f.published, r), window
 }
 
-func (f *fakeDemandShare) Remote() DemandRates { return f.remote }
+func (f *fakeDemandShare) Remote() control.DemandRates { return f.remote }
 
 // seed001Window builds a Server (not run) on seed 001's worked example
 // (examples/spillover: europe-west1 and us-east1, 10 instances × 300 rps
@@ -71,7 +72,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // fleet-wide RATE) each instance compared its 1500 with europe-west1's
 // 3000 and spilled nothing: three instances had three times the capacity.
 func TestDemandShareSeed001(t *testing.T) {
-	share := &fakeDemandShare{remote: DemandRates{
+	share := &fakeDemandShare{remote: control.DemandRates{
 		"web-bs":  {"europe-west1": 3000, "mars-north1": 999}, // a region the plan does not know
 		"gone-bs": {"europe-west1": 5000},                     // a service it does not know
 	}}
@@ -79,7 +80,7 @@ func TestDemandShareSeed001(t *testing.T) {
 	if got := s.state.Demand(0, s.state.Plan().RegionIndex["europe-west1"]); got != 4500 {
 		t.Errorf("demand from europe-west1 with the share: %v rps, want 1500 local + 3000 remote = 4500", got)
 	}
-	if len(share.published) != 1 || !maps.EqualFunc(share.published[0], DemandRates{"web-bs": {"europe-west1": 1500}}, maps.Equal) || share.window != time.Second {
+	if len(share.published) != 1 || !maps.EqualFunc(share.published[0], control.DemandRates{"web-bs": {"europe-west1": 1500}}, maps.Equal) || share.window != time.Second {
 		t.Errorf("published %v over %v, want one window of web-bs/europe-west1 = 1500 rps over 1s", share.published, share.window)
 	}
 	if !near(fleet["web-europe-west1"], 2.0/3) || !near(fleet["web-us-east1"], 1.0/3) {
@@ -105,7 +106,7 @@ func TestDemandShareSeed001(t *testing.T) {
 // the demand is the remote rate alone; clients without a region publish
 // under "".
 func TestDemandShareNoRegionAndIdle(t *testing.T) {
-	share := &fakeDemandShare{remote: DemandRates{"web-bs": {"": 40}}}
+	share := &fakeDemandShare{remote: control.DemandRates{"web-bs": {"": 40}}}
 	s, _ := seed001Window(t, share, 0)
 	if len(share.published) != 1 || len(share.published[0]) != 0 {
 		t.Errorf("an idle window published %v, want no rates", share.published)
@@ -118,7 +119,7 @@ func TestDemandShareNoRegionAndIdle(t *testing.T) {
 		s.snap.Load().Demand.Add(0, -1)
 	}
 	s.measureDemand(p)
-	if got := share.published[1]; !maps.EqualFunc(got, DemandRates{"web-bs": {"": 7}}, maps.Equal) {
+	if got := share.published[1]; !maps.EqualFunc(got, control.DemandRates{"web-bs": {"": 7}}, maps.Equal) {
 		t.Errorf("published %v, want web-bs/\"\" = 7", got)
 	}
 	if got := s.state.Demand(0, -1); got != 47 {

@@ -1,100 +1,29 @@
 package serve
 
-import "time"
+import (
+	"sync/atomic"
 
-// FleetStatus is how a fleet instance (spillway serve --fleet) stands with
-// the fleet's shared config in etcd. Package fleet keeps it current with
-// SetFleetStatus; /health shows it as "fleet" and /metrics as the
-// spillway_fleet_* gauges. A standalone instance has none.
-type FleetStatus struct {
-	// Instance and Region are the instance's --instance and --region.
-	Instance string `json:"instance"`
-	Region   string `json:"region,omitempty"`
-	// Revision is the fleet config revision in force; 0 when the config
-	// in force came from the --config file (etcd was unreachable at start
-	// or held no config yet).
-	Revision int64 `json:"configRevision"`
-	// Stale is true while the instance has lost etcd (or never reached
-	// it): it keeps serving its last good config, which may be older than
-	// the fleet's. StaleSince and StaleWhy say since when and why.
-	Stale      bool      `json:"stale"`
-	StaleSince time.Time `json:"staleSince,omitzero"`
-	StaleWhy   string    `json:"staleWhy,omitempty"`
-	// RejectedRevision is the last fleet revision this instance could not
-	// apply (0 if none since the last one applied), with the reason.
-	RejectedRevision int64  `json:"rejectedRevision,omitempty"`
-	RejectedError    string `json:"rejectedError,omitempty"`
-	// Control and Probing are the state of the instance's control loop
-	// and probe share when it runs them (FleetSources), read when the
-	// status is.
-	Control *FleetControl `json:"control,omitempty"`
-	Probing *FleetProbing `json:"probing,omitempty"`
-	Demand  *FleetDemand  `json:"demand,omitempty"`
+	"github.com/spillwaylb/spillway/internal/control"
+)
+
+// fleetStatus is the fleet status component: what package fleet reports
+// (the status and where to read its control loop's and shares' state),
+// read as one snapshot by /health, /metrics and the dashboard. Nothing
+// is set on a standalone instance.
+type fleetStatus struct {
+	status atomic.Pointer[control.FleetStatus]
+	src    atomic.Pointer[control.FleetSources]
 }
 
-// FleetDemand is how an instance shares demand for fleet-wide RATE
-// (docs/fleet.md, "Fleet-wide RATE").
-type FleetDemand struct {
-	// Connected is false while the share cannot reach etcd (or never
-	// could): the others' rates are then the last seen.
-	Connected bool `json:"connected"`
-	// Peers are the other instances whose offered rates this instance
-	// counts.
-	Peers []string `json:"peers"`
-}
-
-// FleetControl is what an instance knows of the fleet's elected control
-// loop (docs/fleet.md, "One control loop").
-type FleetControl struct {
-	// Leader is the elected instance that decides drains ("" when none is
-	// known); Leading is true on the leader itself.
-	Leader  string `json:"leader"`
-	Leading bool   `json:"leading"`
-	// Connected is false while the loop has no session with etcd: a
-	// follower then keeps the drain state it last applied.
-	Connected bool `json:"connected"`
-	// Applied counts the leader's drain states this instance applied;
-	// Writes the drain states it published while leading.
-	Applied int64 `json:"drainStatesApplied"`
-	Writes  int64 `json:"drainStatesPublished"`
-}
-
-// FleetProbing is what an instance's share of the fleet's probing is
-// (docs/fleet.md, "Sharded probing").
-type FleetProbing struct {
-	// Targets is how many probe targets the config has; Probing how many
-	// of them this instance probes.
-	Targets int `json:"targets"`
-	Probing int `json:"probing"`
-	// Connected is false while the share has lost etcd: the instance then
-	// believes only its own probes.
-	Connected bool `json:"connected"`
-}
-
-// FleetSources report the state of a fleet instance's control loop,
-// probe share and demand share; any may be nil (not running).
-type FleetSources struct {
-	Control func() FleetControl
-	Probing func() FleetProbing
-	Demand  func() FleetDemand
-}
-
-// SetFleetSources registers where FleetStatus reads the control loop's
-// and the probe share's state.
-func (s *Server) SetFleetSources(src FleetSources) { s.fleetSrc.Store(&src) }
-
-// SetFleetStatus records the instance's fleet status (package fleet calls
-// it on every change).
-func (s *Server) SetFleetStatus(st FleetStatus) { s.fleet.Store(&st) }
-
-// FleetStatus returns the instance's fleet status, nil when standalone.
-func (s *Server) FleetStatus() *FleetStatus {
-	st := s.fleet.Load()
+// snapshot returns the status with its sources read now, nil when none
+// was set.
+func (f *fleetStatus) snapshot() *control.FleetStatus {
+	st := f.status.Load()
 	if st == nil {
 		return nil
 	}
 	out := *st
-	if src := s.fleetSrc.Load(); src != nil {
+	if src := f.src.Load(); src != nil {
 		if src.Control != nil {
 			c := src.Control()
 			out.Control = &c
@@ -110,3 +39,14 @@ func (s *Server) FleetStatus() *FleetStatus {
 	}
 	return &out
 }
+
+// SetFleetSources registers where FleetStatus reads the control loop's
+// and the probe share's state.
+func (s *Server) SetFleetSources(src control.FleetSources) { s.fleet.src.Store(&src) }
+
+// SetFleetStatus records the instance's fleet status (package fleet calls
+// it on every change).
+func (s *Server) SetFleetStatus(st control.FleetStatus) { s.fleet.status.Store(&st) }
+
+// FleetStatus returns the instance's fleet status, nil when standalone.
+func (s *Server) FleetStatus() *control.FleetStatus { return s.fleet.snapshot() }

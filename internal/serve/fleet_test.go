@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
@@ -25,7 +26,7 @@ func TestFleetStatusInHealthAndMetrics(t *testing.T) {
 	if strings.Contains(health, `"fleet"`) || strings.Contains(metrics, "spillway_fleet_stale ") {
 		t.Fatalf("standalone instance shows a fleet status:\n%s", health)
 	}
-	s.SetFleetStatus(serve.FleetStatus{Instance: "lb-a", Revision: 3, Stale: true, StaleWhy: "etcd check: deadline exceeded"})
+	s.SetFleetStatus(control.FleetStatus{Instance: "lb-a", Revision: 3, Stale: true, StaleWhy: "etcd check: deadline exceeded"})
 	health, _ = getBody(cl, "http://"+s.AdminAddr()+"/health")
 	metrics, _ = getBody(cl, "http://"+s.AdminAddr()+"/metrics")
 	for _, want := range []string{`"instance": "lb-a"`, `"configRevision": 3`, `"stale": true`, `"staleWhy": "etcd check: deadline exceeded"`} {

@@ -21,7 +21,7 @@ type HealthReport struct {
 	// Fleet is the instance's standing with the fleet's shared config
 	// (spillway serve --fleet): revision in force, stale or not. Absent
 	// when standalone.
-	Fleet *FleetStatus `json:"fleet,omitempty"`
+	Fleet *control.FleetStatus `json:"fleet,omitempty"`
 }
 
 // ServiceHealth is one backend service.

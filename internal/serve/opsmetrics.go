@@ -2,7 +2,6 @@ package serve
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -66,13 +65,13 @@ func (o *opsCounters) probed(r *probe.Result) {
 // collectOps emits the operational metrics.
 func (m *metrics) collectOps(ch chan<- prometheus.Metric) {
 	d := m.d
-	c := &m.s.alogCounts
-	counter := func(d *prometheus.Desc, v *atomic.Uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v.Load()))
+	c := m.s.alog.Counts()
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
-	counter(d.descLogLines, &c.written)
-	counter(d.descLogDropped, &c.dropped)
-	counter(d.descLogErrors, &c.writeErrors)
+	counter(d.descLogLines, c.Written)
+	counter(d.descLogDropped, c.Dropped)
+	counter(d.descLogErrors, c.WriteErrors)
 
 	o := &m.ops
 	o.mu.Lock()

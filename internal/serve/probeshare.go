@@ -6,18 +6,6 @@ import (
 	"github.com/spillwaylb/spillway/internal/probe"
 )
 
-// SharedTarget is one probe target of the plan as a fleet sees it: the
-// target, a key the same on every instance running the same config (the
-// probe address and the health check's name), and the check's
-// thresholds, which the instances probing it apply before they publish.
-type SharedTarget struct {
-	Target probe.Target
-	Key    string
-	// Healthy and Unhealthy are the check's healthyThreshold and
-	// unhealthyThreshold.
-	Healthy, Unhealthy int
-}
-
 // ProbeShare divides probing among a fleet's instances (package fleet's
 // ProbeShare). With Options.ProbeShare set, the Server no longer hands
 // its prober every target nor feeds its own probe results to its health
@@ -27,7 +15,7 @@ type SharedTarget struct {
 type ProbeShare interface {
 	// SetTargets is told every target of the plan in force, at New and
 	// on each reload, from the Server's loop. It must not block.
-	SetTargets([]SharedTarget)
+	SetTargets([]probe.SharedTarget)
 	// Own receives each of this instance's probe results, from the probe
 	// goroutines. It must be safe for concurrent use, return quickly and
 	// not call back into the Server.
@@ -56,10 +44,10 @@ func (s *Server) ObserveShared(ctx context.Context, t probe.Target, healthy bool
 
 // sharedTargets lists the plan's targets for a ProbeShare, in list's
 // order, keyed by address and the first check's name.
-func sharedTargets(list []probe.Target, names map[probe.Target]string, th map[probe.Target][2]int) []SharedTarget {
-	out := make([]SharedTarget, 0, len(list))
+func sharedTargets(list []probe.Target, names map[probe.Target]string, th map[probe.Target][2]int) []probe.SharedTarget {
+	out := make([]probe.SharedTarget, 0, len(list))
 	for _, t := range list {
-		out = append(out, SharedTarget{Target: t, Key: t.Addr + "/" + names[t], Healthy: th[t][0], Unhealthy: th[t][1]})
+		out = append(out, probe.SharedTarget{Target: t, Key: t.Addr + "/" + names[t], Healthy: th[t][0], Unhealthy: th[t][1]})
 	}
 	return out
 }

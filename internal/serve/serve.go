@@ -8,6 +8,12 @@
 //	probe results ─┐
 //	demand window ─┼─► loop: control.State.Step / Tick ─► engine.View ─► atomic Snapshot ─► proxy handlers
 //	reloads ───────┘
+//
+// The Server keeps the event loop, the snapshot and the frontends. Parts
+// that stand on their own live in sub-packages: tlsreload (the HTTPS
+// frontends' certificates and policies, reloaded in place) and accesslog
+// (the access log writer and its counts). The fleet's value types
+// (FleetStatus, DemandRates) are package control's.
 package serve
 
 import (
@@ -35,6 +41,8 @@ import (
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
+	"github.com/spillwaylb/spillway/internal/serve/accesslog"
+	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
 // Options configure a Server.
@@ -107,12 +115,8 @@ type Server struct {
 	metrics  *metrics
 	// reqMetrics are the per-request counters (reqmetrics.go).
 	reqMetrics *requestMetrics
-	// alog is the running access log writer (nil when off); alogMu
-	// serialises its replacement, alogCounts outlive writers.
-	alog       atomic.Pointer[accessLog]
-	alogMu     sync.Mutex
-	alogCounts accessLogCounts
-	stdout     io.Writer
+	// alog is the access log (package accesslog).
+	alog *accesslog.Log
 	// dash is the /ui dashboard's sampler (dashboard.go).
 	dash *dashboard
 	// targetUpdates carries probe target sets from the loop to the
@@ -132,9 +136,8 @@ type Server struct {
 	// config is applied (New, Reload, ReloadFile, the watcher). The
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
-	// fleet is the fleet status (fleet.go); nil when standalone.
-	fleet    atomic.Pointer[FleetStatus]
-	fleetSrc atomic.Pointer[FleetSources]
+	// fleet is the fleet status (fleet.go); empty when standalone.
+	fleet fleetStatus
 
 	// Owned by the loop goroutine.
 	state    *control.State
@@ -159,7 +162,7 @@ type dnsServer struct {
 type frontend struct {
 	cfg     *plan.Frontend
 	handler atomic.Pointer[http.Handler]
-	tls     *frontendTLS // HTTPS only
+	tls     *tlsreload.Frontend // HTTPS only
 	srv     frontendServer
 	ln      net.Listener
 	done    chan struct{}
@@ -189,8 +192,8 @@ type reloadReq struct {
 	sum       [32]byte // configSum(cfg), before validation
 	p         *plan.Plan
 	dns       *gslb.Server
-	listeners map[string]net.Listener // pre-bound for new frontend addresses
-	tls       map[string]*tlsState    // loaded TLS of every HTTPS frontend
+	listeners map[string]net.Listener     // pre-bound for new frontend addresses
+	tls       map[string]*tlsreload.State // loaded TLS of every HTTPS frontend
 	errc      chan error
 }
 
@@ -229,11 +232,12 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport: opts.Transport,
 
 		reqMetrics: newRequestMetrics(),
-		stdout:     opts.Stdout,
 	}
-	if s.stdout == nil {
-		s.stdout = os.Stdout
+	stdout := opts.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
 	}
+	s.alog = accesslog.New(stdout, s.log)
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
@@ -249,7 +253,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if s.firstDNS, err = s.newDNS(cfg, p); err != nil {
 		return nil, err
 	}
-	if err := s.configureAccessLog(cfg); err != nil {
+	if err := s.alog.Configure(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -339,7 +343,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	}
 	// Certificates are read from disk on every reload, so files replaced
 	// in place are picked up; any that fail reject the reload.
-	tlsStates, err := loadFrontendTLS(p)
+	tlsStates, err := tlsreload.LoadAll(p)
 	if err != nil {
 		return err
 	}
@@ -483,7 +487,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	s.runCtx = ctx
 	s.targetUpdates = make(chan []probe.Target, 1)
-	tlsStates, err := loadFrontendTLS(s.snap.Load().Plan)
+	tlsStates, err := tlsreload.LoadAll(s.snap.Load().Plan)
 	if err != nil {
 		return err
 	}
@@ -540,7 +544,7 @@ func (s *Server) Run(ctx context.Context) error {
 		adminSrv.Shutdown(shutdownCtx)
 	}
 	s.closeFrontends(shutdownCtx)
-	s.closeAccessLog()
+	s.alog.Stop()
 	return nil
 }
 
@@ -643,7 +647,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 		return err
 	}
 	s.inForce.Store(&req.sum)
-	if err := s.configureAccessLog(req.cfg); err != nil {
+	if err := s.alog.Configure(req.cfg); err != nil {
 		// The new routing applies; the access log keeps its old
 		// destination.
 		s.log.Error("reload: access log", "err", err)
@@ -674,7 +678,7 @@ func (s *Server) applyReload(req *reloadReq) error {
 // swaps the handler and TLS settings of every kept one, so open
 // connections survive a reload. tlsStates has the loaded TLS of every
 // HTTPS frontend of p.
-func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsState) error {
+func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsreload.State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer closeListeners(prebound) // the ones not taken below
@@ -703,8 +707,7 @@ func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, t
 			f.cfg = pf
 			f.handler.Store(&h)
 			if f.tls != nil {
-				f.tls.cur.Store(tlsStates[name])
-				f.tls.failed = nil
+				f.tls.Set(tlsStates[name])
 			}
 			continue
 		}
@@ -769,7 +772,7 @@ func closeListeners(lns map[string]net.Listener) {
 
 // sameListener reports whether a reload keeps a frontend's listener: the
 // same address and protocol. Certificates and TLS policies change in
-// place (frontendTLS).
+// place (tlsreload.Frontend).
 func sameListener(a, b *plan.Frontend) bool {
 	return a.Address == b.Address && a.Protocol == b.Protocol
 }
@@ -783,7 +786,7 @@ func useH1Server(p *plan.Plan) bool {
 
 // startFrontend serves pf on ln, or on a new listener when ln is nil; st
 // is its loaded TLS (HTTPS only).
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsState) (*frontend, error) {
+func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsreload.State) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
@@ -794,9 +797,8 @@ func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln
 			}
 			return nil, fmt.Errorf("frontend %s: TLS settings not loaded", pf.Name)
 		}
-		f.tls = &frontendTLS{}
-		f.tls.cur.Store(st)
-		tlsCfg = f.tls.serverConfig()
+		f.tls = tlsreload.NewFrontend(st)
+		tlsCfg = f.tls.ServerConfig()
 	}
 	if ln == nil {
 		var err error

@@ -1,4 +1,7 @@
-package serve
+// Package accesslog is the access log (spillway.accessLog,
+// docs/operations.md): a Log component that follows the config in force,
+// and the writer generations it starts and stops.
+package accesslog
 
 import (
 	"bufio"

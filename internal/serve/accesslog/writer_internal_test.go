@@ -1,4 +1,4 @@
-package serve
+package accesslog
 
 import (
 	"encoding/json"

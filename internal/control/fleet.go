@@ -1,0 +1,96 @@
+package control
+
+import "time"
+
+// FleetStatus is how a fleet instance (spillway serve --fleet) stands with
+// the fleet's shared config in etcd. Package fleet keeps it current with
+// serve.Server.SetFleetStatus; /health shows it as "fleet" and /metrics as the
+// spillway_fleet_* gauges. A standalone instance has none.
+type FleetStatus struct {
+	// Instance and Region are the instance's --instance and --region.
+	Instance string `json:"instance"`
+	Region   string `json:"region,omitempty"`
+	// Revision is the fleet config revision in force; 0 when the config
+	// in force came from the --config file (etcd was unreachable at start
+	// or held no config yet).
+	Revision int64 `json:"configRevision"`
+	// Stale is true while the instance has lost etcd (or never reached
+	// it): it keeps serving its last good config, which may be older than
+	// the fleet's. StaleSince and StaleWhy say since when and why.
+	Stale      bool      `json:"stale"`
+	StaleSince time.Time `json:"staleSince,omitzero"`
+	StaleWhy   string    `json:"staleWhy,omitempty"`
+	// RejectedRevision is the last fleet revision this instance could not
+	// apply (0 if none since the last one applied), with the reason.
+	RejectedRevision int64  `json:"rejectedRevision,omitempty"`
+	RejectedError    string `json:"rejectedError,omitempty"`
+	// Control and Probing are the state of the instance's control loop
+	// and probe share when it runs them (FleetSources), read when the
+	// status is.
+	Control *FleetControl `json:"control,omitempty"`
+	Probing *FleetProbing `json:"probing,omitempty"`
+	Demand  *FleetDemand  `json:"demand,omitempty"`
+}
+
+// FleetDemand is how an instance shares demand for fleet-wide RATE
+// (docs/fleet.md, "Fleet-wide RATE").
+type FleetDemand struct {
+	// Connected is false while the share cannot reach etcd (or never
+	// could): the others' rates are then the last seen.
+	Connected bool `json:"connected"`
+	// Peers are the other instances whose offered rates this instance
+	// counts.
+	Peers []string `json:"peers"`
+}
+
+// FleetControl is what an instance knows of the fleet's elected control
+// loop (docs/fleet.md, "One control loop").
+type FleetControl struct {
+	// Leader is the elected instance that decides drains ("" when none is
+	// known); Leading is true on the leader itself.
+	Leader  string `json:"leader"`
+	Leading bool   `json:"leading"`
+	// Connected is false while the loop has no session with etcd: a
+	// follower then keeps the drain state it last applied.
+	Connected bool `json:"connected"`
+	// Applied counts the leader's drain states this instance applied;
+	// Writes the drain states it published while leading.
+	Applied int64 `json:"drainStatesApplied"`
+	Writes  int64 `json:"drainStatesPublished"`
+}
+
+// FleetProbing is what an instance's share of the fleet's probing is
+// (docs/fleet.md, "Sharded probing").
+type FleetProbing struct {
+	// Targets is how many probe targets the config has; Probing how many
+	// of them this instance probes.
+	Targets int `json:"targets"`
+	Probing int `json:"probing"`
+	// Connected is false while the share has lost etcd: the instance then
+	// believes only its own probes.
+	Connected bool `json:"connected"`
+}
+
+// FleetSources report the state of a fleet instance's control loop,
+// probe share and demand share; any may be nil (not running).
+type FleetSources struct {
+	Control func() FleetControl
+	Probing func() FleetProbing
+	Demand  func() FleetDemand
+}
+
+// DemandRates are offered rates in requests per second, by backend
+// service name and then client region name ("" for the clients of
+// frontends without a region). Names, not plan indexes, so that they
+// mean the same on every instance of a fleet whatever plan each runs.
+type DemandRates map[string]map[string]float64
+
+// Add adds rps to (service, region).
+func (d DemandRates) Add(service, region string, rps float64) {
+	m := d[service]
+	if m == nil {
+		m = map[string]float64{}
+		d[service] = m
+	}
+	m[region] += rps
+}
