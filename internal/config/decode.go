@@ -213,19 +213,32 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	case reflect.Struct:
 		d.structValue(n, v, path)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.typeError(n, path, v.Type())
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			d.pos[p] = position{item.Line, item.Column}
-			d.value(item, s.Index(i), p)
-		}
-		v.Set(s)
+		d.sliceValue(n, v, path)
 	case reflect.Map:
 		d.mapValue(n, v, path)
+	default:
+		d.scalarValue(n, v, path)
+	}
+}
+
+// sliceValue decodes sequence n into slice v.
+func (d *decoder) sliceValue(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.typeError(n, path, v.Type())
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		d.pos[p] = position{item.Line, item.Column}
+		d.value(item, s.Index(i), p)
+	}
+	v.Set(s)
+}
+
+// scalarValue decodes scalar n into v, a string, bool, integer or float.
+func (d *decoder) scalarValue(n *yaml.Node, v reflect.Value, path string) {
+	switch v.Kind() {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.typeError(n, path, v.Type())

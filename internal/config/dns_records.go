@@ -34,6 +34,16 @@ type dnsCut struct{ owner, path string }
 // delegated zone's name servers) may be; at a cut only NS and DS (RFC
 // 1034 §4.2.1: the data there and below belongs to the child zone).
 func (v *validator) dnsCuts(p string, z *DNSZone) []dnsCut {
+	owners, cuts := v.dnsDelegations(p, z)
+	v.occludedRecords(p, z, owners, cuts)
+	v.nestedCuts(cuts)
+	return cuts
+}
+
+// dnsDelegations returns the owner name of each of z's records ("" when
+// it is invalid or outside the zone) and the delegations (NS record sets
+// below the apex), reporting NS record sets at the apex or a wildcard.
+func (v *validator) dnsDelegations(p string, z *DNSZone) ([]string, []dnsCut) {
 	zone := CanonicalDNSName(z.Name)
 	var cuts []dnsCut
 	owners := make([]string, len(z.Records))
@@ -60,6 +70,13 @@ func (v *validator) dnsCuts(p string, z *DNSZone) []dnsCut {
 			cuts = append(cuts, dnsCut{o, rp})
 		}
 	}
+	return owners, cuts
+}
+
+// occludedRecords reports DS record sets that are not at a delegation and
+// records at or below one that a delegation hides (only NS and DS at it,
+// A and AAAA glue below it).
+func (v *validator) occludedRecords(p string, z *DNSZone, owners []string, cuts []dnsCut) {
 	for j := range z.Records {
 		r, o := &z.Records[j], owners[j]
 		if o == "" {
@@ -88,6 +105,10 @@ func (v *validator) dnsCuts(p string, z *DNSZone) []dnsCut {
 			break
 		}
 	}
+}
+
+// nestedCuts reports delegations below another delegation.
+func (v *validator) nestedCuts(cuts []dnsCut) {
 	// A cut below another cut is occluded too.
 	for _, c := range cuts {
 		for _, d := range cuts {
@@ -98,7 +119,6 @@ func (v *validator) dnsCuts(p string, z *DNSZone) []dnsCut {
 			}
 		}
 	}
-	return cuts
 }
 
 // belowCut reports a GSLB name at or below one of cuts.

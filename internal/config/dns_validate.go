@@ -59,22 +59,7 @@ func (v *validator) dnsZones() {
 // dnsZone validates one zone whose name is valid.
 func (v *validator) dnsZone(p string, z *DNSZone) {
 	zone := CanonicalDNSName(z.Name)
-	if s := z.SOA; s != nil {
-		sp := p + ".soa"
-		if s.MName != "" {
-			v.dnsName(sp+".mname", s.MName, "ns1."+zone)
-		}
-		if s.RName != "" {
-			v.dnsName(sp+".rname", s.RName, "hostmaster."+zone)
-		}
-		if s.Serial != nil {
-			v.inRange(sp+".serial", *s.Serial, 0, 1<<32-1)
-		}
-		v.intRange(sp+".refresh", s.Refresh, 0, 1<<31-1)
-		v.intRange(sp+".retry", s.Retry, 0, 1<<31-1)
-		v.intRange(sp+".expire", s.Expire, 0, 1<<31-1)
-		v.intRange(sp+".minimum", s.Minimum, 0, 86400)
-	}
+	v.dnsSOA(p+".soa", z.SOA, zone)
 	if len(z.NameServers) == 0 {
 		v.add(p+".nameServers", "list the zone's name servers, e.g. nameServers: [ns1."+zone+"]", "at least one name server is required")
 	}
@@ -83,68 +68,11 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 	}
 	v.dnssec(p+".dnssec", z.DNSSEC)
 
-	// owners maps an owner name to what is there, to find CNAME clashes.
-	type owner struct {
-		path  string
-		cname bool
-		gslb  bool
-	}
-	owners := map[string]owner{}
-	claim := func(path, name string, o owner) {
-		prev, ok := owners[name]
-		switch {
-		case !ok:
-			o.path = path
-			owners[name] = o
-		case prev.gslb || o.gslb:
-			v.add(path, "give the GSLB name its own owner name", "%q is already used by %s", name, prev.path)
-		case prev.cname || o.cname:
-			v.add(path, "a CNAME must be the only record at its name (RFC 1034 §3.6.2); rename one of them",
-				"%q already has records at %s", name, prev.path)
-		}
-	}
+	owners := zoneOwners{v: v, names: map[string]zoneOwner{}}
 	sets := map[string]int{}
 	cnames := map[string]cnameLink{} // owner → target, for loops
 	for j := range z.Records {
-		r := &z.Records[j]
-		rp := at("%s.records[%d]", p, j)
-		name, ok := v.dnsOwner(rp+".name", z, r.Name)
-		typeOK := r.Type != "" && v.enum(rp+".type", r.Type, dnsRecordTypes...)
-		if r.Type == "" {
-			v.add(rp+".type", "use one of "+strings.Join(dnsRecordTypes, ", "), "a type is required")
-		}
-		v.intRange(rp+".ttl", r.TTL, 0, 1<<31-1)
-		if len(r.Rrdatas) == 0 {
-			v.add(rp+".rrdatas", "give the record data, e.g. rrdatas: [\"192.0.2.1\"]", "at least one rrdata is required")
-		}
-		if !ok || !typeOK {
-			continue
-		}
-		key := name + " " + r.Type
-		if first, dup := sets[key]; dup {
-			v.add(rp, "merge the rrdatas into one record set", "%s %s is already records[%d]", name, r.Type, first)
-			continue
-		}
-		sets[key] = j
-		if r.Type == "CNAME" {
-			if name == CanonicalDNSName(z.Name) {
-				v.add(rp+".name", "use CNAME below the apex; the apex has SOA and NS records", "a CNAME cannot be at the zone apex")
-			}
-			if len(r.Rrdatas) > 1 {
-				v.add(rp+".rrdatas", "keep one target", "a CNAME has exactly one target, not %d", len(r.Rrdatas))
-			}
-		}
-		claim(rp+".name", name, owner{cname: r.Type == "CNAME"})
-		for k, data := range r.Rrdatas {
-			rr, err := ParseDNSRecord(name, r.Type, 0, data)
-			if err != nil {
-				v.add(at("%s.rrdatas[%d]", rp, k), rrdataFix(r.Type), "%q is not valid %s data: %v", data, r.Type, err)
-				continue
-			}
-			if c, ok := rr.(*dns.CNAME); ok && k == 0 {
-				cnames[name] = cnameLink{path: rp, target: CanonicalDNSName(c.Target)}
-			}
-		}
+		v.dnsRecord(at("%s.records[%d]", p, j), j, z, &owners, sets, cnames)
 	}
 	v.cnameLoops(cnames)
 	cuts := v.dnsCuts(p, z)
@@ -157,10 +85,103 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 		g := &z.GSLBNames[j]
 		gp := at("%s.gslbNames[%d]", p, j)
 		if name, ok := v.dnsOwner(gp+".name", z, g.Name); ok {
-			claim(gp+".name", name, owner{gslb: true})
+			owners.claim(gp+".name", name, zoneOwner{gslb: true})
 			v.belowCut(gp+".name", name, cuts)
 		}
 		v.gslbName(gp, g)
+	}
+}
+
+// dnsSOA checks a zone's soa block (sp is its path; nil: defaults).
+func (v *validator) dnsSOA(sp string, s *DNSSOA, zone string) {
+	if s == nil {
+		return
+	}
+	if s.MName != "" {
+		v.dnsName(sp+".mname", s.MName, "ns1."+zone)
+	}
+	if s.RName != "" {
+		v.dnsName(sp+".rname", s.RName, "hostmaster."+zone)
+	}
+	if s.Serial != nil {
+		v.inRange(sp+".serial", *s.Serial, 0, 1<<32-1)
+	}
+	v.intRange(sp+".refresh", s.Refresh, 0, 1<<31-1)
+	v.intRange(sp+".retry", s.Retry, 0, 1<<31-1)
+	v.intRange(sp+".expire", s.Expire, 0, 1<<31-1)
+	v.intRange(sp+".minimum", s.Minimum, 0, 86400)
+}
+
+// zoneOwner is what is at an owner name of a zone, to find CNAME
+// clashes.
+type zoneOwner struct {
+	path  string
+	cname bool
+	gslb  bool
+}
+
+// zoneOwners maps a zone's owner names to what is there.
+type zoneOwners struct {
+	v     *validator
+	names map[string]zoneOwner
+}
+
+// claim records o at name (from path), reporting a clash with a GSLB
+// name or a CNAME already there.
+func (zo *zoneOwners) claim(path, name string, o zoneOwner) {
+	prev, ok := zo.names[name]
+	switch {
+	case !ok:
+		o.path = path
+		zo.names[name] = o
+	case prev.gslb || o.gslb:
+		zo.v.add(path, "give the GSLB name its own owner name", "%q is already used by %s", name, prev.path)
+	case prev.cname || o.cname:
+		zo.v.add(path, "a CNAME must be the only record at its name (RFC 1034 §3.6.2); rename one of them",
+			"%q already has records at %s", name, prev.path)
+	}
+}
+
+// dnsRecord checks records[j] of zone z (at path rp), noting its owner,
+// its record set (sets: "name type" → first index) and its CNAME target.
+func (v *validator) dnsRecord(rp string, j int, z *DNSZone, owners *zoneOwners, sets map[string]int, cnames map[string]cnameLink) {
+	r := &z.Records[j]
+	name, ok := v.dnsOwner(rp+".name", z, r.Name)
+	typeOK := r.Type != "" && v.enum(rp+".type", r.Type, dnsRecordTypes...)
+	if r.Type == "" {
+		v.add(rp+".type", "use one of "+strings.Join(dnsRecordTypes, ", "), "a type is required")
+	}
+	v.intRange(rp+".ttl", r.TTL, 0, 1<<31-1)
+	if len(r.Rrdatas) == 0 {
+		v.add(rp+".rrdatas", "give the record data, e.g. rrdatas: [\"192.0.2.1\"]", "at least one rrdata is required")
+	}
+	if !ok || !typeOK {
+		return
+	}
+	key := name + " " + r.Type
+	if first, dup := sets[key]; dup {
+		v.add(rp, "merge the rrdatas into one record set", "%s %s is already records[%d]", name, r.Type, first)
+		return
+	}
+	sets[key] = j
+	if r.Type == "CNAME" {
+		if name == CanonicalDNSName(z.Name) {
+			v.add(rp+".name", "use CNAME below the apex; the apex has SOA and NS records", "a CNAME cannot be at the zone apex")
+		}
+		if len(r.Rrdatas) > 1 {
+			v.add(rp+".rrdatas", "keep one target", "a CNAME has exactly one target, not %d", len(r.Rrdatas))
+		}
+	}
+	owners.claim(rp+".name", name, zoneOwner{cname: r.Type == "CNAME"})
+	for k, data := range r.Rrdatas {
+		rr, err := ParseDNSRecord(name, r.Type, 0, data)
+		if err != nil {
+			v.add(at("%s.rrdatas[%d]", rp, k), rrdataFix(r.Type), "%q is not valid %s data: %v", data, r.Type, err)
+			continue
+		}
+		if c, ok := rr.(*dns.CNAME); ok && k == 0 {
+			cnames[name] = cnameLink{path: rp, target: CanonicalDNSName(c.Target)}
+		}
 	}
 }
 
@@ -230,21 +251,7 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 				"no frontend can be answered: answers need an HTTP or HTTPS frontend with a specific IP address")
 		}
 	}
-	if f := g.Failback; f != nil {
-		v.intRange(p+".failback.rampSec", f.RampSec, 0, 3600)
-		for k, s := range f.Steps {
-			sp := at("%s.failback.steps[%d]", p, k)
-			switch {
-			case s < 1 || s > 100:
-				v.add(sp, "use a percentage between 1 and 100", "%d is out of range", s)
-			case k > 0 && s <= f.Steps[k-1]:
-				v.add(sp, "list increasing percentages, e.g. [10, 25, 50, 100]", "%d does not increase on %d", s, f.Steps[k-1])
-			}
-		}
-		if n := len(f.Steps); n > 0 && f.Steps[n-1] != 100 {
-			v.add(at("%s.failback.steps[%d]", p, n-1), "end the steps with 100", "the last step must be 100, not %d", f.Steps[n-1])
-		}
-	}
+	v.gslbFailback(p+".failback", g.Failback)
 	v.gslbLocations(p, g)
 	if len(g.Locations) > 0 && !geo {
 		v.add(p+".locations", "set policy: GEO or LATENCY, or remove the locations", "locations are only used by the GEO and LATENCY policies")
@@ -258,6 +265,27 @@ func (v *validator) gslbName(p string, g *GSLBName) {
 		v.floatRange(pp+".maxErrorRate", ps.MaxErrorRate, 0, 1)
 		v.intRange(pp+".maxP95LatencyMs", ps.MaxP95LatencyMs, 1, 600000)
 		v.intRange(pp+".minRequests", ps.MinRequests, 1, 1<<30)
+	}
+}
+
+// gslbFailback checks a GSLB name's failback block (at fp; nil: the
+// defaults).
+func (v *validator) gslbFailback(fp string, f *GSLBFailback) {
+	if f == nil {
+		return
+	}
+	v.intRange(fp+".rampSec", f.RampSec, 0, 3600)
+	for k, s := range f.Steps {
+		sp := at("%s.steps[%d]", fp, k)
+		switch {
+		case s < 1 || s > 100:
+			v.add(sp, "use a percentage between 1 and 100", "%d is out of range", s)
+		case k > 0 && s <= f.Steps[k-1]:
+			v.add(sp, "list increasing percentages, e.g. [10, 25, 50, 100]", "%d does not increase on %d", s, f.Steps[k-1])
+		}
+	}
+	if n := len(f.Steps); n > 0 && f.Steps[n-1] != 100 {
+		v.add(at("%s.steps[%d]", fp, n-1), "end the steps with 100", "the last step must be 100, not %d", f.Steps[n-1])
 	}
 }
 

@@ -42,28 +42,7 @@ func (v *validator) backendService(p string, bs *BackendService) {
 	}
 	v.enum(p+".localityLbPolicy", bs.LocalityLbPolicy,
 		"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "WEIGHTED_ROUND_ROBIN")
-	switch bs.SessionAffinity {
-	case "CLIENT_IP_PROTO", "CLIENT_IP_PORT_PROTO", "CLIENT_IP_NO_DESTINATION":
-		v.add(p+".sessionAffinity", "use CLIENT_IP", "%s is for network load balancers, not HTTP", bs.SessionAffinity)
-	case "STRONG_COOKIE_AFFINITY":
-		v.add(p+".sessionAffinity", "use GENERATED_COOKIE or HTTP_COOKIE", "STRONG_COOKIE_AFFINITY is not supported yet")
-	case "HEADER_FIELD":
-		if bs.ConsistentHash == nil || bs.ConsistentHash.HTTPHeaderName == "" {
-			v.add(p+".sessionAffinity", "name the header to hash, e.g. consistentHash: {httpHeaderName: X-User}",
-				"HEADER_FIELD needs consistentHash.httpHeaderName")
-		}
-	default:
-		v.enum(p+".sessionAffinity", bs.SessionAffinity, "NONE", "CLIENT_IP", "GENERATED_COOKIE", "HTTP_COOKIE", "HEADER_FIELD")
-	}
-	v.intRange(p+".affinityCookieTtlSec", bs.AffinityCookieTTLSec, 0, 1209600)
-	if ch := bs.ConsistentHash; ch != nil {
-		if ch.MinimumRingSize != nil {
-			v.inRange(p+".consistentHash.minimumRingSize", *ch.MinimumRingSize, 1, 8388608)
-		}
-		if ch.HTTPCookie != nil {
-			v.duration(p+".consistentHash.httpCookie.ttl", ch.HTTPCookie.TTL)
-		}
-	}
+	v.sessionAffinity(p, bs)
 	if od := bs.OutlierDetection; od != nil {
 		v.outlierDetection(p+".outlierDetection", od)
 	}
@@ -88,6 +67,33 @@ func (v *validator) backendService(p string, bs *BackendService) {
 			"Spillway has no Identity-Aware Proxy: with IAP on, the backends would be served without the identity check")
 	}
 	v.backends(p, bs)
+}
+
+// sessionAffinity checks a backend service's sessionAffinity,
+// affinityCookieTtlSec and consistentHash.
+func (v *validator) sessionAffinity(p string, bs *BackendService) {
+	switch bs.SessionAffinity {
+	case "CLIENT_IP_PROTO", "CLIENT_IP_PORT_PROTO", "CLIENT_IP_NO_DESTINATION":
+		v.add(p+".sessionAffinity", "use CLIENT_IP", "%s is for network load balancers, not HTTP", bs.SessionAffinity)
+	case "STRONG_COOKIE_AFFINITY":
+		v.add(p+".sessionAffinity", "use GENERATED_COOKIE or HTTP_COOKIE", "STRONG_COOKIE_AFFINITY is not supported yet")
+	case "HEADER_FIELD":
+		if bs.ConsistentHash == nil || bs.ConsistentHash.HTTPHeaderName == "" {
+			v.add(p+".sessionAffinity", "name the header to hash, e.g. consistentHash: {httpHeaderName: X-User}",
+				"HEADER_FIELD needs consistentHash.httpHeaderName")
+		}
+	default:
+		v.enum(p+".sessionAffinity", bs.SessionAffinity, "NONE", "CLIENT_IP", "GENERATED_COOKIE", "HTTP_COOKIE", "HEADER_FIELD")
+	}
+	v.intRange(p+".affinityCookieTtlSec", bs.AffinityCookieTTLSec, 0, 1209600)
+	if ch := bs.ConsistentHash; ch != nil {
+		if ch.MinimumRingSize != nil {
+			v.inRange(p+".consistentHash.minimumRingSize", *ch.MinimumRingSize, 1, 8388608)
+		}
+		if ch.HTTPCookie != nil {
+			v.duration(p+".consistentHash.httpCookie.ttl", ch.HTTPCookie.TTL)
+		}
+	}
 }
 
 // outlierDetection validates backendService.outlierDetection.
@@ -205,8 +211,29 @@ func (v *validator) namedPort(p, bp string, bs *BackendService, group string) {
 // backend validates one backends[] entry of bs; kind is its group's kind
 // (kindUnknown when the group did not resolve).
 func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendService) {
-	scheme, nBackends := bs.LoadBalancingScheme, len(bs.Backends)
-	mode := b.BalancingMode
+	mode := v.balancingMode(bp, b.BalancingMode, kind, bs.Protocol)
+	v.capacityScaler(bp, b.CapacityScaler, len(bs.Backends))
+	v.backendTargets(bp, b, kind)
+	if mode == "RATE" {
+		v.rateTargets(bp, b, kind)
+	}
+	if b.MaxUtilization != nil {
+		v.floatRange(bp+".maxUtilization", b.MaxUtilization, 0, 1)
+		if mode != "UTILIZATION" && mode != "" {
+			v.add(bp+".maxUtilization", "remove it, or use balancingMode UTILIZATION", "maxUtilization does not apply with balancingMode %s", mode)
+		}
+	}
+	if b.Preference != "" {
+		if v.enum(bp+".preference", b.Preference, "PREFERRED", "DEFAULT", "PREFERENCE_UNSPECIFIED") && bs.LoadBalancingScheme == "EXTERNAL" {
+			v.add(bp+".preference", "remove it, or use loadBalancingScheme EXTERNAL_MANAGED",
+				"preference cannot be set with loadBalancingScheme EXTERNAL")
+		}
+	}
+}
+
+// balancingMode checks a backend's balancingMode and returns the mode
+// in effect ("" when it is not one Spillway balances by).
+func (v *validator) balancingMode(bp, mode string, kind groupKind, protocol string) string {
 	switch mode {
 	case "":
 		switch kind {
@@ -225,7 +252,6 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendSe
 		// services (proxy and passthrough Network Load Balancers); every
 		// protocol Spillway accepts is an HTTP one. An unknown protocol is
 		// reported on its own.
-		protocol := bs.Protocol
 		if protocol == "" {
 			protocol = "HTTP"
 		}
@@ -249,16 +275,27 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendSe
 		mode = ""
 	}
 
-	if cs := b.CapacityScaler; cs != nil {
-		switch {
-		case *cs != 0 && (*cs < 0.1 || *cs > 1):
-			v.add(bp+".capacityScaler", "use 0 to drain the backend, or a value between 0.1 and 1.0", "%s is out of range", fmtFloat(*cs))
-		case *cs == 0 && nBackends == 1:
-			v.add(bp+".capacityScaler", "add another backend before draining this one, or use a value between 0.1 and 1.0",
-				"0 would drain the only backend of the service")
-		}
-	}
+	return mode
+}
 
+// capacityScaler checks a backend's capacityScaler; n is how many
+// backends the service has.
+func (v *validator) capacityScaler(bp string, cs *float64, n int) {
+	if cs == nil {
+		return
+	}
+	switch {
+	case *cs != 0 && (*cs < 0.1 || *cs > 1):
+		v.add(bp+".capacityScaler", "use 0 to drain the backend, or a value between 0.1 and 1.0", "%s is out of range", fmtFloat(*cs))
+	case *cs == 0 && n == 1:
+		v.add(bp+".capacityScaler", "add another backend before draining this one, or use a value between 0.1 and 1.0",
+			"0 would drain the only backend of the service")
+	}
+}
+
+// backendTargets checks that a backend's targets fit its kind of group
+// and are not negative.
+func (v *validator) backendTargets(bp string, b *Backend, kind groupKind) {
 	// Targets that only fit one kind of group.
 	perKind := []struct {
 		field string
@@ -283,7 +320,11 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendSe
 	v.notNegativeInt(bp+".maxConnections", b.MaxConnections)
 	v.notNegativeInt(bp+".maxConnectionsPerInstance", b.MaxConnectionsPerInstance)
 	v.notNegativeInt(bp+".maxConnectionsPerEndpoint", b.MaxConnectionsPerEndpoint)
+}
 
+// rateTargets checks the targets of a backend balanced by RATE: one
+// target rate, no connection target.
+func (v *validator) rateTargets(bp string, b *Backend, kind groupKind) {
 	rates := setNames([]string{"maxRate", "maxRatePerInstance", "maxRatePerEndpoint"},
 		b.MaxRate != nil, b.MaxRatePerInstance != nil, b.MaxRatePerEndpoint != nil)
 	conns := setNames([]string{"maxConnections", "maxConnectionsPerInstance", "maxConnectionsPerEndpoint"},
@@ -299,30 +340,15 @@ func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendSe
 		}
 		return strings.Join(out, ", ")
 	}
-	switch mode {
-	case "RATE":
-		if len(conns) > 0 {
-			v.add(bp+"."+conns[0], "remove it; connection targets are for TCP, SSL and UDP backend services", "%s does not apply with balancingMode RATE", conns[0])
-		}
-		if len(rates) > 1 {
-			v.add(bp+"."+rates[1], "keep exactly one of "+targets("maxRate", "maxRatePerInstance", "maxRatePerEndpoint"),
-				"%s are both set; balancingMode RATE takes one target", joinAnd(rates))
-		} else if len(rates) == 0 && b.BalancingMode == "RATE" {
-			v.add(bp+".balancingMode", "set one of "+targets("maxRate", "maxRatePerInstance", "maxRatePerEndpoint"),
-				"balancingMode RATE needs a target rate")
-		}
+	if len(conns) > 0 {
+		v.add(bp+"."+conns[0], "remove it; connection targets are for TCP, SSL and UDP backend services", "%s does not apply with balancingMode RATE", conns[0])
 	}
-	if b.MaxUtilization != nil {
-		v.floatRange(bp+".maxUtilization", b.MaxUtilization, 0, 1)
-		if mode != "UTILIZATION" && mode != "" {
-			v.add(bp+".maxUtilization", "remove it, or use balancingMode UTILIZATION", "maxUtilization does not apply with balancingMode %s", mode)
-		}
-	}
-	if b.Preference != "" {
-		if v.enum(bp+".preference", b.Preference, "PREFERRED", "DEFAULT", "PREFERENCE_UNSPECIFIED") && scheme == "EXTERNAL" {
-			v.add(bp+".preference", "remove it, or use loadBalancingScheme EXTERNAL_MANAGED",
-				"preference cannot be set with loadBalancingScheme EXTERNAL")
-		}
+	if len(rates) > 1 {
+		v.add(bp+"."+rates[1], "keep exactly one of "+targets("maxRate", "maxRatePerInstance", "maxRatePerEndpoint"),
+			"%s are both set; balancingMode RATE takes one target", joinAnd(rates))
+	} else if len(rates) == 0 && b.BalancingMode == "RATE" {
+		v.add(bp+".balancingMode", "set one of "+targets("maxRate", "maxRatePerInstance", "maxRatePerEndpoint"),
+			"balancingMode RATE needs a target rate")
 	}
 }
 

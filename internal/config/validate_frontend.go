@@ -63,21 +63,27 @@ func (v *validator) frontends() {
 			v.add(p+".certificates", "remove them, or use protocol HTTPS", "certificates are only used with HTTPS")
 		}
 		v.frontendTLS(p, f, proto == "HTTPS")
-		for j, c := range f.Certificates {
-			cp := at("%s.certificates[%d]", p, j)
-			if c.CertificateFile == "" {
-				v.add(cp+".certificateFile", "give the path of a PEM certificate (chain) file", "a certificate file is required")
-			}
-			if c.PrivateKeyFile == "" {
-				v.add(cp+".privateKeyFile", "give the path of the PEM private key file", "a private key file is required")
-			}
-		}
+		v.certificateFiles(p, f.Certificates)
 		// A built-in Google Cloud region needs no regions[] entry (nor
 		// backends of its own): its location and RTTs are known.
 		if f.Region != "" && len(v.regionNames) > 0 && !BuiltinRegion(RefName(f.Region)) {
 			if _, ok := v.regionNames[RefName(f.Region)]; !ok {
 				v.add(p+".region", RegionHint(RefName(f.Region), slices.Sorted(mapKeys(v.regionNames))), "unknown region %q", RefName(f.Region))
 			}
+		}
+	}
+}
+
+// certificateFiles checks that each of a frontend's certificates names
+// its files.
+func (v *validator) certificateFiles(p string, certs []Certificate) {
+	for j, c := range certs {
+		cp := at("%s.certificates[%d]", p, j)
+		if c.CertificateFile == "" {
+			v.add(cp+".certificateFile", "give the path of a PEM certificate (chain) file", "a certificate file is required")
+		}
+		if c.PrivateKeyFile == "" {
+			v.add(cp+".privateKeyFile", "give the path of the PEM private key file", "a private key file is required")
 		}
 	}
 }

@@ -227,7 +227,29 @@ func fill(x []float64, amount float64, room, w []float64) ([]float64, bool) {
 //  4. Inside a level, by the service LB policy's algorithm: see inLevel.
 func computeSplit(in *splitInput, p *plan.Plan) Split {
 	svc := in.svc
-	T := svc.FailoverThreshold
+	levels := splitLevels(in, p)
+	rungs := levelRungs(in, levels, svc.FailoverThreshold)
+	shares := cascade(rungs, in.demand)
+	if shares == nil {
+		return Split{Status: 503, Reason: "no healthy backend in backend service " + svc.Name}
+	}
+	var sp Split
+	for lv, l := range levels {
+		if shares[lv] <= 0 {
+			continue
+		}
+		sp.addLevel(in, p, lv, l, shares[lv])
+	}
+	if !sp.normalize() {
+		return Split{Status: 503, Reason: "no healthy backend in backend service " + svc.Name}
+	}
+	return sp
+}
+
+// splitLevels groups the backends that can take traffic (not drained, not
+// zero-capacity) into levels, PREFERRED before DEFAULT and, within a
+// tier, regions by proximity to the client (ties by name).
+func splitLevels(in *splitInput, p *plan.Plan) []*level {
 	var levels []*level
 	for _, bv := range in.backends {
 		b := bv.b
@@ -262,13 +284,17 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		}
 		return p.Regions[a.region] < p.Regions[b.region]
 	})
+	return levels
+}
 
-	// Health per level: min(1, capacity-weighted healthy share / T). A
-	// backend ramping back after an undrain (spillway.undrainRampSec)
-	// counts with the ramp's share of its capacity (bv.weight), like a
-	// partly healthy backend: a level whose backends all ramp keeps only
-	// part of its traffic, while one ramping zone among healthy ones
-	// costs the level nothing it can absorb.
+// levelRungs measures each level for the cascade, with failover
+// threshold T. Health per level: min(1, capacity-weighted healthy share /
+// T). A backend ramping back after an undrain (spillway.undrainRampSec)
+// counts with the ramp's share of its capacity (bv.weight), like a partly
+// healthy backend: a level whose backends all ramp keeps only part of its
+// traffic, while one ramping zone among healthy ones costs the level
+// nothing it can absorb.
+func levelRungs(in *splitInput, levels []*level, T float64) []rung {
 	rungs := make([]rung, len(levels))
 	for k, l := range levels {
 		full, healthy := 0.0, 0.0
@@ -284,49 +310,52 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		}
 		rungs[k] = rung{health: l.health, capacity: l.capacity, weight: l.weight * l.health}
 	}
-	shares := cascade(rungs, in.demand)
-	if shares == nil {
-		return Split{Status: 503, Reason: "no healthy backend in backend service " + svc.Name}
-	}
+	return rungs
+}
 
-	var sp Split
-	for lv, l := range levels {
-		if shares[lv] <= 0 {
-			continue
-		}
-		x, cl := inLevel(in, p, l, shares[lv]*in.demand)
-		lo := len(sp.Shares)
-		for k, i := range l.backends {
-			if f := shares[lv] * x[k]; f > 0 {
-				sp.Shares = append(sp.Shares, Share{Backend: i, Fraction: f, Level: lv})
-				if in.demand > 0 {
-					in.remaining[i] -= f * in.demand
-				}
-			}
-		}
-		if cl != nil && len(sp.Shares) > lo {
-			if sp.client == nil {
-				sp.client = make([]int32, lo, len(sp.Shares))
-				for k := range sp.client {
-					sp.client[k] = -1
-				}
-			}
-			for range sp.Shares[lo:] {
-				sp.client = append(sp.client, int32(len(sp.clients)))
-			}
-			sp.clients = append(sp.clients, *cl)
-		} else if sp.client != nil {
-			for range sp.Shares[lo:] {
-				sp.client = append(sp.client, -1)
+// addLevel appends the shares of level l (number lv), which takes the
+// fraction share of the traffic, and how its clients pick when that
+// depends on the client; it takes what the level is given from the
+// backends' remaining capacity.
+func (sp *Split) addLevel(in *splitInput, p *plan.Plan, lv int, l *level, share float64) {
+	x, cl := inLevel(in, p, l, share*in.demand)
+	lo := len(sp.Shares)
+	for k, i := range l.backends {
+		if f := share * x[k]; f > 0 {
+			sp.Shares = append(sp.Shares, Share{Backend: i, Fraction: f, Level: lv})
+			if in.demand > 0 {
+				in.remaining[i] -= f * in.demand
 			}
 		}
 	}
+	if cl != nil && len(sp.Shares) > lo {
+		if sp.client == nil {
+			sp.client = make([]int32, lo, len(sp.Shares))
+			for k := range sp.client {
+				sp.client[k] = -1
+			}
+		}
+		for range sp.Shares[lo:] {
+			sp.client = append(sp.client, int32(len(sp.clients)))
+		}
+		sp.clients = append(sp.clients, *cl)
+	} else if sp.client != nil {
+		for range sp.Shares[lo:] {
+			sp.client = append(sp.client, -1)
+		}
+	}
+}
+
+// normalize scales the shares to sum to 1 and builds the cumulative
+// fractions picks draw from, and each client level's span of them. It
+// returns false when no share is positive.
+func (sp *Split) normalize() bool {
 	sum := 0.0
 	for _, s := range sp.Shares {
 		sum += s.Fraction
 	}
 	if sum == 0 {
-		return Split{Status: 503, Reason: "no healthy backend in backend service " + svc.Name}
+		return false
 	}
 	acc := 0.0
 	for k := range sp.Shares {
@@ -350,7 +379,7 @@ func computeSplit(in *splitInput, p *plan.Plan) Split {
 		}
 		cl.hi = sp.cum[k]
 	}
-	return sp
+	return true
 }
 
 // inLevel distributes a level's traffic (`amount` requests per second, 0

@@ -145,54 +145,14 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 	n.ramp = NewRamp(time.Duration(rampSec)*time.Second, steps)
 
 	var priorities []int
+	var err error
 	if g.Pool != nil {
-		for i := range g.Pool.Members {
-			cm := &g.Pool.Members[i]
-			addr, err := netip.ParseAddr(cm.Address)
-			if err != nil {
-				return nil, fmt.Errorf("gslb: %s: member %q: %w", n.owner, cm.Name, err)
-			}
-			m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1, service: config.RefName(cm.BackendService),
-				weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback, rttScale: 1}
-			if n.policy == latency && cm.Bias != nil {
-				m.rttScale = 1 - float64(*cm.Bias)/100
-			}
-			checks := cm.HealthChecks
-			if cm.HealthCheck != "" {
-				checks = []config.GSLBMemberCheck{{Name: cm.HealthCheck}}
-			}
-			for _, c := range checks {
-				if c.Calculated != nil {
-					if err := n.calculatedTargets(&m, c, cfg, p); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				if err := n.probeTarget(&m, c, m.addr, cfg, p); err != nil {
-					return nil, err
-				}
-			}
-			n.members = append(n.members, m)
-			priorities = append(priorities, cm.Priority)
-		}
+		priorities, err = n.poolMembers(g.Pool, cfg, p)
 	} else {
-		svc := p.ServiceByName[config.RefName(g.BackendService)]
-		if svc == nil {
-			return nil, fmt.Errorf("gslb: %s: unknown backend service %q", n.owner, g.BackendService)
-		}
-		n.service = svc
-		for _, f := range p.Frontends {
-			addr, ok := config.GSLBFrontendAddr(f.Config)
-			if !ok {
-				continue
-			}
-			n.members = append(n.members, member{name: f.Name, addr: addr.Unmap(), region: f.Region,
-				regionID: f.RegionID, weight: 1, rttScale: 1})
-			priorities = append(priorities, 0)
-		}
-		if len(n.members) == 0 {
-			return nil, fmt.Errorf("gslb: %s: no HTTP or HTTPS frontend with a specific IP address to answer", n.owner)
-		}
+		priorities, err = n.frontendMembers(g, p)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for i := range n.members {
 		m := &n.members[i]
@@ -210,15 +170,8 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 		all[i] = i
 	}
 	n.all = all
-	switch n.policy {
-	case weighted:
-		n.ladders = [][][]int{{all}}
-	case failover:
-		n.ladders = [][][]int{tiersBy(all, func(i int) float64 { return float64(priorities[i]) })}
-	case geo, latency:
-		if err := n.geoLadders(g, all, p); err != nil {
-			return nil, err
-		}
+	if err := n.buildLadders(g, all, priorities, p); err != nil {
+		return nil, err
 	}
 	initial := make([]memberState, len(n.members))
 	for i := range initial {
@@ -228,6 +181,82 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 	}
 	n.state.Store(n.newState(initial))
 	return n, nil
+}
+
+// poolMembers adds the members of an explicit pool, with their health
+// checks, and returns their priorities.
+func (n *gname) poolMembers(pool *config.GSLBPool, cfg *config.Config, p *plan.Plan) ([]int, error) {
+	var priorities []int
+	for i := range pool.Members {
+		cm := &pool.Members[i]
+		addr, err := netip.ParseAddr(cm.Address)
+		if err != nil {
+			return nil, fmt.Errorf("gslb: %s: member %q: %w", n.owner, cm.Name, err)
+		}
+		m := member{name: cm.Name, addr: addr.Unmap(), region: cm.Region, regionID: -1, service: config.RefName(cm.BackendService),
+			weight: float64(intOr(cm.Weight, config.DNSDefaultWeight)), fallback: cm.Fallback, rttScale: 1}
+		if n.policy == latency && cm.Bias != nil {
+			m.rttScale = 1 - float64(*cm.Bias)/100
+		}
+		checks := cm.HealthChecks
+		if cm.HealthCheck != "" {
+			checks = []config.GSLBMemberCheck{{Name: cm.HealthCheck}}
+		}
+		for _, c := range checks {
+			if c.Calculated != nil {
+				if err := n.calculatedTargets(&m, c, cfg, p); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := n.probeTarget(&m, c, m.addr, cfg, p); err != nil {
+				return nil, err
+			}
+		}
+		n.members = append(n.members, m)
+		priorities = append(priorities, cm.Priority)
+	}
+	return priorities, nil
+}
+
+// frontendMembers adds a member per frontend with a specific address, for
+// a name that answers with a backend service's frontends, and returns
+// their priorities (all 0).
+func (n *gname) frontendMembers(g *config.GSLBName, p *plan.Plan) ([]int, error) {
+	svc := p.ServiceByName[config.RefName(g.BackendService)]
+	if svc == nil {
+		return nil, fmt.Errorf("gslb: %s: unknown backend service %q", n.owner, g.BackendService)
+	}
+	n.service = svc
+	var priorities []int
+	for _, f := range p.Frontends {
+		addr, ok := config.GSLBFrontendAddr(f.Config)
+		if !ok {
+			continue
+		}
+		n.members = append(n.members, member{name: f.Name, addr: addr.Unmap(), region: f.Region,
+			regionID: f.RegionID, weight: 1, rttScale: 1})
+		priorities = append(priorities, 0)
+	}
+	if len(n.members) == 0 {
+		return nil, fmt.Errorf("gslb: %s: no HTTP or HTTPS frontend with a specific IP address to answer", n.owner)
+	}
+	return priorities, nil
+}
+
+// buildLadders builds the name's ladders by its policy: one of all
+// members (WEIGHTED), tiers by priority (FAILOVER), one per client region
+// (GEO, LATENCY).
+func (n *gname) buildLadders(g *config.GSLBName, all, priorities []int, p *plan.Plan) error {
+	switch n.policy {
+	case weighted:
+		n.ladders = [][][]int{{all}}
+	case failover:
+		n.ladders = [][][]int{tiersBy(all, func(i int) float64 { return float64(priorities[i]) })}
+	case geo, latency:
+		return n.geoLadders(g, all, p)
+	}
+	return nil
 }
 
 // geoLadders builds one ladder per client region: member regions by

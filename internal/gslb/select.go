@@ -37,15 +37,58 @@ func (n *gname) answer(out []dns.RR, l int, qtype uint16, now time.Time, rnd fun
 	st := n.state.Load()
 	v6 := qtype == dns.TypeAAAA
 	trans := now.Before(st.stableAfter)
-	pick := func(i int) {
-		if trans {
-			out = append(out, n.members[i].rrTrans)
-		} else {
-			out = append(out, n.members[i].rr)
+	tiers := n.ladders[l]
+	start, useFactor := n.startTier(st, tiers, v6, now, unit(rnd()))
+	if start < 0 {
+		return n.fallback(out, v6, trans, rnd), trans
+	}
+	var chosen memberSet
+	want := n.answerCount
+	eligible := func(i int) (float64, bool) {
+		m := &n.members[i]
+		if m.addr.Is6() != v6 || !st.members[i].healthy {
+			return 0, false
+		}
+		w := st.members[i].ramp.Weight(now)
+		if useFactor {
+			w *= st.members[i].factor
+		}
+		return m.weight * w, w > 0
+	}
+	got := 0
+	for k := range tiers {
+		t := (start + k) % len(tiers)
+		for got < want {
+			i := draw(tiers[t], eligible, &chosen, rnd)
+			if i < 0 {
+				break
+			}
+			chosen.add(i)
+			out = append(out, n.memberRR(i, trans))
+			got++
+		}
+		if got == want {
+			break
 		}
 	}
-	tiers := n.ladders[l]
-	x := unit(rnd())
+	return out, trans
+}
+
+// memberRR is member i's address record, with the transition TTL when
+// trans.
+func (n *gname) memberRR(i int, trans bool) dns.RR {
+	if trans {
+		return n.members[i].rrTrans
+	}
+	return n.members[i].rr
+}
+
+// startTier returns the tier of ladder tiers the answer starts from,
+// chosen with the uniform draw x among the tiers with healthy members
+// of the family (v6) by their ramped, factored weight, and whether
+// factors count: not when only zero-factor members are left. It returns
+// -1 when no member of the family is up.
+func (n *gname) startTier(st *nameState, tiers [][]int, v6 bool, now time.Time, x float64) (int, bool) {
 	start, first, zeroed := -1, -1, -1
 	for t, tier := range tiers {
 		p := 0.0
@@ -73,64 +116,36 @@ func (n *gname) answer(out []dns.RR, l int, qtype uint16, now time.Time, rnd fun
 	if start < 0 {
 		start = first
 	}
-	// useFactor is false when only zero-factor members are left.
-	useFactor := true
 	if start < 0 && zeroed >= 0 {
-		start, useFactor = zeroed, false
+		return zeroed, false
 	}
-	var chosen memberSet
-	want := n.answerCount
-	if start < 0 {
-		// Everything of this family is down: fallback members, else all.
-		fb := false
-		for i := range n.members {
-			if n.members[i].addr.Is6() == v6 && n.members[i].fallback {
-				fb = true
-				break
-			}
-		}
-		eligible := func(i int) (float64, bool) {
-			m := &n.members[i]
-			return m.weight, m.addr.Is6() == v6 && (m.fallback || !fb)
-		}
-		for got := 0; got < want; got++ {
-			i := draw(n.all, eligible, &chosen, rnd)
-			if i < 0 {
-				break
-			}
-			chosen.add(i)
-			pick(i)
-		}
-		return out, trans
-	}
-	eligible := func(i int) (float64, bool) {
-		m := &n.members[i]
-		if m.addr.Is6() != v6 || !st.members[i].healthy {
-			return 0, false
-		}
-		w := st.members[i].ramp.Weight(now)
-		if useFactor {
-			w *= st.members[i].factor
-		}
-		return m.weight * w, w > 0
-	}
-	got := 0
-	for k := range tiers {
-		t := (start + k) % len(tiers)
-		for got < want {
-			i := draw(tiers[t], eligible, &chosen, rnd)
-			if i < 0 {
-				break
-			}
-			chosen.add(i)
-			pick(i)
-			got++
-		}
-		if got == want {
+	return start, true
+}
+
+// fallback answers when every member of the family (v6) is down: with
+// the fallback members, else with all of them.
+func (n *gname) fallback(out []dns.RR, v6, trans bool, rnd func() uint64) []dns.RR {
+	fb := false
+	for i := range n.members {
+		if n.members[i].addr.Is6() == v6 && n.members[i].fallback {
+			fb = true
 			break
 		}
 	}
-	return out, trans
+	eligible := func(i int) (float64, bool) {
+		m := &n.members[i]
+		return m.weight, m.addr.Is6() == v6 && (m.fallback || !fb)
+	}
+	var chosen memberSet
+	for got := 0; got < n.answerCount; got++ {
+		i := draw(n.all, eligible, &chosen, rnd)
+		if i < 0 {
+			break
+		}
+		chosen.add(i)
+		out = append(out, n.memberRR(i, trans))
+	}
+	return out
 }
 
 // draw picks one eligible member of tier not yet chosen, with probability

@@ -44,26 +44,61 @@ const soaTTL = 300
 func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gname, error) {
 	origin := config.CanonicalDNSName(z.Name)
 	zn := &zone{origin: origin, nodes: map[string]*node{}}
-	at := func(name string) *node {
-		n := zn.nodes[name]
-		if n == nil {
-			n = &node{rrsets: map[uint16][]dns.RR{}}
-			zn.nodes[name] = n
-			// Empty non-terminals up to the apex exist too.
-			for parent := name; parent != origin; {
-				i, end := dns.NextLabel(parent, 0)
-				if end {
-					break
-				}
-				parent = parent[i:]
-				if _, ok := zn.nodes[parent]; !ok {
-					zn.nodes[parent] = &node{rrsets: map[uint16][]dns.RR{}}
-				}
+	soa := zoneSOA(z, origin)
+	apex := zn.at(origin)
+	apex.rrsets[dns.TypeSOA] = []dns.RR{soa}
+	neg := dns.Copy(soa)
+	neg.Header().Ttl = min(soa.Hdr.Ttl, soa.Minttl)
+	zn.negSOA = neg
+	for _, ns := range z.NameServers {
+		apex.rrsets[dns.TypeNS] = append(apex.rrsets[dns.TypeNS], &dns.NS{
+			Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: config.DNSDefaultRecordTTL},
+			Ns:  config.CanonicalDNSName(ns)})
+	}
+	for i := range z.Records {
+		if err := zn.addRecords(z, &z.Records[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	zn.findCuts()
+	var names []*gname
+	for i := range z.GSLBNames {
+		g, err := newName(z, &z.GSLBNames[i], cfg, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		zn.at(g.owner).gslb = g
+		zn.wild = zn.wild || config.IsWildcardDNSName(g.owner)
+		names = append(names, g)
+	}
+	return zn, names, nil
+}
+
+// at returns the node of name, making it, and the empty non-terminals
+// between it and the apex, on first use.
+func (z *zone) at(name string) *node {
+	n := z.nodes[name]
+	if n == nil {
+		n = &node{rrsets: map[uint16][]dns.RR{}}
+		z.nodes[name] = n
+		// Empty non-terminals up to the apex exist too.
+		for parent := name; parent != z.origin; {
+			i, end := dns.NextLabel(parent, 0)
+			if end {
+				break
+			}
+			parent = parent[i:]
+			if _, ok := z.nodes[parent]; !ok {
+				z.nodes[parent] = &node{rrsets: map[uint16][]dns.RR{}}
 			}
 		}
-		return n
 	}
+	return n
+}
 
+// zoneSOA returns the SOA record of zone z: the defaults, the first name
+// server as MNAME, and what z's soa block sets.
+func zoneSOA(z *config.DNSZone, origin string) *dns.SOA {
 	soa := &dns.SOA{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: soaTTL},
 		Serial: config.DNSDefaultSOASerial, Refresh: config.DNSDefaultSOARefresh, Retry: config.DNSDefaultSOARetry,
 		Expire: config.DNSDefaultSOAExpire, Minttl: config.DNSDefaultSOAMinimum, Mbox: "hostmaster." + origin}
@@ -85,52 +120,32 @@ func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gna
 		soa.Expire = uint32(intOr(s.Expire, int(soa.Expire)))
 		soa.Minttl = uint32(intOr(s.Minimum, int(soa.Minttl)))
 	}
-	apex := at(origin)
-	apex.rrsets[dns.TypeSOA] = []dns.RR{soa}
-	neg := dns.Copy(soa)
-	neg.Header().Ttl = min(soa.Hdr.Ttl, soa.Minttl)
-	zn.negSOA = neg
-	for _, ns := range z.NameServers {
-		apex.rrsets[dns.TypeNS] = append(apex.rrsets[dns.TypeNS], &dns.NS{
-			Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: config.DNSDefaultRecordTTL},
-			Ns:  config.CanonicalDNSName(ns)})
-	}
+	return soa
+}
 
-	for i := range z.Records {
-		r := &z.Records[i]
-		name := z.Owner(r.Name)
-		ttl := uint32(intOr(r.TTL, config.DNSDefaultRecordTTL))
-		n := at(name)
-		for _, data := range r.Rrdatas {
-			rr, err := config.ParseDNSRecord(name, r.Type, ttl, data)
-			if err != nil {
-				return nil, nil, fmt.Errorf("gslb: zone %s: %s %s %q: %w", origin, name, r.Type, data, err)
-			}
-			rr.Header().Name = name
-			if c, ok := rr.(*dns.CNAME); ok {
-				c.Target = strings.ToLower(c.Target)
-				n.cname = c
-				continue
-			}
-			t := rr.Header().Rrtype
-			if ns, ok := rr.(*dns.NS); ok {
-				ns.Ns = strings.ToLower(ns.Ns)
-			}
-			n.rrsets[t] = append(n.rrsets[t], rr)
-		}
-	}
-	zn.findCuts()
-	var names []*gname
-	for i := range z.GSLBNames {
-		g, err := newName(z, &z.GSLBNames[i], cfg, p)
+// addRecords adds the static record set r of zone cz.
+func (z *zone) addRecords(cz *config.DNSZone, r *config.DNSRecord) error {
+	name := cz.Owner(r.Name)
+	ttl := uint32(intOr(r.TTL, config.DNSDefaultRecordTTL))
+	n := z.at(name)
+	for _, data := range r.Rrdatas {
+		rr, err := config.ParseDNSRecord(name, r.Type, ttl, data)
 		if err != nil {
-			return nil, nil, err
+			return fmt.Errorf("gslb: zone %s: %s %s %q: %w", z.origin, name, r.Type, data, err)
 		}
-		at(g.owner).gslb = g
-		zn.wild = zn.wild || config.IsWildcardDNSName(g.owner)
-		names = append(names, g)
+		rr.Header().Name = name
+		if c, ok := rr.(*dns.CNAME); ok {
+			c.Target = strings.ToLower(c.Target)
+			n.cname = c
+			continue
+		}
+		t := rr.Header().Rrtype
+		if ns, ok := rr.(*dns.NS); ok {
+			ns.Ns = strings.ToLower(ns.Ns)
+		}
+		n.rrsets[t] = append(n.rrsets[t], rr)
 	}
-	return zn, names, nil
+	return nil
 }
 
 // zoneSet finds the zone of a name: the longest served zone that is a

@@ -76,6 +76,10 @@ type Plan struct {
 	// client reaches under WATERFALL_BY_REGION (spillway.secondLayerProxies,
 	// default 8).
 	SecondLayerProxies int
+
+	// retry holds the compiled retryPolicy of every route action of the
+	// config's URL maps (RetryPolicy).
+	retry map[*config.RetryPolicy]RetryPolicy
 }
 
 // HealthCheck is a compiled health check with defaults applied.
@@ -232,45 +236,89 @@ func Compile(c *config.Config) (*Plan, error) {
 
 		SecondLayerProxies: config.DefaultSecondLayerProxies,
 	}
-	if t := c.Spillway; t != nil {
-		if t.SecondLayerProxies != nil {
-			p.SecondLayerProxies = *t.SecondLayerProxies
-		}
-		if t.UndrainHoldSec != nil {
-			p.UndrainHold = time.Duration(*t.UndrainHoldSec) * time.Second
-		}
-		if t.DemandWindowSec != nil {
-			p.DemandWindow = time.Duration(*t.DemandWindowSec) * time.Second
-		}
-		if t.UndrainRampSec != nil {
-			p.UndrainRamp = time.Duration(*t.UndrainRampSec) * time.Second
+	p.tune(c.Spillway)
+	cc := newCompiler(p, c)
+	for i := range c.BackendServices {
+		if err := cc.service(i, &c.BackendServices[i]); err != nil {
+			return nil, err
 		}
 	}
+	if err := p.compileFrontends(c); err != nil {
+		return nil, err
+	}
+	p.compileRetryPolicies(c)
+	return p, nil
+}
 
-	hcs := map[string]*HealthCheck{}
+// tune applies the spillway block's plan-wide settings.
+func (p *Plan) tune(t *config.Tuning) {
+	if t == nil {
+		return
+	}
+	if t.SecondLayerProxies != nil {
+		p.SecondLayerProxies = *t.SecondLayerProxies
+	}
+	if t.UndrainHoldSec != nil {
+		p.UndrainHold = time.Duration(*t.UndrainHoldSec) * time.Second
+	}
+	if t.DemandWindowSec != nil {
+		p.DemandWindow = time.Duration(*t.DemandWindowSec) * time.Second
+	}
+	if t.UndrainRampSec != nil {
+		p.UndrainRamp = time.Duration(*t.UndrainRampSec) * time.Second
+	}
+}
+
+// compiler is Compile's state while it compiles backend services: the
+// config's objects by name, and the groups and endpoints made so far.
+type compiler struct {
+	p         *Plan
+	hcs       map[string]*HealthCheck
+	policies  map[string]*config.ServiceLbPolicy
+	negs      map[string]*config.NetworkEndpointGroup
+	igs       map[string]*config.InstanceGroup
+	groups    map[string]*Group
+	endpoints map[string]*Endpoint
+}
+
+// newCompiler compiles c's health checks and regions into p and indexes
+// the objects backend services refer to.
+func newCompiler(p *Plan, c *config.Config) *compiler {
+	cc := &compiler{
+		p:         p,
+		hcs:       map[string]*HealthCheck{},
+		policies:  map[string]*config.ServiceLbPolicy{},
+		negs:      map[string]*config.NetworkEndpointGroup{},
+		igs:       map[string]*config.InstanceGroup{},
+		groups:    map[string]*Group{},
+		endpoints: map[string]*Endpoint{},
+	}
 	for i := range c.HealthChecks {
 		hc := compileHealthCheck(&c.HealthChecks[i])
 		hc.ID = len(p.HealthChecks)
 		p.HealthChecks = append(p.HealthChecks, hc)
-		hcs[hc.Name] = hc
+		cc.hcs[hc.Name] = hc
 	}
-	policies := map[string]*config.ServiceLbPolicy{}
 	for i := range c.ServiceLbPolicies {
-		policies[c.ServiceLbPolicies[i].Name] = &c.ServiceLbPolicies[i]
+		cc.policies[c.ServiceLbPolicies[i].Name] = &c.ServiceLbPolicies[i]
 	}
+	cc.regions(c)
+	return cc
+}
 
-	// Regions: from groups, frontends and the regions list.
+// regions sets p's regions, from groups, frontends and the regions list,
+// and their distances, indexing the groups on the way.
+func (cc *compiler) regions(c *config.Config) {
+	p := cc.p
 	regionSet := map[string]bool{}
-	negs := map[string]*config.NetworkEndpointGroup{}
-	igs := map[string]*config.InstanceGroup{}
 	for i := range c.NetworkEndpointGroups {
 		g := &c.NetworkEndpointGroups[i]
-		negs[g.Name] = g
+		cc.negs[g.Name] = g
 		regionSet[g.RegionName()] = true
 	}
 	for i := range c.InstanceGroups {
 		g := &c.InstanceGroups[i]
-		igs[g.Name] = g
+		cc.igs[g.Name] = g
 		regionSet[g.RegionName()] = true
 	}
 	for _, f := range c.Frontends {
@@ -289,128 +337,154 @@ func Compile(c *config.Config) (*Plan, error) {
 		p.RegionIndex[r] = i
 	}
 	p.Distance = distances(p.Regions, c.Regions)
+}
 
-	groups := map[string]*Group{}
-	group := func(name string) (*Group, error) {
-		if g, ok := groups[name]; ok {
-			return g, nil
-		}
-		var g *Group
-		if n, ok := negs[name]; ok {
-			g = &Group{Name: name, Kind: "networkEndpointGroup", Zone: n.Zone, Region: n.RegionName()}
-		} else if ig, ok := igs[name]; ok {
-			g = &Group{Name: name, Kind: "instanceGroup", Zone: ig.Zone, Region: ig.RegionName()}
-		} else {
-			return nil, fmt.Errorf("unknown group %q", name)
-		}
-		g.ID = len(p.Groups)
-		g.RegionID = p.RegionIndex[g.Region]
-		p.Groups = append(p.Groups, g)
-		groups[name] = g
+// group returns the group named name, making it on first use.
+func (cc *compiler) group(name string) (*Group, error) {
+	if g, ok := cc.groups[name]; ok {
 		return g, nil
 	}
-	endpoints := map[string]*Endpoint{}
-	endpoint := func(g *Group, addr, instance string, hc *HealthCheck) *Endpoint {
-		key := addr + "|" + g.Name
-		if hc != nil {
-			key += "|" + hc.Name
-		}
-		if e, ok := endpoints[key]; ok {
-			return e
-		}
-		e := &Endpoint{ID: len(p.Endpoints), Addr: addr, Instance: instance, Group: g, HealthCheck: hc, ProbeAddr: addr}
-		if hc != nil && hc.Port != 0 {
-			host, _ := splitHostPort(addr)
-			e.ProbeAddr = joinHostPort(host, hc.Port)
-		}
-		p.Endpoints = append(p.Endpoints, e)
-		endpoints[key] = e
+	var g *Group
+	if n, ok := cc.negs[name]; ok {
+		g = &Group{Name: name, Kind: "networkEndpointGroup", Zone: n.Zone, Region: n.RegionName()}
+	} else if ig, ok := cc.igs[name]; ok {
+		g = &Group{Name: name, Kind: "instanceGroup", Zone: ig.Zone, Region: ig.RegionName()}
+	} else {
+		return nil, fmt.Errorf("unknown group %q", name)
+	}
+	g.ID = len(cc.p.Groups)
+	g.RegionID = cc.p.RegionIndex[g.Region]
+	cc.p.Groups = append(cc.p.Groups, g)
+	cc.groups[name] = g
+	return g, nil
+}
+
+// endpoint returns the endpoint of addr in g checked by hc, making it on
+// first use: services that share a group and a health check share it.
+func (cc *compiler) endpoint(g *Group, addr, instance string, hc *HealthCheck) *Endpoint {
+	key := addr + "|" + g.Name
+	if hc != nil {
+		key += "|" + hc.Name
+	}
+	if e, ok := cc.endpoints[key]; ok {
 		return e
 	}
-
-	for i := range c.BackendServices {
-		bs := &c.BackendServices[i]
-		s := &Service{
-			ID:                len(p.Services),
-			Name:              bs.Name,
-			Protocol:          orDefault(bs.Protocol, "HTTP"),
-			Timeout:           time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
-			FailoverThreshold: float64(config.NoPolicyFailoverHealthThreshold) / 100,
-			Affinity:          compileAffinity(bs),
-			MinRingSize:       config.DefaultMinimumRingSize,
-			Config:            bs,
-		}
-		s.LocalityLbPolicy = orDefault(bs.LocalityLbPolicy, "ROUND_ROBIN")
-		if bs.LocalityLbPolicy == "" && s.Affinity.Kind != AffinityNone {
-			s.LocalityLbPolicy = "MAGLEV"
-		}
-		if ch := bs.ConsistentHash; ch != nil && ch.MinimumRingSize != nil && *ch.MinimumRingSize > 0 {
-			s.MinRingSize = int(*ch.MinimumRingSize)
-		}
-		if len(bs.HealthChecks) > 0 {
-			s.HealthCheck = hcs[config.RefName(bs.HealthChecks[0])]
-		}
-		if bs.ServiceLbPolicy != "" {
-			pol := policies[config.RefName(bs.ServiceLbPolicy)]
-			if pol == nil {
-				return nil, fmt.Errorf("backendServices[%d].serviceLbPolicy: unknown policy %q", i, bs.ServiceLbPolicy)
-			}
-			s.PolicyName = pol.Name
-			switch pol.LoadBalancingAlgorithm {
-			case "SPRAY_TO_REGION":
-				s.Algorithm = SprayToRegion
-			case "WATERFALL_BY_ZONE":
-				s.Algorithm = WaterfallByZone
-			}
-			s.AutoDrain = pol.AutoCapacityDrain != nil && pol.AutoCapacityDrain.Enable
-			s.FailoverThreshold = float64(config.DefaultFailoverHealthThreshold) / 100
-			if fc := pol.FailoverConfig; fc != nil && fc.FailoverHealthThreshold != nil {
-				s.FailoverThreshold = float64(*fc.FailoverHealthThreshold) / 100
-			}
-		}
-		portName := orDefault(bs.PortName, "http")
-		for j := range bs.Backends {
-			be := &bs.Backends[j]
-			g, err := group(config.RefName(be.Group))
-			if err != nil {
-				return nil, fmt.Errorf("backendServices[%d].backends[%d].group: %w", i, j, err)
-			}
-			b := &Backend{Index: j, Service: s, Group: g, Preferred: be.Preference == "PREFERRED", Scaler: 1}
-			if be.CapacityScaler != nil {
-				b.Scaler = *be.CapacityScaler
-			}
-			if n, ok := negs[g.Name]; ok {
-				for _, ep := range n.Endpoints {
-					port := ep.Port
-					if port == 0 {
-						port = n.DefaultPort
-					}
-					b.Endpoints = append(b.Endpoints, endpoint(g, joinHostPort(ep.IPAddress, port), ep.Instance, s.HealthCheck))
-				}
-				b.Mode = orDefault(be.BalancingMode, "RATE")
-			} else {
-				ig := igs[g.Name]
-				port := 0
-				for _, np := range ig.NamedPorts {
-					if np.Name == portName {
-						port = np.Port
-					}
-				}
-				if port == 0 {
-					port = 80
-				}
-				for _, in := range ig.Instances {
-					b.Endpoints = append(b.Endpoints, endpoint(g, joinHostPort(in.IPAddress, port), in.Name, s.HealthCheck))
-				}
-				b.Mode = orDefault(be.BalancingMode, "UTILIZATION")
-			}
-			b.Capacity, b.Weight = capacity(be, b.Mode, len(b.Endpoints), b.Scaler)
-			s.Backends = append(s.Backends, b)
-		}
-		p.Services = append(p.Services, s)
-		p.ServiceByName[s.Name] = s
+	e := &Endpoint{ID: len(cc.p.Endpoints), Addr: addr, Instance: instance, Group: g, HealthCheck: hc, ProbeAddr: addr}
+	if hc != nil && hc.Port != 0 {
+		host, _ := splitHostPort(addr)
+		e.ProbeAddr = joinHostPort(host, hc.Port)
 	}
+	cc.p.Endpoints = append(cc.p.Endpoints, e)
+	cc.endpoints[key] = e
+	return e
+}
 
+// service compiles backendServices[i] into p.
+func (cc *compiler) service(i int, bs *config.BackendService) error {
+	s := &Service{
+		ID:                len(cc.p.Services),
+		Name:              bs.Name,
+		Protocol:          orDefault(bs.Protocol, "HTTP"),
+		Timeout:           time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
+		FailoverThreshold: float64(config.NoPolicyFailoverHealthThreshold) / 100,
+		Affinity:          compileAffinity(bs),
+		MinRingSize:       config.DefaultMinimumRingSize,
+		Config:            bs,
+	}
+	s.LocalityLbPolicy = orDefault(bs.LocalityLbPolicy, "ROUND_ROBIN")
+	if bs.LocalityLbPolicy == "" && s.Affinity.Kind != AffinityNone {
+		s.LocalityLbPolicy = "MAGLEV"
+	}
+	if ch := bs.ConsistentHash; ch != nil && ch.MinimumRingSize != nil && *ch.MinimumRingSize > 0 {
+		s.MinRingSize = int(*ch.MinimumRingSize)
+	}
+	if len(bs.HealthChecks) > 0 {
+		s.HealthCheck = cc.hcs[config.RefName(bs.HealthChecks[0])]
+	}
+	if bs.ServiceLbPolicy != "" {
+		pol := cc.policies[config.RefName(bs.ServiceLbPolicy)]
+		if pol == nil {
+			return fmt.Errorf("backendServices[%d].serviceLbPolicy: unknown policy %q", i, bs.ServiceLbPolicy)
+		}
+		applyServiceLbPolicy(s, pol)
+	}
+	portName := orDefault(bs.PortName, "http")
+	for j := range bs.Backends {
+		b, err := cc.backend(s, j, &bs.Backends[j], portName)
+		if err != nil {
+			return fmt.Errorf("backendServices[%d].backends[%d].group: %w", i, j, err)
+		}
+		s.Backends = append(s.Backends, b)
+	}
+	cc.p.Services = append(cc.p.Services, s)
+	cc.p.ServiceByName[s.Name] = s
+	return nil
+}
+
+// applyServiceLbPolicy sets what a serviceLbPolicy decides of s.
+func applyServiceLbPolicy(s *Service, pol *config.ServiceLbPolicy) {
+	s.PolicyName = pol.Name
+	switch pol.LoadBalancingAlgorithm {
+	case "SPRAY_TO_REGION":
+		s.Algorithm = SprayToRegion
+	case "WATERFALL_BY_ZONE":
+		s.Algorithm = WaterfallByZone
+	}
+	s.AutoDrain = pol.AutoCapacityDrain != nil && pol.AutoCapacityDrain.Enable
+	s.FailoverThreshold = float64(config.DefaultFailoverHealthThreshold) / 100
+	if fc := pol.FailoverConfig; fc != nil && fc.FailoverHealthThreshold != nil {
+		s.FailoverThreshold = float64(*fc.FailoverHealthThreshold) / 100
+	}
+}
+
+// backend compiles backends[j] of service s; an error is the group's.
+func (cc *compiler) backend(s *Service, j int, be *config.Backend, portName string) (*Backend, error) {
+	g, err := cc.group(config.RefName(be.Group))
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{Index: j, Service: s, Group: g, Preferred: be.Preference == "PREFERRED", Scaler: 1}
+	if be.CapacityScaler != nil {
+		b.Scaler = *be.CapacityScaler
+	}
+	if n, ok := cc.negs[g.Name]; ok {
+		for _, ep := range n.Endpoints {
+			port := ep.Port
+			if port == 0 {
+				port = n.DefaultPort
+			}
+			b.Endpoints = append(b.Endpoints, cc.endpoint(g, joinHostPort(ep.IPAddress, port), ep.Instance, s.HealthCheck))
+		}
+		b.Mode = orDefault(be.BalancingMode, "RATE")
+	} else {
+		ig := cc.igs[g.Name]
+		port := namedPort(ig, portName)
+		for _, in := range ig.Instances {
+			b.Endpoints = append(b.Endpoints, cc.endpoint(g, joinHostPort(in.IPAddress, port), in.Name, s.HealthCheck))
+		}
+		b.Mode = orDefault(be.BalancingMode, "UTILIZATION")
+	}
+	b.Capacity, b.Weight = capacity(be, b.Mode, len(b.Endpoints), b.Scaler)
+	return b, nil
+}
+
+// namedPort returns the port an instance group names portName (the last
+// such), 80 when it names none.
+func namedPort(ig *config.InstanceGroup, portName string) int {
+	port := 0
+	for _, np := range ig.NamedPorts {
+		if np.Name == portName {
+			port = np.Port
+		}
+	}
+	if port == 0 {
+		port = 80
+	}
+	return port
+}
+
+// compileFrontends compiles c's URL maps and frontends into p.
+func (p *Plan) compileFrontends(c *config.Config) error {
 	for i := range c.URLMaps {
 		m := &c.URLMaps[i]
 		p.URLMaps[m.Name] = &URLMap{Name: m.Name, Config: m}
@@ -421,7 +495,7 @@ func Compile(c *config.Config) (*Plan, error) {
 		if f.URLMap != "" {
 			fe.URLMap = p.URLMaps[config.RefName(f.URLMap)]
 			if fe.URLMap == nil {
-				return nil, fmt.Errorf("frontends[%d].urlMap: unknown URL map %q", i, f.URLMap)
+				return fmt.Errorf("frontends[%d].urlMap: unknown URL map %q", i, f.URLMap)
 			}
 		}
 		if f.Region != "" {
@@ -429,7 +503,7 @@ func Compile(c *config.Config) (*Plan, error) {
 		}
 		p.Frontends = append(p.Frontends, fe)
 	}
-	return p, nil
+	return nil
 }
 
 // compileAffinity compiles a backend service's sessionAffinity.

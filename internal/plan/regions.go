@@ -140,85 +140,50 @@ func DistanceKm(lat1, lon1, lat2, lon2 float64) float64 {
 // KnownRegionLocation returns the approximate location (the metro area) of
 // a Google Cloud region, so proximity works without a regions list.
 func KnownRegionLocation(region string) (lat, lon float64, ok bool) {
-	switch region {
-	case "us-central1":
-		return 41.26, -95.86, true
-	case "us-east1":
-		return 33.20, -80.01, true
-	case "us-east4":
-		return 39.04, -77.49, true
-	case "us-east5":
-		return 39.96, -83.00, true
-	case "us-south1":
-		return 32.78, -96.80, true
-	case "us-west1":
-		return 45.59, -121.18, true
-	case "us-west2":
-		return 34.05, -118.24, true
-	case "us-west3":
-		return 40.76, -111.89, true
-	case "us-west4":
-		return 36.17, -115.14, true
-	case "northamerica-northeast1":
-		return 45.50, -73.57, true
-	case "northamerica-northeast2":
-		return 43.65, -79.38, true
-	case "southamerica-east1":
-		return -23.55, -46.63, true
-	case "southamerica-west1":
-		return -33.45, -70.67, true
-	case "europe-west1":
-		return 50.45, 3.82, true
-	case "europe-west2":
-		return 51.51, -0.13, true
-	case "europe-west3":
-		return 50.11, 8.68, true
-	case "europe-west4":
-		return 53.44, 6.83, true
-	case "europe-west6":
-		return 47.38, 8.54, true
-	case "europe-west8":
-		return 45.46, 9.19, true
-	case "europe-west9":
-		return 48.86, 2.35, true
-	case "europe-west10":
-		return 52.52, 13.40, true
-	case "europe-west12":
-		return 45.07, 7.69, true
-	case "europe-north1":
-		return 60.57, 27.20, true
-	case "europe-central2":
-		return 52.23, 21.01, true
-	case "europe-southwest1":
-		return 40.42, -3.70, true
-	case "asia-east1":
-		return 24.05, 120.52, true
-	case "asia-east2":
-		return 22.32, 114.17, true
-	case "asia-northeast1":
-		return 35.68, 139.69, true
-	case "asia-northeast2":
-		return 34.69, 135.50, true
-	case "asia-northeast3":
-		return 37.57, 126.98, true
-	case "asia-south1":
-		return 19.08, 72.88, true
-	case "asia-south2":
-		return 28.61, 77.21, true
-	case "asia-southeast1":
-		return 1.35, 103.82, true
-	case "asia-southeast2":
-		return -6.21, 106.85, true
-	case "australia-southeast1":
-		return -33.87, 151.21, true
-	case "australia-southeast2":
-		return -37.81, 144.96, true
-	case "me-west1":
-		return 32.09, 34.78, true
-	case "me-central1":
-		return 25.29, 51.53, true
-	case "africa-south1":
-		return -26.20, 28.05, true
-	}
-	return 0, 0, false
+	l, ok := regionLocations[region]
+	return l.lat, l.lon, ok
+}
+
+// regionLocations are the metro areas of the Google Cloud regions
+// (KnownRegionLocation), in degrees. Read only.
+var regionLocations = map[string]struct{ lat, lon float64 }{
+	"us-central1":             {41.26, -95.86},
+	"us-east1":                {33.20, -80.01},
+	"us-east4":                {39.04, -77.49},
+	"us-east5":                {39.96, -83.00},
+	"us-south1":               {32.78, -96.80},
+	"us-west1":                {45.59, -121.18},
+	"us-west2":                {34.05, -118.24},
+	"us-west3":                {40.76, -111.89},
+	"us-west4":                {36.17, -115.14},
+	"northamerica-northeast1": {45.50, -73.57},
+	"northamerica-northeast2": {43.65, -79.38},
+	"southamerica-east1":      {-23.55, -46.63},
+	"southamerica-west1":      {-33.45, -70.67},
+	"europe-west1":            {50.45, 3.82},
+	"europe-west2":            {51.51, -0.13},
+	"europe-west3":            {50.11, 8.68},
+	"europe-west4":            {53.44, 6.83},
+	"europe-west6":            {47.38, 8.54},
+	"europe-west8":            {45.46, 9.19},
+	"europe-west9":            {48.86, 2.35},
+	"europe-west10":           {52.52, 13.40},
+	"europe-west12":           {45.07, 7.69},
+	"europe-north1":           {60.57, 27.20},
+	"europe-central2":         {52.23, 21.01},
+	"europe-southwest1":       {40.42, -3.70},
+	"asia-east1":              {24.05, 120.52},
+	"asia-east2":              {22.32, 114.17},
+	"asia-northeast1":         {35.68, 139.69},
+	"asia-northeast2":         {34.69, 135.50},
+	"asia-northeast3":         {37.57, 126.98},
+	"asia-south1":             {19.08, 72.88},
+	"asia-south2":             {28.61, 77.21},
+	"asia-southeast1":         {1.35, 103.82},
+	"asia-southeast2":         {-6.21, 106.85},
+	"australia-southeast1":    {-33.87, 151.21},
+	"australia-southeast2":    {-37.81, 144.96},
+	"me-west1":                {32.09, 34.78},
+	"me-central1":             {25.29, 51.53},
+	"africa-south1":           {-26.20, 28.05},
 }

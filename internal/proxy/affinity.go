@@ -9,9 +9,9 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 )
 
-// pick chooses the endpoint of svc for r: engine.View.PickClient with the
+// pickEndpoint chooses the endpoint of svc for r: engine.View.PickClient with the
 // request's session-affinity key.
-func (h *handler) pick(w http.ResponseWriter, r *http.Request, snap *Snapshot, svc *plan.Service, c engine.Client) engine.Decision {
+func (h *handler) pickEndpoint(w http.ResponseWriter, r *http.Request, snap *Snapshot, svc *plan.Service, c engine.Client) engine.Decision {
 	key, ok := h.affinityKey(w, r, svc, c)
 	return snap.View.PickClient(svc.ID, c, snap.View.NextDraw(svc.ID, c.Region), key, ok)
 }

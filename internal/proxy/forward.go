@@ -396,7 +396,8 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 	at.out.Status = resp.StatusCode
 }
 
-// serve forwards the request, retrying per policy, and writes the answer.
+// serve forwards the request, retrying per policy (forward), and writes
+// the answer (finalize).
 func (x *exchange) serve(ep *plan.Endpoint) {
 	x.deadline = time.Now().Add(x.timeout)
 	defer func() {
@@ -405,30 +406,42 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 		}
 	}()
 	var at attempt
+	x.forward(&at, ep)
+	defer at.release()
+	x.finalize(&at)
+}
+
+// forward makes the attempts, the first to ep and each retry to a fresh
+// pick, and leaves the last in at.
+func (x *exchange) forward(at *attempt, ep *plan.Endpoint) {
 	for n := 0; ; n++ {
-		at = x.try(ep, x.policy.perTry)
+		*at = x.try(ep, x.policy.PerTry)
 		x.h.observe(at.out)
 		if x.rec != nil {
 			x.rec.noteAttempt(&at.out)
 		}
-		if n >= x.policy.retries || x.done() || !x.policy.retriable(&at, x.body) {
-			break
+		if n >= x.policy.Retries || x.done() || !x.policy.retriable(at, x.body) {
+			return
 		}
 		next := x.repick(ep)
 		if next == nil {
-			break
+			return
 		}
 		bp := x.h.bufs.Get().(*[]byte)
 		at.discard(*bp)
 		x.h.bufs.Put(bp)
 		ep = next
 	}
-	defer at.release()
+}
+
+// finalize writes the answer of the last attempt at: the backend's
+// response, the tunnel of an accepted upgrade, or the failure.
+func (x *exchange) finalize(at *attempt) {
 	if x.rec != nil && x.body != nil {
 		x.rec.RequestSize += x.body.n.Load()
 	}
 	if at.resp == nil {
-		x.fail(&at)
+		x.fail(at)
 		return
 	}
 	if at.resp.StatusCode == http.StatusSwitchingProtocols && x.upgrade != "" {

@@ -276,7 +276,17 @@ func (h *handler) observe(o Outcome) {
 	}
 }
 
-// ServeHTTP routes and forwards one request.
+// ServeHTTP serves one request in stages, as Caddy's reverse proxy does:
+//
+//	match → pick → forward → finalize
+//
+// match admits the request and matches it against the frontend's URL
+// map, answering what it refuses, redirects and injected faults itself;
+// pick chooses the backend service and its endpoint; forward prepares
+// the outbound request and sends it, retrying per policy
+// (exchange.forward); finalize writes the backend's answer, the tunnel
+// or the failure (exchange.finalize). The Record, if kept, is finished
+// when ServeHTTP returns.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rec *Record
 	if h.cfg.Record != nil {
@@ -288,14 +298,49 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec != nil {
 		rec.Trace = tc
 	}
+	if !h.admit(rec, w, r) {
+		return
+	}
+	m := matched{rec: rec}
+	ok := h.match(&m, w, r)
+	if m.ad != nil {
+		defer h.putAdapter(m.ad)
+	}
+	if !ok {
+		return
+	}
+	d, ok := h.pick(&m, w, r)
+	if !ok {
+		return
+	}
+	h.forward(&m, d.Endpoint, th, w, r)
+}
+
+// matched is a request on its way through ServeHTTP's stages: what match
+// found and pick chose.
+type matched struct {
+	rec     *Record // nil when no one records requests
+	snap    *Snapshot
+	ad      *adapter // the request as route sees it; back to the pool when ServeHTTP returns
+	a       *route.Action
+	fwdPath string // the normalised path to forward, decoded
+	fwdRaw  string // and escaped ("" when the default encoding)
+	svc     *plan.Service
+	wi      int // the index of svc in a.Services
+}
+
+// admit answers, and returns false for, a request the load balancer
+// refuses whatever the config: a '#' in the path, an HTTP/2 request that
+// cannot be forwarded, a header block over h1.MaxHeaderBytes, CONNECT.
+func (h *handler) admit(rec *Record, w http.ResponseWriter, r *http.Request) bool {
 	if strings.IndexByte(r.URL.Path, '#') >= 0 {
 		lbAnswer(rec, w, http.StatusBadRequest, sdInvalidPath, "'#' in request path")
-		return
+		return false
 	}
 	if r.ProtoMajor != 1 {
 		if why := badH2Request(r); why != "" {
 			lbAnswer(rec, w, http.StatusBadRequest, sdInvalidRequest, why)
-			return
+			return false
 		}
 	}
 	hb := headerBlockSize(r)
@@ -304,59 +349,79 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if hb > h1.MaxHeaderBytes {
 		lbAnswer(rec, w, http.StatusRequestHeaderFieldsTooLarge, sdHeadersTooLong, "request line and headers exceed 60 KiB")
-		return
+		return false
 	}
 	if r.Method == http.MethodConnect {
 		lbAnswer(rec, w, http.StatusMethodNotAllowed, sdUnsupportedMethod, "CONNECT is not supported")
-		return
+		return false
 	}
+	return true
+}
+
+// match finds r's route action in the current snapshot's URL map and
+// fills m. It answers, and returns false for, a request it cannot route
+// (no snapshot or URL map yet, a path that does not normalise), a
+// redirect and an injected fault. m.ad, once set, must be returned to
+// the pool whatever match returns.
+func (h *handler) match(m *matched, w http.ResponseWriter, r *http.Request) bool {
+	rec := m.rec
 	snap := h.cfg.Snapshot()
 	if snap == nil || snap.Plan == nil || snap.View == nil {
 		lbAnswer(rec, w, http.StatusServiceUnavailable, sdConfigNotFound, "load balancer is starting")
-		return
+		return false
 	}
 	table := snap.Routes[h.urlMap]
 	if table == nil {
 		h.log.Warn("URL map missing from the snapshot", "urlMap", h.urlMap)
 		lbAnswer(rec, w, http.StatusServiceUnavailable, sdConfigNotFound, "")
-		return
+		return false
 	}
-	ad := h.adapters.Get().(*adapter)
-	ad.reset(r)
-	defer h.putAdapter(ad)
+	m.snap = snap
+	m.ad = h.adapters.Get().(*adapter)
+	m.ad.reset(r)
 	popts := pathOptions(snap.Plan.Config)
-	fwdPath, fwdRaw, ok := normalizePath(rec, w, r, popts)
-	if !ok {
-		return
+	var ok bool
+	if m.fwdPath, m.fwdRaw, ok = normalizePath(rec, w, r, popts); !ok {
+		return false
 	}
-	ad.req.Path = route.MatchPath(fwdPath, popts)
-
-	a := table.Match(&ad.req)
+	m.ad.req.Path = route.MatchPath(m.fwdPath, popts)
+	m.a = table.Match(&m.ad.req)
 	if rec != nil {
-		rec.Route = a.Source
+		rec.Route = m.a.Source
 	}
-	if a.Redirect != nil {
-		// Redirect from the path that matched: when it differs from the
-		// forwarded one (an escaped slash or backslash made new
-		// segments), cutting the matched prefix out of the forwarded
-		// path would splice two different paths. RedirectURL escapes
-		// Path itself when EscapedPath is "".
-		ad.req.EscapedPath = ""
-		if ad.req.Path == fwdPath {
-			u := url.URL{Path: fwdPath, RawPath: fwdRaw}
-			ad.req.EscapedPath = u.EscapedPath()
-		}
-		w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
-		w.WriteHeader(a.Redirect.Code)
-		if rec != nil {
-			rec.Status, rec.Details = a.Redirect.Code, sdRedirect
-		}
-		return
+	if m.a.Redirect != nil {
+		h.redirect(m, w, r)
+		return false
 	}
-	if a.Fault != nil && h.fault(rec, w, r, a.Fault) {
-		return
+	return m.a.Fault == nil || !h.fault(rec, w, r, m.a.Fault)
+}
+
+// redirect answers a request whose action is a redirect.
+func (h *handler) redirect(m *matched, w http.ResponseWriter, r *http.Request) {
+	ad, a := m.ad, m.a
+	// Redirect from the path that matched: when it differs from the
+	// forwarded one (an escaped slash or backslash made new segments),
+	// cutting the matched prefix out of the forwarded path would splice
+	// two different paths. RedirectURL escapes Path itself when
+	// EscapedPath is "".
+	ad.req.EscapedPath = ""
+	if ad.req.Path == m.fwdPath {
+		u := url.URL{Path: m.fwdPath, RawPath: m.fwdRaw}
+		ad.req.EscapedPath = u.EscapedPath()
 	}
-	name, wi := a.PickService(a.NextDraw())
+	w.Header()["Location"] = []string{a.RedirectURL(&ad.req, h.scheme(r))}
+	w.WriteHeader(a.Redirect.Code)
+	if m.rec != nil {
+		m.rec.Status, m.rec.Details = a.Redirect.Code, sdRedirect
+	}
+}
+
+// pick chooses the backend service of m's action (noting it in m) and
+// its endpoint for r. It answers 503, and returns false, when the
+// service cannot be served or has no endpoint to pick.
+func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engine.Decision, bool) {
+	rec, snap := m.rec, m.snap
+	name, wi := m.a.PickService(m.a.NextDraw())
 	svc := snap.Plan.ServiceByName[name]
 	if svc == nil {
 		h.log.Debug("backend service cannot be served (backend buckets are not supported)", "service", name)
@@ -364,11 +429,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Reason = "backend service " + name + " cannot be served (backend buckets are not supported)"
 		}
 		lbAnswer(rec, w, http.StatusServiceUnavailable, sdFailedToPick, "")
-		return
+		return engine.Decision{}, false
 	}
+	m.svc, m.wi = svc, wi
 	client := h.client(snap.Plan, r)
 	snap.Demand.Add(svc.ID, client.Region)
-	d := h.pick(w, r, snap, svc, client)
+	d := h.pickEndpoint(w, r, snap, svc, client)
 	if rec != nil {
 		rec.Service, rec.Backend = svc, d.Backend
 	}
@@ -378,15 +444,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Reason = d.Reason
 		}
 		lbAnswer(rec, w, d.Status, sdFailedToPick, "")
-		return
+		return engine.Decision{}, false
 	}
+	return d, true
+}
 
-	x := exchange{h: h, w: w, r: r, svc: svc, rec: rec, trace: th}
-	x.hp = headerPlan{req: r, svc: svc.Config, weight: a.Services[wi].HeaderAction, actions: a.HeaderActions}
+// forward prepares the exchange of r with m's service, starting at
+// endpoint ep, and serves it: headers, URL rewrite, timeout, body,
+// retry policy and mirroring.
+func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http.ResponseWriter, r *http.Request) {
+	a, svc, ad := m.a, m.svc, m.ad
+	x := exchange{h: h, w: w, r: r, svc: svc, rec: m.rec, trace: th}
+	x.hp = headerPlan{req: r, svc: svc.Config, weight: a.Services[m.wi].HeaderAction, actions: a.HeaderActions}
 	x.host, x.path = a.RewriteURL(&ad.req)
 	if x.path == ad.req.Path {
 		// Not rewritten: forward the normalised path, escapes kept.
-		x.path, x.rawPath = fwdPath, fwdRaw
+		x.path, x.rawPath = m.fwdPath, m.fwdRaw
 	}
 	x.upgrade = upgradeType(r.Header)
 	// An invalid traceparent of the client's must go: only the header
@@ -414,14 +487,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = http.NewResponseController(w).EnableFullDuplex()
 		}
 	}
-	x.policy = newRetryPolicy(a.Retry, r.Method)
+	x.policy = retryPolicy(m.snap.Plan.RetryPolicy(a.Retry, r.Method))
 	if x.upgrade != "" {
-		x.policy.retries = 0
+		x.policy.Retries = 0
 	}
 	if a.Mirror != nil && bodyless && x.upgrade == "" && hit(h.rand, a.Mirror.MirrorPercent) {
-		h.mirror(snap, a.Mirror, &x)
+		h.mirror(m.snap, a.Mirror, &x)
 	}
-	x.serve(d.Endpoint)
+	x.serve(ep)
 }
 
 // pathOptions returns the path normalisation options of a config.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"net/http"
 	"sync"
@@ -33,7 +34,15 @@ func (h *handler) tunnel(x *exchange, resp *http.Response) {
 	}
 	defer conn.Close()
 	defer back.Close()
+	if h.switchProtocols(x, resp, brw, back) {
+		h.splice(conn, back, x.timeout)
+	}
+}
 
+// switchProtocols relays the backend's 101 response to the client and
+// passes on the bytes the client sent after its request, already
+// buffered; it reports whether the tunnel can start.
+func (h *handler) switchProtocols(x *exchange, resp *http.Response, brw *bufio.ReadWriter, back io.Writer) bool {
 	hd := x.w.Header()
 	h1.CopyHeaders(hd, resp.Header)
 	hd["Connection"] = []string{"Upgrade"}
@@ -46,24 +55,30 @@ func (h *handler) tunnel(x *exchange, resp *http.Response) {
 		x.rec.Status, x.rec.Details = http.StatusSwitchingProtocols, sdSentByBackend
 	}
 	if err := resp.Write(brw); err != nil {
-		return
+		return false
 	}
 	if err := brw.Flush(); err != nil {
-		return
+		return false
 	}
 	// Bytes the client sent after its request, already buffered.
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Peek(n)
 		if _, err := back.Write(b); err != nil {
-			return
+			return false
 		}
 	}
+	return true
+}
+
+// splice copies bytes both ways between the client connection and the
+// backend's until either side closes or neither has sent a byte for
+// idle, then closes both.
+func (h *handler) splice(conn, back io.ReadWriteCloser, idle time.Duration) {
 
 	var last atomic.Int64 // unix nanos of the latest byte either way
 	last.Store(time.Now().UnixNano())
 	var once sync.Once
 	closeBoth := func() { once.Do(func() { conn.Close(); back.Close() }) }
-	idle := x.timeout
 	var (
 		mu    sync.Mutex // guards timer against its own first firing
 		timer *time.Timer
