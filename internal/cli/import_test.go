@@ -58,7 +58,7 @@ func TestImportCommandReportsUncarried(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
-	for _, want := range []string{"enableCDN: Cloud CDN is on", "iap: Identity-Aware Proxy is on", "securityPolicy: Cloud Armor policy armor-owasp", "edgeSecurityPolicy: Cloud Armor policy edge-geo-block", "logConfig: logging is on"} {
+	for _, want := range []string{"enableCDN: Cloud CDN is on", "iap: Identity-Aware Proxy is on", "securityPolicy: Cloud Armor policy armor-owasp", "edgeSecurityPolicy: Cloud Armor policy edge-geo-block", "healthChecks[hc-static].logConfig: health check logging is on"} {
 		if !strings.Contains(stderr, "not carried: ") || !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
