@@ -26,9 +26,15 @@ type fullInstance struct {
 	stop func()
 }
 
-func startFullInstance(t *testing.T, e *fleettest.Etcd, name string) *fullInstance {
+// startFullInstance starts one; ws, if given, is the Watcher of its
+// etcd client (a fault injector).
+func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clientv3.Watcher) *fullInstance {
 	t.Helper()
-	st := fleet.NewStore(dial(t, e), "")
+	cl := dial(t, e)
+	if len(ws) > 0 {
+		cl.Watcher = ws[0]
+	}
+	st := fleet.NewStore(cl, "")
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
 	cfg, status, err := fleet.Start(context.Background(), st, "", 2*time.Second, log)
 	if err != nil {
@@ -181,5 +187,63 @@ func TestInstanceOneSession(t *testing.T) {
 	eventually(t, other.name+" leads", func() (bool, string) {
 		st := other.inst.Loop().Stats()
 		return st.Leading, fmt.Sprintf("%+v", st)
+	})
+}
+
+// TestInstanceMemberFailureKeepsSession: when the components of an
+// instance fail while etcd is fine (here every watch of its client ends
+// at once: a gRPC stream reset), each reconnects on the instance's lease:
+// no new lease is granted, none is revoked, its keys stay under the same
+// lease throughout, and the fleet keeps one leader.
+func TestInstanceMemberFailureKeepsSession(t *testing.T) {
+	e := fleettest.Start(t)
+	cl := dial(t, e)
+	st := fleet.NewStore(cl, "")
+	bs := []*hcBackend{newHCBackend(t, "127.0.0.32"), newHCBackend(t, "127.0.0.33")}
+	push(t, st, shardedConfig(bs))
+	wa := &endableWatcher{Watcher: clientv3.NewWatcher(dial(t, e))}
+	a, b := startFullInstance(t, e, "a", wa), startFullInstance(t, e, "b")
+	// lease is the one lease all of a's keys live under (0: several, or
+	// its registration or demand record missing).
+	lease := func() (clientv3.LeaseID, string) {
+		keys := fleetKeys(t, cl)["a"]
+		id := keys["instances/a"]
+		if _, ok := keys["demand/a"]; !ok {
+			return 0, fmt.Sprint(keys)
+		}
+		for _, l := range keys {
+			if l != id {
+				return 0, fmt.Sprint(keys)
+			}
+		}
+		return id, fmt.Sprint(keys)
+	}
+	var before clientv3.LeaseID
+	eventually(t, "a's keys under one lease, a leader elected", func() (bool, string) {
+		var got string
+		before, got = lease()
+		return before != 0 && a.inst.Loop().Stats().Leader != "" && a.inst.Share().Stats().Connected, got
+	})
+
+	wa.End()
+	// Each component notices, goes down and comes back up on the lease.
+	eventually(t, "a's components up again", func() (bool, string) {
+		ls, sh := a.inst.Loop().Stats(), a.inst.Share().Stats()
+		return ls.Connected && sh.Connected && ls.Leader != "", fmt.Sprintf("%+v %+v", ls, sh)
+	})
+	eventually(t, "a's keys back under the lease it had", func() (bool, string) {
+		id, got := lease()
+		return id == before, got
+	})
+	leases, err := cl.Leases(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Leases) != 2 {
+		t.Errorf("%d leases after a's components reconnected, want still one per instance: %v", len(leases.Leases), leases.Leases)
+	}
+	eventually(t, "one leader", func() (bool, string) {
+		la, lb := a.inst.Loop().Stats(), b.inst.Loop().Stats()
+		return la.Leading != lb.Leading && la.Leader == lb.Leader, fmt.Sprintf("a %+v, b %+v", la, lb)
 	})
 }
