@@ -63,7 +63,7 @@ type Agent struct {
 	// the target.
 	status control.FleetStatus
 	// lastLease is the lease of the previous session (Run's goroutine),
-	// so a rejoin does not take its own old registration for another
+	// so a rejoin does not take its own registration for another
 	// instance's.
 	lastLease clientv3.LeaseID
 }
@@ -89,26 +89,24 @@ func NewAgent(store *Store, target Target, opts AgentOptions) (*Agent, error) {
 	return a, nil
 }
 
-// Run follows the fleet's config until ctx is done. Each session
+// Run follows the fleet's config until ctx is done, on a session of its
+// own (an Instance runs it on the instance's session). Each session
 // registers the instance, applies the current revision if it is not the
 // one in force, and watches for the next; when etcd is lost the instance
-// turns stale and Run reconnects with backoff.
+// turns stale and reconnects with backoff.
 func (a *Agent) Run(ctx context.Context) error {
-	backoff := a.opts.MinBackoff
-	for ctx.Err() == nil {
-		connected, err := a.session(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if connected {
-			backoff = a.opts.MinBackoff
-		}
-		a.setStale(err)
-		pause(ctx, backoff)
-		backoff = min(2*backoff, a.opts.MaxBackoff)
-	}
+	a.store.runSession(ctx, a.sessionOptions(), a)
 	return nil
 }
+
+func (a *Agent) sessionOptions() sessionOptions {
+	return sessionOptions{instance: a.opts.Instance, leaseTTL: a.opts.LeaseTTL, checkTimeout: a.opts.CheckTimeout, minBackoff: a.opts.MinBackoff, maxBackoff: a.opts.MaxBackoff}
+}
+
+// down: etcd lost, the instance is stale and keeps its last good config.
+func (a *Agent) down(_ context.Context, err error) { a.setStale(err) }
+
+func (a *Agent) idle(ctx context.Context, d time.Duration) { pause(ctx, d) }
 
 // setStale marks the instance stale (once per outage) and says why.
 func (a *Agent) setStale(err error) {
@@ -133,17 +131,14 @@ func (a *Agent) setFresh() {
 	a.target.SetFleetStatus(a.status)
 }
 
-// session runs one connection to etcd until it fails (or ctx ends);
-// connected reports whether it got as far as reading the config.
-func (a *Agent) session(ctx context.Context) (connected bool, err error) {
+// up registers the instance under the session's lease and follows the
+// config until it fails (or ctx ends); connected reports whether it got
+// as far as reading the config.
+func (a *Agent) up(ctx context.Context, s *session) (connected bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := a.store.cl
-	leaseID, ka, release, err := a.store.keptLease(ctx, a.opts.LeaseTTL, a.opts.CheckTimeout, "instance "+a.opts.Instance+" registration")
-	if err != nil {
-		return false, err
-	}
-	defer release() // a stop leaves the fleet now; an error lets the lease expire
+	leaseID := s.Lease()
 	a.warnNameInUse(ctx)
 	a.lastLease = leaseID
 	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "since": a.opts.Now().UTC()})
@@ -187,11 +182,6 @@ func (a *Agent) session(ctx context.Context) (connected bool, err error) {
 		case <-ctx.Done():
 			return true, ctx.Err()
 		case wch = <-wchc:
-			continue
-		case _, ok := <-ka:
-			if !ok {
-				return true, fmt.Errorf("fleet: instance %s lost its registration (lease keepalive ended)", a.opts.Instance)
-			}
 			continue
 		case wr, ok := <-wch:
 			if !ok {

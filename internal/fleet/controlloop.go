@@ -92,6 +92,7 @@ type ControlLoop struct {
 	stats ControlLoopStats
 
 	// Owned by Run's goroutine.
+	host         DrainHost
 	published    []byte // the Backends last written, as JSON
 	publishedRev int64  // the etcd revision of that write
 }
@@ -127,54 +128,80 @@ func (c *ControlLoop) update(f func(*ControlLoopStats)) {
 }
 
 // Run takes part in the election and applies or publishes drain state
-// until ctx is done. Each session with etcd first applies the published
-// state and follows it, then campaigns; when elected it decides and
-// publishes. When etcd is lost Run reconnects with backoff, leaving the
-// host as it was: a follower keeps its last applied state, a leader keeps
-// deciding. When ctx ends the session's lease is revoked, so another
-// instance is elected at once.
+// until ctx is done, on a session of its own (an Instance runs it on the
+// instance's session). Each session with etcd first applies the
+// published state and follows it, then campaigns; when elected it
+// decides and publishes. When etcd is lost Run reconnects with backoff,
+// leaving the host as it was: a follower keeps its last applied state, a
+// leader keeps deciding. When ctx ends the session's lease is revoked, so
+// another instance is elected at once.
 func (c *ControlLoop) Run(ctx context.Context, host DrainHost) error {
-	backoff := c.opts.MinBackoff
-	for ctx.Err() == nil {
-		err := c.session(ctx, host)
-		if ctx.Err() != nil {
-			break
-		}
-		st := c.Stats()
-		if st.Connected {
-			backoff = c.opts.MinBackoff
-			if st.Leading {
-				c.log.Warn("fleet: lost etcd while leading the control loop; deciding drains locally until it is back", "instance", c.opts.Instance, "err", err)
-			} else {
-				c.log.Warn("fleet: lost etcd; keeping the last drain state the leader published until it is back", "instance", c.opts.Instance, "err", err)
-			}
-		}
-		c.update(func(s *ControlLoopStats) { s.Connected = false })
-		pause(ctx, backoff)
-		backoff = min(2*backoff, c.opts.MaxBackoff)
-	}
+	c.host = host
+	c.store.runSession(ctx, sessionOptions{instance: c.opts.Instance, leaseTTL: c.opts.LeaseTTL, checkTimeout: c.opts.CheckTimeout, minBackoff: c.opts.MinBackoff, maxBackoff: c.opts.MaxBackoff}, c)
 	return nil
 }
 
-// session runs one election session until it fails or ctx ends.
-func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
-	ctx, cancel := context.WithCancel(ctx)
+// down: etcd lost (or the loop failed); the host stays as it was.
+func (c *ControlLoop) down(_ context.Context, err error) {
+	st := c.Stats()
+	if st.Connected {
+		if st.Leading {
+			c.log.Warn("fleet: lost etcd while leading the control loop; deciding drains locally until it is back", "instance", c.opts.Instance, "err", err)
+		} else {
+			c.log.Warn("fleet: lost etcd; keeping the last drain state the leader published until it is back", "instance", c.opts.Instance, "err", err)
+		}
+	}
+	c.update(func(s *ControlLoopStats) { s.Connected = false })
+}
+
+func (c *ControlLoop) idle(ctx context.Context, d time.Duration) { pause(ctx, d) }
+
+// up follows and campaigns on the session until it fails or ctx ends;
+// connected reports whether it got as far as following the published
+// state.
+func (c *ControlLoop) up(ctx context.Context, sess *session) (connected bool, err error) {
+	err = c.campaign(ctx, sess)
+	return c.Stats().Connected, err
+}
+
+// resign withdraws this instance from the election when its loop failed
+// while the instance goes on (a stop revokes the session's lease
+// instead): its election key, and control/leader if it named itself, are
+// deleted, so the next candidate is elected now rather than when the
+// session's lease expires, with nobody deciding meanwhile; a later
+// campaign on the same lease queues again.
+func (c *ControlLoop) resign(sess *session) {
+	if sess.stop.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	key := fmt.Sprintf("%s/%x", c.electionPrefix(), sess.Lease())
+	c.store.cl.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(c.leaderKey()), "=", sess.Lease())).
+		Then(clientv3.OpDelete(key), clientv3.OpDelete(c.leaderKey())).Else(clientv3.OpDelete(key)).Commit()
+}
+
+// campaign runs one election session until it fails or ctx ends.
+func (c *ControlLoop) campaign(sctx context.Context, sess *session) error {
+	ctx, cancel := context.WithCancel(sctx)
+	won := make(chan error, 1)
+	campaigning := false
+	defer func() {
+		cancel()
+		if campaigning && sctx.Err() == nil {
+			// The loop failed on a live session: a campaign cut short
+			// resigns by itself; let it finish, so that a key it may
+			// have just created is deleted too.
+			select {
+			case <-won:
+			case <-time.After(time.Second):
+			}
+		}
+		c.resign(sess)
+	}()
 	cl := c.store.cl
-	leaseID, revoke, err := c.store.grantLease(ctx, c.opts.LeaseTTL, c.opts.CheckTimeout)
-	if err != nil {
-		return fmt.Errorf("fleet: control loop lease: %w", err)
-	}
-	// Revoking the lease deletes the election key: the next candidate is
-	// elected now rather than after the TTL. Unlike the other sessions',
-	// this one revokes on an error too: a leader whose session broke
-	// should hand the election over at once, not hold it for the TTL
-	// with nobody deciding.
-	defer revoke()
-	sess, err := concurrency.NewSession(cl, concurrency.WithLease(leaseID), concurrency.WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("fleet: control loop session: %w", err)
-	}
+	host := c.host
+	leaseID := sess.Lease()
 	tctx, tcancel := context.WithTimeout(ctx, c.opts.CheckTimeout)
 	resp, err := cl.Get(tctx, c.controlPrefix(), clientv3.WithPrefix())
 	tcancel()
@@ -207,8 +234,8 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 	}
 	c.update(func(s *ControlLoopStats) { s.Connected, s.Leading, s.Leader = true, false, leader })
 
-	el := concurrency.NewElection(sess, c.electionPrefix())
-	won := make(chan error, 1)
+	el := concurrency.NewElection(sess.Session, c.electionPrefix())
+	campaigning = true
 	go func() { won <- el.Campaign(ctx, c.opts.Instance) }()
 	wch := cl.Watch(ctx, c.controlPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	var tick <-chan time.Time
@@ -217,10 +244,8 @@ func (c *ControlLoop) session(ctx context.Context, host DrainHost) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-sess.Done():
-			return errors.New("fleet: the control loop's lease ended")
 		case err := <-won:
-			won = nil
+			campaigning = false
 			if err != nil {
 				return fmt.Errorf("fleet: campaign for the control loop: %w", err)
 			}

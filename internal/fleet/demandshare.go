@@ -110,6 +110,7 @@ type DemandShare struct {
 	writtenRev int64                          // the etcd revision of that write
 	connected  bool
 	warned     bool // about a foreign write of this instance's record, this session
+	told       bool // that this instance cannot share demand, since it last could
 }
 
 // NewDemandShare returns a DemandShare for instance opts.Instance.
@@ -164,43 +165,43 @@ func (d *DemandShare) demandPrefix() string { return d.store.prefix + "demand/" 
 func (d *DemandShare) key() string { return d.demandPrefix() + d.opts.Instance }
 
 // Run publishes this instance's demand and follows the others' until
-// ctx is done. When etcd is lost it keeps the others' rates as last seen
-// and reconnects with backoff; on rejoin it reads them again and
-// publishes its own under a new lease.
+// ctx is done, on a session of its own (an Instance runs it on the
+// instance's session). When etcd is lost it keeps the others' rates as
+// last seen and reconnects with backoff; on rejoin it reads them again
+// and publishes its own again.
 func (d *DemandShare) Run(ctx context.Context) error {
-	backoff := d.opts.MinBackoff
-	told := false // that this instance cannot share demand, since it last could
-	for ctx.Err() == nil {
-		err := d.session(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		switch {
-		case d.connected:
-			backoff, told = d.opts.MinBackoff, true
-			d.log.Warn("fleet: lost etcd; counting RATE capacity against this instance's demand and the others' as last published until it is back", "instance", d.opts.Instance, "err", err)
-		case !told:
-			told = true
-			d.log.Error("fleet: cannot share demand through etcd; counting RATE capacity against this instance's demand and the others' as last seen until it can (fix: check that etcd answers and that the fleet's etcd user may read and write "+d.demandPrefix()+")", "instance", d.opts.Instance, "err", err)
-		}
-		d.connected = false
-		d.setStats()
-		pause(ctx, backoff)
-		backoff = min(2*backoff, d.opts.MaxBackoff)
-	}
+	d.store.runSession(ctx, sessionOptions{instance: d.opts.Instance, leaseTTL: d.opts.LeaseTTL, checkTimeout: d.opts.CheckTimeout, minBackoff: d.opts.MinBackoff, maxBackoff: d.opts.MaxBackoff}, d)
 	return nil
 }
 
-// session runs one connection to etcd until it fails or ctx ends.
-func (d *DemandShare) session(ctx context.Context) error {
+// down: etcd lost; the others' rates stay as last seen.
+func (d *DemandShare) down(_ context.Context, err error) {
+	switch {
+	case d.connected:
+		d.told = true
+		d.log.Warn("fleet: lost etcd; counting RATE capacity against this instance's demand and the others' as last published until it is back", "instance", d.opts.Instance, "err", err)
+	case !d.told:
+		d.told = true
+		d.log.Error("fleet: cannot share demand through etcd; counting RATE capacity against this instance's demand and the others' as last seen until it can (fix: check that etcd answers and that the fleet's etcd user may read and write "+d.demandPrefix()+")", "instance", d.opts.Instance, "err", err)
+	}
+	d.connected = false
+	d.setStats()
+}
+
+func (d *DemandShare) idle(ctx context.Context, t time.Duration) { pause(ctx, t) }
+
+// up publishes under the session's lease and follows the others until it
+// fails or ctx ends.
+func (d *DemandShare) up(ctx context.Context, s *session) (connected bool, err error) {
+	err = d.follow(ctx, s.Lease())
+	return d.connected, err
+}
+
+// follow runs one connection to etcd until it fails or ctx ends.
+func (d *DemandShare) follow(ctx context.Context, leaseID clientv3.LeaseID) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := d.store.cl
-	leaseID, ka, release, err := d.store.keptLease(ctx, d.opts.LeaseTTL, d.opts.CheckTimeout, "demand share")
-	if err != nil {
-		return err
-	}
-	defer release() // a stop leaves the fleet now; an error lets the lease expire
 	tctx, tcancel := context.WithTimeout(ctx, d.opts.CheckTimeout)
 	resp, err := cl.Get(tctx, d.demandPrefix(), clientv3.WithPrefix())
 	tcancel()
@@ -241,11 +242,6 @@ func (d *DemandShare) session(ctx context.Context) error {
 			return ctx.Err()
 		case w := <-wchc:
 			wch = w
-			continue
-		case _, ok := <-ka:
-			if !ok {
-				return errors.New("fleet: the demand share lease's keepalive ended")
-			}
 			continue
 		case wr, ok := <-wch:
 			if !ok {

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/control"
@@ -33,8 +32,9 @@ type InstanceOptions struct {
 	// Rate turns on fleet-wide RATE (--fleet-rate): a DemandShare
 	// publishes this instance's offered rate and adds the others' to it.
 	Rate bool
-	// LeaseTTL is the TTL of the agent's registration, the probe share's
-	// verdicts and the control loop's election session (default 10 s).
+	// LeaseTTL is the TTL of the instance's session lease, which its
+	// registration, verdicts, offered rate and election key live under
+	// (default 10 s).
 	// CheckInterval is how often the agent and the probe share check etcd
 	// (default 2 s); CheckTimeout bounds every etcd call (default 3 s);
 	// MinBackoff and MaxBackoff bound the wait between reconnections
@@ -102,8 +102,11 @@ func (in *Instance) Loop() *ControlLoop { return in.loop }
 
 // Run runs the agent, the shares and the control loop on srv until ctx
 // is done (initial is the status at start, as Start returns it), and
-// returns once all have stopped. Each revokes its leases as it stops
-// (when etcd still answers), so a clean stop leaves the fleet at once.
+// returns once all have stopped. They share one session with etcd: one
+// lease, kept alive by one keepalive stream, that every key of the
+// instance lives under, and one reconnect loop. The lease is revoked as
+// they stop (when etcd still answers), so a clean stop leaves the fleet
+// at once.
 func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control.FleetStatus) error {
 	ag, err := NewAgent(in.store, srv, AgentOptions{
 		Instance: in.opts.Instance, Region: in.opts.Region, Initial: initial, Logger: in.opts.Logger,
@@ -114,15 +117,16 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 		return err
 	}
 	srv.SetFleetSources(Sources(in.loop, in.share, in.demand))
-	var wg sync.WaitGroup
-	wg.Go(func() { ag.Run(ctx) })
+	members := []member{ag}
 	if in.share != nil {
-		wg.Go(func() { in.share.Run(ctx, srv) })
+		in.share.srv = srv
+		members = append(members, in.share)
 	}
 	if in.demand != nil {
-		wg.Go(func() { in.demand.Run(ctx) })
+		members = append(members, in.demand)
 	}
-	wg.Go(func() { in.loop.Run(ctx, srv) })
-	wg.Wait()
+	in.loop.host = srv
+	members = append(members, in.loop)
+	in.store.runSession(ctx, ag.sessionOptions(), members...)
 	return nil
 }

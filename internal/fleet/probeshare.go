@@ -217,54 +217,58 @@ func (ps *ProbeShare) healthKey(key, instance string) string {
 	return ps.healthPrefix() + key + "/" + instance
 }
 
-// Run drives srv until ctx is done: it follows the live instances and
-// the published verdicts in etcd, probes the targets this instance owns
-// and publishes its verdicts. When etcd is lost it keeps probing what it
-// probed and believes its own verdicts only (the others' stay as last
-// seen), and reconnects with backoff.
+// Run drives srv until ctx is done, on a session of its own (an
+// Instance runs it on the instance's session): it follows the live
+// instances and the published verdicts in etcd, probes the targets this
+// instance owns and publishes its verdicts. When etcd is lost it keeps
+// probing what it probed and believes its own verdicts only (the others'
+// stay as last seen), and reconnects with backoff.
 func (ps *ProbeShare) Run(ctx context.Context, srv ShareServer) error {
 	ps.srv = srv
-	backoff := ps.opts.MinBackoff
-	for ctx.Err() == nil {
-		err := ps.session(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if ps.connected {
-			backoff = ps.opts.MinBackoff
-			ps.log.Warn("fleet: lost etcd; probing the same targets and believing only this instance's results until it is back", "instance", ps.opts.Instance, "err", err)
-		}
-		ps.connected = false
-		ps.setStats()
-		ps.refresh(ctx, nil)
-		t := time.NewTimer(backoff)
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				break wait
-			case <-t.C:
-				break wait
-			case <-ps.wake:
-				ps.refresh(ctx, nil)
-			}
-		}
-		backoff = min(2*backoff, ps.opts.MaxBackoff)
-	}
+	ps.store.runSession(ctx, sessionOptions{instance: ps.opts.Instance, leaseTTL: ps.opts.LeaseTTL, checkTimeout: ps.opts.CheckTimeout, minBackoff: ps.opts.MinBackoff, maxBackoff: ps.opts.MaxBackoff}, ps)
 	return nil
 }
 
-// session runs one connection to etcd until it fails or ctx ends.
-func (ps *ProbeShare) session(ctx context.Context) error {
+// down: etcd lost; the instance probes what it probed and believes its
+// own verdicts only.
+func (ps *ProbeShare) down(ctx context.Context, err error) {
+	if ps.connected {
+		ps.log.Warn("fleet: lost etcd; probing the same targets and believing only this instance's results until it is back", "instance", ps.opts.Instance, "err", err)
+	}
+	ps.connected = false
+	ps.setStats()
+	ps.refresh(ctx, nil)
+}
+
+// idle waits d, following the server's targets and results offline
+// meanwhile.
+func (ps *ProbeShare) idle(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		case <-ps.wake:
+			ps.refresh(ctx, nil)
+		}
+	}
+}
+
+// up publishes under the session's lease and follows the fleet until it
+// fails or ctx ends.
+func (ps *ProbeShare) up(ctx context.Context, s *session) (connected bool, err error) {
+	err = ps.follow(ctx, s.Lease())
+	return ps.connected, err
+}
+
+// follow runs one connection to etcd until it fails or ctx ends.
+func (ps *ProbeShare) follow(ctx context.Context, leaseID clientv3.LeaseID) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := ps.store.cl
-	leaseID, ka, release, err := ps.store.keptLease(ctx, ps.opts.LeaseTTL, ps.opts.CheckTimeout, "probe share")
-	if err != nil {
-		return err
-	}
-	defer release() // a stop leaves the fleet now; an error lets the lease expire
 	tctx, tcancel := context.WithTimeout(ctx, ps.opts.CheckTimeout)
 	resp, err := cl.Txn(tctx).Then(
 		clientv3.OpGet(ps.store.instancesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
@@ -313,11 +317,6 @@ func (ps *ProbeShare) session(ctx context.Context) error {
 			return ctx.Err()
 		case w := <-wchc:
 			wi, wh = w[0], w[1]
-			continue
-		case _, ok := <-ka:
-			if !ok {
-				return errors.New("fleet: the probe share lease's keepalive ended")
-			}
 			continue
 		case wr, ok := <-wi:
 			if err := ps.watched(wr, ok); err != nil {

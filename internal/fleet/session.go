@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // connDefaults fills the connection settings the agent, the shares and
@@ -32,53 +33,143 @@ func connDefaults(leaseTTL, checkTimeout, minBackoff, maxBackoff *time.Duration,
 	}
 }
 
-// grantLease grants a lease of ttl (at least 1 s) within timeout. revoke
-// ends it at once (what the lease holds leaves etcd now rather than after
-// the TTL); see revokeOnStop for when to call it.
-func (s *Store) grantLease(ctx context.Context, ttl, timeout time.Duration) (id clientv3.LeaseID, revoke func(), err error) {
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	lease, err := s.cl.Grant(tctx, int64(max(ttl/time.Second, 1)))
+// sessionOptions configure an instance's session with etcd: the TTL of
+// its one lease, the timeout of granting and revoking it, the backoff
+// between reconnections (connDefaults), and the instance's name for the
+// errors.
+type sessionOptions struct {
+	instance                                       string
+	leaseTTL, checkTimeout, minBackoff, maxBackoff time.Duration
+}
+
+// session is one lease of an instance, kept alive by one keepalive
+// stream, that every component of the instance writes its keys under
+// (etcd's concurrency.Session, shared as etcd's own election and lock
+// recipes share it).
+type session struct {
+	*concurrency.Session
+	// stop is the instance's context: done when it is stopping rather
+	// than reconnecting.
+	stop context.Context
+}
+
+// member is one component of an instance on its session (Agent,
+// ProbeShare, DemandShare, ControlLoop): the hooks of the session's one
+// reconnect loop.
+type member interface {
+	// up runs the component on s until it fails or ctx ends (the session
+	// is lost or the instance stops): it writes its keys under s's
+	// lease, campaigns, follows its watches. connected reports whether it
+	// caught up with etcd, which restarts its backoff from the minimum.
+	up(ctx context.Context, s *session) (connected bool, err error)
+	// down is the component's offline behaviour once it lost etcd (err
+	// says why); ctx is the instance's.
+	down(ctx context.Context, err error)
+	// idle waits d, or less if ctx ends, before the component reconnects.
+	idle(ctx context.Context, d time.Duration)
+}
+
+// runSession is an instance's one reconnect loop: it grants a lease,
+// keeps it alive and runs every member on it until ctx is done. A member
+// that fails goes down, waits its backoff and comes up again on the same
+// lease, the others undisturbed. When the lease's keepalive ends (etcd
+// lost for longer than the TTL, or the lease revoked) every member goes
+// down, and a new lease is granted with backoff. Only a stop revokes the
+// lease: a session that ends on an error leaves it to expire, so the
+// instance's registration, verdicts and offered rate stay visible to the
+// others while it reconnects and writes them again; revoking there would
+// make a live, serving instance vanish from the fleet for the length of
+// its backoff.
+func (s *Store) runSession(ctx context.Context, o sessionOptions, members ...member) {
+	backoffs := make([]time.Duration, len(members))
+	for i := range backoffs {
+		backoffs[i] = o.minBackoff
+	}
+	backoff := o.minBackoff
+	for ctx.Err() == nil {
+		granted, err := s.session(ctx, o, members, backoffs)
+		if ctx.Err() != nil {
+			break
+		}
+		if granted {
+			backoff = o.minBackoff // its members went down as it ended
+		} else {
+			for _, m := range members {
+				m.down(ctx, err)
+			}
+		}
+		var wg sync.WaitGroup
+		for _, m := range members {
+			wg.Go(func() { m.idle(ctx, backoff) })
+		}
+		wg.Wait()
+		backoff = min(2*backoff, o.maxBackoff)
+	}
+}
+
+// session runs the members on one lease until its keepalive ends or ctx
+// is done; granted reports whether it got a lease kept alive.
+func (s *Store) session(ctx context.Context, o sessionOptions, members []member, backoffs []time.Duration) (granted bool, err error) {
+	tctx, cancel := context.WithTimeout(ctx, o.checkTimeout)
+	lease, err := s.cl.Grant(tctx, int64(max(o.leaseTTL/time.Second, 1)))
 	cancel()
 	if err != nil {
-		return 0, nil, err
+		return false, fmt.Errorf("fleet: instance %s lease: %w", o.instance, err)
 	}
-	return lease.ID, func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		s.cl.Revoke(rctx, lease.ID)
-		rcancel()
-	}, nil
-}
-
-// keptLease grants a session's lease (what names the component in the
-// errors) and keeps it alive for as long as ctx, the session's context,
-// lasts. release, deferred by the session, revokes it when the component
-// is stopping and otherwise leaves it to expire (revokeOnStop).
-func (s *Store) keptLease(ctx context.Context, ttl, timeout time.Duration, what string) (id clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse, release func(), err error) {
-	id, revoke, err := s.grantLease(ctx, ttl, timeout)
+	revokeOnStop := func() {
+		if ctx.Err() != nil {
+			rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+			s.cl.Revoke(rctx, lease.ID)
+			rcancel()
+		}
+	}
+	sctx, end := context.WithCancelCause(ctx)
+	defer end(nil)
+	cs, err := concurrency.NewSession(s.cl, concurrency.WithLease(lease.ID), concurrency.WithContext(sctx))
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("fleet: %s lease: %w", what, err)
+		revokeOnStop()
+		return false, fmt.Errorf("fleet: keep the instance %s lease: %w", o.instance, err)
 	}
-	release = func() { revokeOnStop(ctx, revoke) }
-	if ka, err = s.cl.KeepAlive(ctx, id); err != nil {
-		release()
-		return 0, nil, nil, fmt.Errorf("fleet: keep the %s lease: %w", what, err)
+	go func() {
+		select {
+		case <-cs.Done():
+			end(fmt.Errorf("fleet: instance %s lost its lease (keepalive ended)", o.instance))
+		case <-sctx.Done():
+		}
+	}()
+	sess := &session{Session: cs, stop: ctx}
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() { runMember(sctx, sess, m, &backoffs[i], o) })
 	}
-	return id, ka, release, nil
+	wg.Wait()
+	revokeOnStop() // after every member is done writing under it
+	return true, nil
 }
 
-// revokeOnStop revokes a session's lease only when the component is
-// stopping, that is when ctx (the session's context, derived from Run's)
-// is already done as the session returns: then what the lease holds
-// leaves etcd at once. A session that ends on an error (a timeout, a
-// watch that ended, a lost connection) leaves the lease to expire
-// instead, so the instance's registration, verdicts and offered rate stay
-// visible to the others while it reconnects and writes them again under
-// a new lease; revoking there would make a live, serving instance vanish
-// from the fleet for the length of its backoff. Defer it after the
-// session's own cancel, so it runs first.
-func revokeOnStop(ctx context.Context, revoke func()) {
-	if ctx.Err() != nil {
-		revoke()
+// runMember runs m on sess until the session ends: each time m fails
+// it goes down, waits its backoff and comes up again.
+func runMember(ctx context.Context, sess *session, m member, backoff *time.Duration, o sessionOptions) {
+	for {
+		connected, err := m.up(ctx, sess)
+		if sess.stop.Err() != nil {
+			return
+		}
+		if ctx.Err() != nil {
+			err = context.Cause(ctx) // the session is lost
+		}
+		if connected {
+			*backoff = o.minBackoff
+		}
+		m.down(sess.stop, err)
+		if ctx.Err() != nil {
+			return // runSession grants a new lease
+		}
+		m.idle(ctx, *backoff)
+		*backoff = min(2**backoff, o.maxBackoff)
+		if ctx.Err() != nil {
+			return
+		}
 	}
 }
 
