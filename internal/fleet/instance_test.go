@@ -48,7 +48,14 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := serve.New(cfg, inst.ServeOptions(serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1}))
+	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1}
+	if sh := inst.Share(); sh != nil {
+		opts.ProbeShare = sh
+	}
+	if d := inst.Demand(); d != nil {
+		opts.DemandShare = d
+	}
+	srv, err := serve.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
