@@ -145,16 +145,22 @@ func TestImportGolden(t *testing.T) {
 	}
 }
 
-// What cannot be carried is reported, each with the reason; disabled
-// features and output-only fields are dropped without a note.
-func TestUncarriedFeaturesAreReported(t *testing.T) {
+// uncarriedOptions imports testdata/uncarried: a URL map, a backend
+// service with every feature Spillway lacks switched on, a health check
+// and its NEG's endpoints.
+func uncarriedOptions(t testing.TB) gcpimport.Options {
 	dir := filepath.Join("testdata", "uncarried")
-	o := gcpimport.Options{
+	return gcpimport.Options{
 		Files: []gcpimport.Source{read(t, filepath.Join(dir, "url-map.yaml")), read(t, filepath.Join(dir, "backend-service.yaml")), read(t, filepath.Join(dir, "health-check.json"))},
 		Endpoints: []gcpimport.Endpoints{{Group: "neg-static-us-central1-b",
 			Source: read(t, filepath.Join(dir, "neg-static-us-central1-b.json"))}},
 	}
-	res := mustImport(t, o)
+}
+
+// What cannot be carried is reported, each with the reason; disabled
+// features and output-only fields are dropped without a note.
+func TestUncarriedFeaturesAreReported(t *testing.T) {
+	res := mustImport(t, uncarriedOptions(t))
 	want := []struct{ path, reason string }{
 		{"backendServices[bs-static].compressionMode", "does not support this field"},
 		{"backendServices[bs-static].edgeSecurityPolicy", "Cloud Armor policy edge-geo-block is not enforced"},
@@ -310,13 +316,7 @@ func TestMissingMembersReported(t *testing.T) {
 // logged at the default rate. A health check's logConfig is still only
 // reported (Spillway writes no health check logs).
 func TestLogConfigCarried(t *testing.T) {
-	dir := filepath.Join("testdata", "uncarried")
-	o := gcpimport.Options{
-		Files: []gcpimport.Source{read(t, filepath.Join(dir, "url-map.yaml")), read(t, filepath.Join(dir, "backend-service.yaml")), read(t, filepath.Join(dir, "health-check.json"))},
-		Endpoints: []gcpimport.Endpoints{{Group: "neg-static-us-central1-b",
-			Source: read(t, filepath.Join(dir, "neg-static-us-central1-b.json"))}},
-	}
-	res := mustImport(t, o)
+	res := mustImport(t, uncarriedOptions(t))
 	c, err := config.Parse(res.Config, "imported.yaml")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Config)
