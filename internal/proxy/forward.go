@@ -252,6 +252,18 @@ func (x *exchange) newRequest(ctx context.Context, scheme string, ep *plan.Endpo
 	return out.WithContext(ctx)
 }
 
+// checkRequest refuses, with an error wrapping h1.ErrInvalidRequest, a
+// request that rt would refuse for what it holds. h1.Transport does this
+// itself (its RoundTrip calls h1.CheckRequest); net/http's transports
+// (the HTTP/2 one) refuse such a request with errors that do not say
+// whose fault it was, so it is checked here for them.
+func checkRequest(rt http.RoundTripper, req *http.Request) error {
+	if _, ok := rt.(*h1.Transport); ok {
+		return nil
+	}
+	return h1.CheckRequest(req)
+}
+
 // errPerTryTimeout is the error of an attempt cut by perTryTimeout.
 var errPerTryTimeout = errors.New("per-try timeout")
 
@@ -273,9 +285,7 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	}
 	rt, scheme := x.h.transportFor(x.svc)
 	req := x.newRequest(ctx, scheme, ep)
-	if err := h1.CheckRequest(req); err != nil {
-		// net/http's transports refuse it too, with errors that do not
-		// say whose fault it was.
+	if err := checkRequest(rt, req); err != nil {
 		at.out.Err, at.out.ClientFault = err, true
 		if timer != nil {
 			timer.Stop()

@@ -85,12 +85,13 @@ func TestH2RequestValidation(t *testing.T) {
 // them ejected the only endpoint.
 func TestTransportRefusalIsClientFault(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		body string // a body takes the fallback transport
-	}{{"fast path", ""}, {"fallback", "data"}} {
+		name    string
+		body    string // a body takes the fallback transport
+		bsExtra string
+	}{{"fast path", "", ""}, {"fallback", "data", ""}, {"HTTP/2 transport", "", "  protocol: H2C\n"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-			l := newLab(t, basic("", "", b.addr()), nil)
+			l := newLab(t, basic(tc.bsExtra, "", b.addr()), nil)
 			h := l.srv.Handler
 			for range 5 {
 				r := httptest.NewRequest("GET", "http://a.example/public", strings.NewReader(tc.body))
