@@ -17,7 +17,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // run runs the command line and returns its exit code, stdout and stderr.
@@ -149,7 +149,7 @@ func fleetStatus(t *testing.T, admin string) *control.FleetStatus {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var r serve.HealthReport
+	var r report.Health
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		t.Fatal(err)
 	}

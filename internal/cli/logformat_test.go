@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // --log-format json writes one JSON object a line; an unknown format is
@@ -39,14 +39,14 @@ func TestLogFormat(t *testing.T) {
 // get-health prints, per frontend, the split its region gets and the
 // split its requests took.
 func TestPrintHealthFrontendSplit(t *testing.T) {
-	r := &serve.HealthReport{Services: []serve.ServiceHealth{{
+	r := &report.Health{Services: []report.Service{{
 		Name: "bs", Algorithm: "WATERFALL_BY_REGION", Threshold: 70,
-		Frontends: []serve.FrontendSplit{
-			{Frontend: "fe", ClientRegion: "us-east1", MeasuredRequests: 200, Backends: []serve.SplitShare{
+		Frontends: []report.FrontendSplit{
+			{Frontend: "fe", ClientRegion: "us-east1", MeasuredRequests: 200, Backends: []report.SplitShare{
 				{Group: "neg-b", Zone: "us-east1-b", Share: 0.5, MeasuredShare: 0.53},
 				{Group: "neg-c", Zone: "us-east1-c", Share: 0.5, MeasuredShare: 0.47},
 			}},
-			{Frontend: "fe-noregion", Backends: []serve.SplitShare{{Group: "neg-b", Zone: "us-east1-b", Share: 1}}},
+			{Frontend: "fe-noregion", Backends: []report.SplitShare{{Group: "neg-b", Zone: "us-east1-b", Share: 1}}},
 		},
 	}}}
 	var out bytes.Buffer

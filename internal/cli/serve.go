@@ -22,6 +22,8 @@ import (
 	"github.com/spillwaylb/spillway/internal/fleet/embedded"
 	"github.com/spillwaylb/spillway/internal/procs"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/connlimit"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 const serveHelp = `
@@ -558,7 +560,7 @@ func setProcs(v string, explicit bool, log *slog.Logger) (bool, error) {
 // maxConnections parses --max-connections.
 func maxConnections(v string) (int, error) {
 	if v == "auto" {
-		return serve.DefaultMaxConnections(), nil
+		return connlimit.DefaultMaxConnections(), nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
@@ -639,7 +641,7 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		_, err = stdout.Write(body)
 		return err
 	}
-	var r serve.HealthReport
+	var r report.Health
 	if err := json.Unmarshal(body, &r); err != nil {
 		return fmt.Errorf("admin API answered something that is not a health report: %w", err)
 	}
@@ -660,7 +662,7 @@ func newLogger(w io.Writer, format string, lvl slog.Level) (*slog.Logger, error)
 }
 
 // PrintHealth prints a health report as tables.
-func PrintHealth(w io.Writer, r *serve.HealthReport) {
+func PrintHealth(w io.Writer, r *report.Health) {
 	for _, s := range r.Services {
 		drain := ""
 		if s.AutoDrain {

@@ -21,6 +21,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // backend answers every request with its name.
@@ -113,7 +114,7 @@ func (in *instance) admin(t *testing.T, path string) string {
 // fleetHealth is the fleet part of /health.
 func (in *instance) fleetHealth(t *testing.T) control.FleetStatus {
 	t.Helper()
-	var r serve.HealthReport
+	var r report.Health
 	if err := json.Unmarshal([]byte(in.admin(t, "/health")), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // drainConfig: one service over two zones of two endpoints each, with
@@ -489,7 +490,7 @@ func TestControlLoopServers(t *testing.T) {
 	// The leader and each instance's probing are visible in /health and
 	// /metrics over the admin API.
 	for _, n := range nodes {
-		var r serve.HealthReport
+		var r report.Health
 		if err := json.Unmarshal([]byte(adminGet(t, n.s.srv, "/health")), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/netcut"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // newCutter forwards connections to etcd until Cut (package netcut): an
@@ -521,7 +522,7 @@ func TestFleetRateServers(t *testing.T) {
 			t.Errorf("%s: %d requests failed", in.name, f)
 		}
 		// /health and /metrics name the peers whose demand counts.
-		var r serve.HealthReport
+		var r report.Health
 		if err := json.Unmarshal([]byte(adminGet(t, in.srv, "/health")), &r); err != nil {
 			t.Fatal(err)
 		}

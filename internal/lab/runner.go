@@ -31,6 +31,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // FailMode is how the lab fails a zone.
@@ -312,7 +313,7 @@ func frontendURLs(servers []*serve.Server, fe string) ([]string, error) {
 // down zones (see converged).
 func waitAll(ctx context.Context, servers []*serve.Server, limit time.Duration, down []string) error {
 	for _, srv := range servers {
-		if err := waitFor(ctx, srv, limit, func(h *serve.HealthReport) string { return converged(h, down) }); err != nil {
+		if err := waitFor(ctx, srv, limit, func(h *report.Health) string { return converged(h, down) }); err != nil {
 			return err
 		}
 	}
@@ -453,7 +454,7 @@ func regionOrder(rz map[string][]string, primary string) []string {
 // UNHEALTHY, every other endpoint HEALTHY (or UNKNOWN, which serves), and (with autoCapacityDrain) the
 // down zones' backends drained or drain-blocked; otherwise what it is
 // still waiting for.
-func converged(h *serve.HealthReport, down []string) string {
+func converged(h *report.Health, down []string) string {
 	if h == nil {
 		return "no health report yet"
 	}
@@ -480,7 +481,7 @@ func converged(h *serve.HealthReport, down []string) string {
 }
 
 // waitFor polls the server's health view until cond returns "".
-func waitFor(ctx context.Context, srv *serve.Server, limit time.Duration, cond func(*serve.HealthReport) string) error {
+func waitFor(ctx context.Context, srv *serve.Server, limit time.Duration, cond func(*report.Health) string) error {
 	deadline := time.Now().Add(limit)
 	for {
 		why := cond(srv.Health())

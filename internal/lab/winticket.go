@@ -17,6 +17,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // Defaults of WinticketOptions.
@@ -266,7 +267,7 @@ func RunWinticket(ctx context.Context, o WinticketOptions) (rep *WinticketReport
 	if err := sleep(ctx, 2*o.Interval); err != nil {
 		return rep, err
 	}
-	if err := waitFor(ctx, r.srv, 15*time.Second, func(h *serve.HealthReport) string { return converged(h, nil) }); err != nil {
+	if err := waitFor(ctx, r.srv, 15*time.Second, func(h *report.Health) string { return converged(h, nil) }); err != nil {
 		return rep, fmt.Errorf("lab: winticket: backends never all became healthy: %w", err)
 	}
 	for _, step := range []func(context.Context) error{r.healthy, r.failRequests, r.recover, r.manualSwitch} {

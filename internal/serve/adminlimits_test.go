@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/admin"
 )
 
 // healthzOn sends GET /healthz on c and returns the status, or an error
@@ -47,7 +48,7 @@ func readUntilClosed(c net.Conn, wait time.Duration) (string, error) {
 // their request head, or that never finish a request body (issue 17,
 // defect 8: it kept idle connections forever).
 func TestAdminConnectionTimeouts(t *testing.T) {
-	s := adminServer(t, serve.Options{Admin: "127.0.0.1:0", AdminLimits: serve.AdminLimits{
+	s := adminServer(t, serve.Options{Admin: "127.0.0.1:0", AdminLimits: admin.Limits{
 		IdleTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
 	}})
 	addr := strings.TrimPrefix(adminURL(s), "http://")
@@ -83,7 +84,7 @@ func TestAdminConnectionTimeouts(t *testing.T) {
 // not keep operators out, and the admin connections do not count against
 // --max-connections.
 func TestAdminConnectionCap(t *testing.T) {
-	s := adminServer(t, serve.Options{Admin: "127.0.0.1:0", MaxConnections: 1, AdminLimits: serve.AdminLimits{MaxConnections: 2}})
+	s := adminServer(t, serve.Options{Admin: "127.0.0.1:0", MaxConnections: 1, AdminLimits: admin.Limits{MaxConnections: 2}})
 	admin := strings.TrimPrefix(adminURL(s), "http://")
 	dial := func(addr string) net.Conn {
 		t.Helper()
@@ -134,7 +135,7 @@ func TestAdminConnectionCap(t *testing.T) {
 // pprof's profile and trace outlast the admin read and write timeouts by
 // their duration; a duration over an hour is refused.
 func TestAdminPprofOutlastsTimeouts(t *testing.T) {
-	s := adminServer(t, serve.Options{Admin: "127.0.0.1:0", Pprof: true, AdminLimits: serve.AdminLimits{
+	s := adminServer(t, serve.Options{Admin: "127.0.0.1:0", Pprof: true, AdminLimits: admin.Limits{
 		ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
 	}})
 	cl := &http.Client{Timeout: 20 * time.Second}

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
@@ -34,31 +35,63 @@ func (s *Server) newDNS(cfg *config.Config, p *plan.Plan) (*gslb.Server, error) 
 	return g, nil
 }
 
-// startDNS makes g the DNS server, replacing the running one. When g's
+// dnsRunner is the DNS server component: Start serves the first
+// generation (the one New built), Swap replaces it on reload, Stop ends
+// it. A generation is a gslb.Server answering on sockets (a gslb.Front)
+// with its health checks running.
+type dnsRunner struct {
+	first *gslb.Server
+	ctx   context.Context // Start's, for generations started on reload
+
+	mu  sync.Mutex // guards cur
+	cur *dnsGeneration
+}
+
+// dnsGeneration is the running DNS GSLB server: the sockets (front,
+// served until cancel; done reports) and the Server answering on them
+// (srv, whose health checks run until healthCancel; healthDone reports).
+// A reload replaces srv and keeps front when the DNS frontends are the
+// same.
+type dnsGeneration struct {
+	srv          *gslb.Server
+	front        *gslb.Front
+	cancel       context.CancelFunc
+	done         chan error
+	healthCancel context.CancelFunc
+	healthDone   chan error
+}
+
+// Start serves the first generation (none without DNS zones).
+func (d *dnsRunner) Start(ctx context.Context) error {
+	d.ctx = ctx
+	return d.Swap(d.first)
+}
+
+// Stop ends the running generation.
+func (d *dnsRunner) Stop(context.Context) error { return d.Swap(nil) }
+
+// Swap makes g the DNS server, replacing the running one. When g's
 // DNS frontends are the ones already bound, g takes over their sockets:
 // queued UDP queries and open TCP connections carry on, answered by g
-// from then on; the old generation's health checks stop. Otherwise the
-// old sockets close and g's are bound anew. A nil g stops everything.
-func (s *Server) startDNS(ctx context.Context, g *gslb.Server) error {
-	s.mu.Lock()
-	old := s.dns
-	s.mu.Unlock()
-	if g != nil && old != nil && old.front.Swap(g) {
-		hctx, hcancel := context.WithCancel(ctx)
-		health := make(chan error, 1)
-		go func() { health <- g.RunHealth(hctx) }()
-		s.mu.Lock()
-		oldHealth, oldDone := old.healthCancel, old.healthDone
-		old.srv, old.healthCancel, old.healthDone = g, hcancel, health
-		s.mu.Unlock()
-		oldHealth()
-		<-oldDone
-		return nil
+// from then on, with the member health, hysteresis and ramps of the
+// generation it replaces; the old generation's health checks stop.
+// Otherwise the old sockets close and g's are bound anew. A nil g stops
+// everything.
+func (d *dnsRunner) Swap(g *gslb.Server) error {
+	d.mu.Lock()
+	old := d.cur
+	d.mu.Unlock()
+	if g != nil && old != nil {
+		g.CarryState(old.srv)
+		if old.front.Swap(g) {
+			d.swapHealth(old, g)
+			return nil
+		}
 	}
 	if old != nil {
-		s.mu.Lock()
-		s.dns = nil
-		s.mu.Unlock()
+		d.mu.Lock()
+		d.cur = nil
+		d.mu.Unlock()
 		old.stop()
 	}
 	if g == nil {
@@ -70,46 +103,65 @@ func (s *Server) startDNS(ctx context.Context, g *gslb.Server) error {
 	}
 	// Bound but not yet answering: queries wait in the sockets while the
 	// members nobody has probed get their first probe.
-	g.Prime(ctx, gslb.PrimeWait)
-	fctx, fcancel := context.WithCancel(ctx)
-	hctx, hcancel := context.WithCancel(ctx)
+	g.Prime(d.ctx, gslb.PrimeWait)
+	fctx, fcancel := context.WithCancel(d.ctx)
+	hctx, hcancel := context.WithCancel(d.ctx)
 	done, health := make(chan error, 1), make(chan error, 1)
-	d := &dnsServer{srv: g, front: f, cancel: fcancel, done: done, healthCancel: hcancel, healthDone: health}
-	// The goroutines hold the channels, not d: a swap replaces
-	// d.healthDone while this generation's health checks still run.
+	gen := &dnsGeneration{srv: g, front: f, cancel: fcancel, done: done, healthCancel: hcancel, healthDone: health}
+	// The goroutines hold the channels, not gen: a swap replaces
+	// gen.healthDone while this generation's health checks still run.
 	go func() { done <- f.Serve(fctx) }()
 	go func() { health <- g.RunHealth(hctx) }()
-	s.mu.Lock()
-	s.dns = d
-	s.mu.Unlock()
+	d.mu.Lock()
+	d.cur = gen
+	d.mu.Unlock()
 	return nil
 }
 
+// swapHealth runs g's health checks in place of old's, whose sockets g
+// has taken over.
+func (d *dnsRunner) swapHealth(old *dnsGeneration, g *gslb.Server) {
+	hctx, hcancel := context.WithCancel(d.ctx)
+	health := make(chan error, 1)
+	go func() { health <- g.RunHealth(hctx) }()
+	d.mu.Lock()
+	oldHealth, oldDone := old.healthCancel, old.healthDone
+	old.srv, old.healthCancel, old.healthDone = g, hcancel, health
+	d.mu.Unlock()
+	oldHealth()
+	<-oldDone
+}
+
 // stop ends a DNS generation: its sockets and its health checks.
-func (d *dnsServer) stop() {
-	d.cancel()
-	<-d.done
-	d.healthCancel()
-	<-d.healthDone
+func (g *dnsGeneration) stop() {
+	g.cancel()
+	<-g.done
+	g.healthCancel()
+	<-g.healthDone
+}
+
+// server returns the DNS server answering now (nil without dnsZones).
+func (d *dnsRunner) server() *gslb.Server {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return nil
+	}
+	return d.cur.srv
+}
+
+// addr returns the bound address of a DNS frontend ("" if none).
+func (d *dnsRunner) addr(name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return ""
+	}
+	return d.cur.front.Addr(name)
 }
 
 // dnsServer returns the DNS server answering now (nil without dnsZones).
-// A reload swaps it under s.mu, so it is read under s.mu too.
-func (s *Server) dnsServer() *gslb.Server {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dns == nil {
-		return nil
-	}
-	return s.dns.srv
-}
+func (s *Server) dnsServer() *gslb.Server { return s.dns.server() }
 
 // DNSAddr returns the bound address of a DNS frontend ("" if none).
-func (s *Server) DNSAddr(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dns == nil {
-		return ""
-	}
-	return s.dns.front.Addr(name)
-}
+func (s *Server) DNSAddr(name string) string { return s.dns.addr(name) }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // obsBackend is a real backend on loopback with misbehaving paths.
@@ -532,11 +533,11 @@ func TestHealthSplitByFrontendRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r serve.HealthReport
+	var r report.Health
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
 		t.Fatal(err)
 	}
-	var svc *serve.ServiceHealth
+	var svc *report.Service
 	for i := range r.Services {
 		if r.Services[i].Name == "bs" {
 			svc = &r.Services[i]

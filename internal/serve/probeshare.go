@@ -25,7 +25,7 @@ type ProbeShare interface {
 // ProbeOnly sets the targets this instance probes (those the fleet gave
 // it). It waits for removed targets' probes to stop, so it must not be
 // called from ProbeShare.Own.
-func (s *Server) ProbeOnly(targets []probe.Target) { s.prober.Update(targets) }
+func (s *Server) ProbeOnly(targets []probe.Target) { s.probe.prober.Update(targets) }
 
 // ObserveShared sets the health of target t's endpoints to the fleet's
 // verdict for it (thresholds already applied by the instances probing

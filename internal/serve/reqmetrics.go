@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/serve/dashboard"
 )
 
 // Request metrics. Every request bumps the counters of one series (a
@@ -296,4 +297,48 @@ func histogram(d *prometheus.Desc, counts *[nBuckets]uint64, sumNs uint64, label
 	}
 	cum += counts[nBuckets-1]
 	return prometheus.MustNewConstHistogram(d, cum, float64(sumNs)/1e9, buckets, labels...)
+}
+
+// requestCounts sums the request metrics per backend
+// service of the current plan: the requests each backend answered and
+// their 5xx, by backend index, and the 5xx the balancer answered itself
+// for the service (no backend picked or reached). Series are summed over
+// frontends; they only grow, so differences of samples are rates.
+func (s *Server) requestCounts() map[string]dashboard.BackendCounts {
+	snap := s.Snapshot()
+	if snap == nil || snap.Plan == nil {
+		return nil
+	}
+	type key struct{ service, group string }
+	index := map[key]int{}
+	out := map[string]dashboard.BackendCounts{}
+	for _, svc := range snap.Plan.Services {
+		out[svc.Name] = dashboard.BackendCounts{ByBackend: make([]uint64, len(svc.Backends)), ErrByBackend: make([]uint64, len(svc.Backends))}
+		for _, b := range svc.Backends {
+			index[key{svc.Name, b.Group.Name}] = b.Index
+		}
+	}
+	for _, se := range s.reqMetrics.all() {
+		c, ok := out[se.service]
+		if !ok {
+			continue
+		}
+		var n, errs uint64
+		for i := range se.shards {
+			for class := range se.shards[i].codes {
+				n += se.shards[i].codes[class].Load()
+			}
+			errs += se.shards[i].codes[5].Load()
+		}
+		if se.group == "" {
+			c.LBErrors += errs
+			out[se.service] = c
+			continue
+		}
+		if i, ok := index[key{se.service, se.group}]; ok {
+			c.ByBackend[i] += n
+			c.ErrByBackend[i] += errs
+		}
+	}
+	return out
 }

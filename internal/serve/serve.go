@@ -9,17 +9,23 @@
 //	demand window ─┼─► loop: control.State.Step / Tick ─► engine.View ─► atomic Snapshot ─► proxy handlers
 //	reloads ───────┘
 //
-// The Server keeps the event loop, the snapshot and the frontends. Parts
-// that stand on their own live in sub-packages: tlsreload (the HTTPS
-// frontends' certificates and policies, reloaded in place) and accesslog
-// (the access log writer and its counts). The fleet's value types
+// The Server keeps the event loop, the snapshot and a list of components,
+// each with a lifecycle (Start, Stop) and reading only published state:
+// the HTTP(S) frontends (frontend.go), the DNS server (dns.go), the
+// prober and the file watcher (tasks), the admin listener (package
+// admin) and its dashboard (package dashboard). Run starts them in
+// order and stops them in reverse; a reload provisions the new parts
+// (plan, listeners, TLS, DNS generation) before the loop swaps them in,
+// so a rejected reload leaves the old ones serving. Other parts that
+// stand on their own: tlsreload (certificates and TLS policies, reloaded
+// in place), accesslog (the access log), connlimit (connection limits)
+// and report (the get-health view). The fleet's value types
 // (FleetStatus, DemandRates) are package control's.
 package serve
 
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +34,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +47,10 @@ import (
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
 	"github.com/spillwaylb/spillway/internal/serve/accesslog"
+	"github.com/spillwaylb/spillway/internal/serve/admin"
+	"github.com/spillwaylb/spillway/internal/serve/connlimit"
+	"github.com/spillwaylb/spillway/internal/serve/dashboard"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
@@ -57,7 +66,7 @@ type Options struct {
 	AdminToken string
 	// AdminLimits bound the admin listener (zero fields take their
 	// defaults).
-	AdminLimits AdminLimits
+	AdminLimits admin.Limits
 	// Pprof serves net/http/pprof under /debug/pprof/ on the admin
 	// listener (off by default).
 	Pprof  bool
@@ -98,44 +107,32 @@ type Server struct {
 	log    *slog.Logger
 	now    func() time.Time
 	snap   atomic.Pointer[proxy.Snapshot]
-	health atomic.Pointer[HealthReport]
-
-	transport http.RoundTripper
-	prober    *probe.Prober
-	events    chan event
-	ready     chan struct{}
-	stopped   chan struct{} // closed when the loop has returned
-
-	mu        sync.Mutex // guards frontends and addrs (listener management)
-	frontends map[string]*frontend
-	conns     *connLimiter // Options.MaxConnections; nil for no limit
-	admin     string
-
-	outcomes chan proxy.Outcome
-	metrics  *metrics
-	// reqMetrics are the per-request counters (reqmetrics.go).
-	reqMetrics *requestMetrics
-	// alog is the access log (package accesslog).
-	alog *accesslog.Log
-	// dash is the /ui dashboard's sampler (dashboard.go).
-	dash *dashboard
-	// targetUpdates carries probe target sets from the loop to the
-	// prober once Run has started (1 slot, latest wins).
-	targetUpdates chan []probe.Target
-
-	// dns is the running DNS GSLB server (nil when the config has no
-	// dnsZones); guarded by mu. firstDNS is the one New built, started by
-	// Run; runCtx is Run's context, for DNS servers started on reload.
-	dns      *dnsServer
-	firstDNS *gslb.Server
-	runCtx   context.Context
-	// passive counts the requests of frontends DNS names depend on.
-	passive passiveCounters
-
+	health atomic.Pointer[report.Health]
 	// inForce is configSum of the config in force, recorded whenever a
 	// config is applied (New, Reload, ReloadFile, the watcher). The
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
+
+	events   chan event
+	outcomes chan proxy.Outcome
+	ready    chan struct{}
+	stopped  chan struct{} // closed when the loop has returned
+
+	// The components, in start order (Run).
+	front *frontends
+	dns   *dnsRunner
+	admin *admin.Server
+	dash  *dashboard.Dashboard
+	probe *probing
+
+	transport http.RoundTripper
+	// Observability: the metrics registry, the per-request counters
+	// (reqmetrics.go) and the access log (package accesslog).
+	metrics    *metrics
+	reqMetrics *requestMetrics
+	alog       *accesslog.Log
+	// passive counts the requests of frontends DNS names depend on.
+	passive passiveCounters
 	// fleet is the fleet status (fleet.go); empty when standalone.
 	fleet fleetStatus
 
@@ -143,37 +140,6 @@ type Server struct {
 	state    *control.State
 	targets  map[probe.Target][]int
 	outliers *outliers
-}
-
-// dnsServer is the running DNS GSLB server: the sockets (front, served
-// until cancel; done reports) and the Server answering on them (srv,
-// whose health checks run until healthCancel; healthDone reports). A
-// reload replaces srv and keeps front when the DNS frontends are the
-// same.
-type dnsServer struct {
-	srv          *gslb.Server
-	front        *gslb.Front
-	cancel       context.CancelFunc
-	done         chan error
-	healthCancel context.CancelFunc
-	healthDone   chan error
-}
-
-type frontend struct {
-	cfg     *plan.Frontend
-	handler atomic.Pointer[http.Handler]
-	tls     *tlsreload.Frontend // HTTPS only
-	srv     frontendServer
-	ln      net.Listener
-	done    chan struct{}
-}
-
-// frontendServer is what serves a frontend's listener: *h1.Server
-// (the default, HTTP and HTTPS) or *http.Server (spillway.http1Server
-// NET_HTTP).
-type frontendServer interface {
-	Shutdown(ctx context.Context) error
-	Close() error
 }
 
 type event struct {
@@ -199,7 +165,7 @@ type reloadReq struct {
 
 // New compiles cfg and prepares a Server; Run starts it.
 func New(cfg *config.Config, opts Options) (*Server, error) {
-	if err := checkAdmin(opts); err != nil {
+	if err := admin.Check(opts.adminOptions()); err != nil {
 		return nil, err
 	}
 	sum, err := configSum(cfg)
@@ -220,39 +186,41 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		opts.Now = time.Now
 	}
 	s := &Server{
-		opts:      opts,
-		log:       opts.Logger,
-		now:       opts.Now,
-		events:    make(chan event, 1024),
-		ready:     make(chan struct{}),
-		stopped:   make(chan struct{}),
-		outcomes:  make(chan proxy.Outcome, 4096),
-		frontends: map[string]*frontend{},
-		conns:     newConnLimiter(opts.MaxConnections),
-		transport: opts.Transport,
-
+		opts:       opts,
+		log:        opts.Logger,
+		now:        opts.Now,
+		events:     make(chan event, 1024),
+		ready:      make(chan struct{}),
+		stopped:    make(chan struct{}),
+		outcomes:   make(chan proxy.Outcome, 4096),
+		transport:  opts.Transport,
 		reqMetrics: newRequestMetrics(),
+	}
+	if s.transport == nil {
+		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
 	stdout := opts.Stdout
 	if stdout == nil {
 		stdout = os.Stdout
 	}
 	s.alog = accesslog.New(stdout, s.log)
-	if s.transport == nil {
-		s.transport = h1.NewTransport(proxy.NewTransport())
-	}
 	s.inForce.Store(&sum)
-	s.prober = probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))
+	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
-	s.dash = newDashboard(s)
+	s.front = &frontends{log: s.log, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
+		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}}
+	s.dash = s.newDashboard()
+	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
 	s.state = control.New(p)
 	s.outliers = newOutliers(p, s.now())
 	if err := s.publish(p, true); err != nil {
 		return nil, err
 	}
-	if s.firstDNS, err = s.newDNS(cfg, p); err != nil {
+	first, err := s.newDNS(cfg, p)
+	if err != nil {
 		return nil, err
 	}
+	s.dns = &dnsRunner{first: first}
 	if err := s.alog.Configure(cfg); err != nil {
 		return nil, err
 	}
@@ -263,27 +231,16 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
 
 // Health returns the current health report.
-func (s *Server) Health() *HealthReport { return s.health.Load() }
+func (s *Server) Health() *report.Health { return s.health.Load() }
 
 // Ready is closed once every listener is bound.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // FrontendAddr returns the bound address of a frontend ("" if unknown).
-func (s *Server) FrontendAddr(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.frontends[name]; f != nil && f.ln != nil {
-		return f.ln.Addr().String()
-	}
-	return ""
-}
+func (s *Server) FrontendAddr(name string) string { return s.front.addr(name) }
 
 // AdminAddr returns the bound admin address ("" if none).
-func (s *Server) AdminAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.admin
-}
+func (s *Server) AdminAddr() string { return s.admin.Addr() }
 
 func (s *Server) onProbe(r probe.Result) {
 	s.metrics.ops.probed(&r)
@@ -303,10 +260,10 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if err != nil {
 			s.metrics.reloadFailures.Add(1)
-			s.dash.noteReload(s.now(), "rejected; the old config keeps serving")
+			s.dash.NoteReload(s.now(), "rejected; the old config keeps serving")
 		} else {
 			s.metrics.reloads.Add(1)
-			s.dash.noteReload(s.now(), "applied")
+			s.dash.NoteReload(s.now(), "applied")
 		}
 	}()
 	sum, err := configSum(cfg)
@@ -332,13 +289,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 		// fresher, when the loop swaps g in); the new ones are probed
 		// now, so the reload does not answer a dead new member until its
 		// first scheduled probe.
-		s.mu.Lock()
-		var old *gslb.Server
-		if s.dns != nil {
-			old = s.dns.srv
-		}
-		s.mu.Unlock()
-		g.CarryState(old)
+		g.CarryState(s.dnsServer())
 		g.Prime(ctx, gslb.PrimeWait)
 	}
 	// Certificates are read from disk on every reload, so files replaced
@@ -347,7 +298,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	lns, err := s.prepareListeners(p)
+	lns, err := s.front.prepare(p)
 	if err != nil {
 		return err
 	}
@@ -423,7 +374,7 @@ func (s *Server) publish(p *plan.Plan, newPlan bool) error {
 		snap.Routes, snap.Demand = old.Routes, old.Demand
 	}
 	s.snap.Store(snap)
-	s.health.Store(buildHealth(s.state, snap.View, s.now()))
+	s.health.Store(report.Build(s.state, snap.View, s.now()))
 	return nil
 }
 
@@ -457,93 +408,58 @@ func (s *Server) updateTargets(p *plan.Plan) {
 	// waits for removed probe goroutines, which may be blocked handing a
 	// result to this very loop: apply it from another goroutine, latest
 	// set wins (results for targets no longer known are ignored).
-	if s.targetUpdates == nil {
-		s.prober.Update(list)
-		return
-	}
-	select {
-	case <-s.targetUpdates:
-	default:
-	}
-	s.targetUpdates <- list
+	s.probe.update(list)
 }
 
-// applyTargets feeds target-set changes to the prober until ctx ends.
-func (s *Server) applyTargets(ctx context.Context, updates <-chan []probe.Target) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case list := <-updates:
-			s.prober.Update(list)
-		}
-	}
+// component is a part of the Server with a lifecycle of its own. Start
+// returns once the component serves (listeners bound); Stop returns once
+// it has stopped, giving work in flight until ctx ends.
+type component interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
 }
 
-// Run binds the listeners, starts probing and serves until ctx is done.
-// Shutdown is graceful: listeners close, in-flight requests get up to 10 s.
+// components returns the Server's components in start order: the
+// frontends and the DNS server first, so that every listener is bound
+// before Ready; the admin listener and its dashboard; then the prober
+// and the file watcher, which feed the loop.
+func (s *Server) components() []component {
+	cs := []component{s.front, s.dns}
+	if s.admin != nil {
+		cs = append(cs, s.admin, s.dash)
+	}
+	cs = append(cs, s.probe)
+	if s.opts.WatchInterval >= 0 {
+		cs = append(cs, &task{run: s.watch})
+	}
+	return cs
+}
+
+// Run starts the components, runs the loop until ctx is done, then stops
+// the components in reverse order. Shutdown is graceful: listeners
+// close, in-flight requests get up to 10 s.
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.runCtx = ctx
-	s.targetUpdates = make(chan []probe.Target, 1)
-	tlsStates, err := tlsreload.LoadAll(s.snap.Load().Plan)
-	if err != nil {
-		return err
-	}
-	if err := s.syncFrontends(s.snap.Load().Plan, nil, tlsStates); err != nil {
-		s.closeFrontends(context.Background())
-		return err
-	}
-	if err := s.startDNS(ctx, s.firstDNS); err != nil {
-		s.closeFrontends(context.Background())
-		return err
-	}
-	var adminSrv *http.Server
-	if s.opts.Admin != "" {
-		ln, err := net.Listen("tcp", s.opts.Admin)
-		if err != nil {
-			s.closeFrontends(context.Background())
-			return fmt.Errorf("admin listener %s: %w", s.opts.Admin, err)
+	var started []component
+	stopAll := func(ctx context.Context) {
+		for i := len(started) - 1; i >= 0; i-- {
+			started[i].Stop(ctx)
 		}
-		remote := !loopbackAddr(ln.Addr().String())
-		if remote && s.opts.AdminToken == "" {
-			ln.Close()
-			s.closeFrontends(context.Background())
-			return fmt.Errorf("admin listener %s (bound to %s): %w", s.opts.Admin, ln.Addr(), errAdminNotLoopback)
-		}
-		s.mu.Lock()
-		s.admin = ln.Addr().String()
-		s.mu.Unlock()
-		var aln net.Listener
-		adminSrv, aln = s.newAdminServer(ln, remote)
-		go adminSrv.Serve(aln)
 	}
-	var wg sync.WaitGroup
-	if adminSrv != nil {
-		wg.Go(func() { s.dash.run(ctx) })
+	for _, c := range s.components() {
+		if err := c.Start(ctx); err != nil {
+			stopAll(context.Background())
+			return err
+		}
+		started = append(started, c)
 	}
 	close(s.ready)
-
-	wg.Add(1)
-	go func() { defer wg.Done(); s.prober.Run(ctx) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); s.applyTargets(ctx, s.targetUpdates) }()
-	if s.opts.WatchInterval >= 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.watch(ctx) }()
-	}
 	s.loop(ctx)
 	close(s.stopped)
-	wg.Wait()
-	s.startDNS(ctx, nil)
-
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
-	if adminSrv != nil {
-		adminSrv.Shutdown(shutdownCtx)
-	}
-	s.closeFrontends(shutdownCtx)
+	stopAll(shutdownCtx)
 	s.alog.Stop()
 	return nil
 }
@@ -652,195 +568,16 @@ func (s *Server) applyReload(req *reloadReq) error {
 		// destination.
 		s.log.Error("reload: access log", "err", err)
 	}
-	if err := s.syncFrontends(req.p, req.listeners, req.tls); err != nil {
+	if err := s.front.sync(req.p, req.listeners, req.tls); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
 		// still serves on the listeners that exist; report the error.
 		s.log.Error("reload: frontend listeners", "err", err)
 		return err
 	}
-	// The new DNS generation takes over the sockets (when its frontends
-	// are the same) with the member health, hysteresis and ramps of the
-	// generation it replaces.
-	s.mu.Lock()
-	if s.dns != nil && req.dns != nil {
-		req.dns.CarryState(s.dns.srv)
-	}
-	s.mu.Unlock()
-	if err := s.startDNS(s.runCtx, req.dns); err != nil {
+	if err := s.dns.Swap(req.dns); err != nil {
 		s.log.Error("reload: DNS frontends", "err", err)
 		return err
 	}
 	s.log.Info("config reloaded", "services", len(req.p.Services), "endpoints", len(req.p.Endpoints))
 	return nil
-}
-
-// syncFrontends starts listeners for new frontends, stops removed ones and
-// swaps the handler and TLS settings of every kept one, so open
-// connections survive a reload. tlsStates has the loaded TLS of every
-// HTTPS frontend of p.
-func (s *Server) syncFrontends(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsreload.State) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer closeListeners(prebound) // the ones not taken below
-	want := map[string]*plan.Frontend{}
-	for _, f := range p.Frontends {
-		if f.Protocol == "HTTP" || f.Protocol == "HTTPS" {
-			want[f.Name] = f
-		}
-	}
-	for name, f := range s.frontends {
-		nf, ok := want[name]
-		if !ok || !sameListener(f.cfg, nf) {
-			f.srv.Close()
-			<-f.done
-			delete(s.frontends, name)
-		}
-	}
-	var errs []error
-	counters := s.passive.update(p)
-	for name, pf := range want {
-		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log}
-		cfg.Observe = s.frontendObserver(counters[name])
-		cfg.Record = s.recorder(p, pf)
-		var h http.Handler = proxy.NewHandler(cfg)
-		if f := s.frontends[name]; f != nil {
-			f.cfg = pf
-			f.handler.Store(&h)
-			if f.tls != nil {
-				f.tls.Set(tlsStates[name])
-			}
-			continue
-		}
-		ln := prebound[name]
-		delete(prebound, name)
-		f, err := s.startFrontend(pf, h, useH1Server(p), ln, tlsStates[name])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		s.frontends[name] = f
-	}
-	return errors.Join(errs...)
-}
-
-// prepareListeners binds a reload's frontends on new addresses before
-// anything is swapped, so a port in use rejects the reload while the old
-// config keeps serving. (A frontend that changes protocol on the same
-// address is re-bound during the swap, after its old listener closes.)
-func (s *Server) prepareListeners(p *plan.Plan) (map[string]net.Listener, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	inUse := map[string]bool{}
-	for _, f := range s.frontends {
-		inUse[f.cfg.Address] = true
-	}
-	lns := map[string]net.Listener{}
-	for _, pf := range p.Frontends {
-		if pf.Protocol != "HTTP" && pf.Protocol != "HTTPS" {
-			continue
-		}
-		if old := s.frontends[pf.Name]; old != nil && sameListener(old.cfg, pf) {
-			continue
-		}
-		if inUse[pf.Address] {
-			continue
-		}
-		ln, err := listen(pf)
-		if err != nil {
-			closeListeners(lns)
-			return nil, err
-		}
-		lns[pf.Name] = ln
-	}
-	return lns, nil
-}
-
-func listen(pf *plan.Frontend) (net.Listener, error) {
-	ln, err := net.Listen("tcp", pf.Address)
-	if err != nil {
-		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
-	}
-	return ln, nil
-}
-
-func closeListeners(lns map[string]net.Listener) {
-	for name, ln := range lns {
-		ln.Close()
-		delete(lns, name)
-	}
-}
-
-// sameListener reports whether a reload keeps a frontend's listener: the
-// same address and protocol. Certificates and TLS policies change in
-// place (tlsreload.Frontend).
-func sameListener(a, b *plan.Frontend) bool {
-	return a.Address == b.Address && a.Protocol == b.Protocol
-}
-
-// useH1Server reports whether cleartext frontends use h1.Server
-// (spillway.http1Server SPILLWAY, the default) rather than net/http.
-func useH1Server(p *plan.Plan) bool {
-	t := p.Config.Spillway
-	return t == nil || t.HTTP1Server != "NET_HTTP"
-}
-
-// startFrontend serves pf on ln, or on a new listener when ln is nil; st
-// is its loaded TLS (HTTPS only).
-func (s *Server) startFrontend(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsreload.State) (*frontend, error) {
-	f := &frontend{cfg: pf, done: make(chan struct{})}
-	f.handler.Store(&h)
-	var tlsCfg *tls.Config
-	if pf.Protocol == "HTTPS" {
-		if st == nil {
-			if ln != nil {
-				ln.Close()
-			}
-			return nil, fmt.Errorf("frontend %s: TLS settings not loaded", pf.Name)
-		}
-		f.tls = tlsreload.NewFrontend(st)
-		tlsCfg = f.tls.ServerConfig()
-	}
-	if ln == nil {
-		var err error
-		if ln, err = listen(pf); err != nil {
-			return nil, err
-		}
-	}
-	f.ln = ln
-	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		(*f.handler.Load()).ServeHTTP(w, r)
-	})
-	var serveFn func() error
-	switch {
-	case useH1:
-		srv := proxy.NewH1Server(fh)
-		srv.Logger = s.log
-		srv.TLSConfig = tlsCfg
-		f.srv, serveFn = srv, func() error { return srv.Serve(s.conns.wrap(ln)) }
-	case tlsCfg != nil:
-		srv := proxy.NewServer(fh, tlsCfg)
-		f.srv, serveFn = srv, func() error { return srv.ServeTLS(s.conns.wrap(ln), "", "") }
-	default:
-		srv := proxy.NewServer(fh, nil)
-		f.srv, serveFn = srv, func() error { return srv.Serve(h1.GuardListener(s.conns.wrap(ln))) }
-	}
-	go func() {
-		defer close(f.done)
-		err := serveFn()
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("frontend stopped", "frontend", pf.Name, "err", err)
-		}
-	}()
-	s.log.Info("frontend listening", "frontend", pf.Name, "address", ln.Addr().String(), "protocol", pf.Protocol)
-	return f, nil
-}
-
-func (s *Server) closeFrontends(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, f := range s.frontends {
-		f.srv.Shutdown(ctx)
-		<-f.done
-		delete(s.frontends, name)
-	}
 }

@@ -4,22 +4,20 @@ package serve
 // files changed. A set of files that fails to load keeps the old
 // certificates serving and is logged once.
 func (s *Server) checkTLSFiles() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, f := range s.frontends {
+	s.front.each(func(name string, f *frontend) {
 		if f.tls == nil {
-			continue
+			return
 		}
 		tried, err := f.tls.Reload()
 		switch {
 		case !tried:
-			continue
+			return
 		case err != nil:
 			s.metrics.certReloadFailures.Add(1)
 			s.log.Error("TLS files changed but do not load; the old certificates keep serving", "frontend", name, "err", err)
-			continue
+			return
 		}
 		s.metrics.certReloads.Add(1)
 		s.log.Info("TLS files reloaded", "frontend", name)
-	}
+	})
 }

@@ -30,7 +30,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/lab"
 	"github.com/spillwaylb/spillway/internal/plan"
-	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // Options configure a soak run. Short and Full return complete sets.
@@ -324,7 +324,7 @@ func waitHealthy(ctx context.Context, px *proxyProc, limit time.Duration) error 
 
 // notHealthy returns "" when every endpoint of the report is HEALTHY.
 func notHealthy(body []byte) string {
-	var h serve.HealthReport
+	var h report.Health
 	if err := jsonUnmarshal(body, &h); err != nil {
 		return err.Error()
 	}

@@ -1,31 +1,31 @@
-package serve
+// Package connlimit bounds a listener's connections: past the limit,
+// Accept waits and new connections queue in the kernel's accept backlog
+// until one closes, as HAProxy's maxconn does, rather than being accepted
+// and reset.
+package connlimit
 
 import (
 	"net"
 	"sync"
 )
 
-// connLimiter bounds the client connections of all frontends together
-// (Options.MaxConnections). Past the limit, Accept waits: new connections
-// queue in the kernel's accept backlog until one closes, as HAProxy's
-// maxconn does, rather than being accepted and reset. It costs a channel
-// send per accepted connection and a receive when it closes, nothing per
-// request.
-type connLimiter struct {
+// Limiter bounds the connections of the listeners it wraps, together.
+// It costs a channel send per accepted connection and a receive when it
+// closes, nothing per request. A nil *Limiter has no limit.
+type Limiter struct {
 	sem chan struct{}
 }
 
-// newConnLimiter returns a limiter for n connections, nil (no limit) for
-// n <= 0.
-func newConnLimiter(n int) *connLimiter {
+// New returns a limiter for n connections, nil (no limit) for n <= 0.
+func New(n int) *Limiter {
 	if n <= 0 {
 		return nil
 	}
-	return &connLimiter{sem: make(chan struct{}, n)}
+	return &Limiter{sem: make(chan struct{}, n)}
 }
 
-// wrap returns ln with its accepted connections counted against l.
-func (l *connLimiter) wrap(ln net.Listener) net.Listener {
+// Wrap returns ln with its accepted connections counted against l.
+func (l *Limiter) Wrap(ln net.Listener) net.Listener {
 	if l == nil {
 		return ln
 	}
@@ -34,7 +34,7 @@ func (l *connLimiter) wrap(ln net.Listener) net.Listener {
 
 type limitListener struct {
 	net.Listener
-	l    *connLimiter
+	l    *Limiter
 	done chan struct{}
 	once sync.Once
 }
@@ -92,8 +92,8 @@ func (c *limitOther) Close() error {
 	return err
 }
 
-// DefaultMaxConnections is spillway serve's default for
-// Options.MaxConnections: half the process's file-descriptor limit, since
+// DefaultMaxConnections is spillway serve's default for its
+// connection limit (--max-connections): half the process's file-descriptor limit, since
 // a proxied connection usually holds a backend connection too (and the
 // rest leaves room for probes, the admin API and DNS), with a floor of 64;
 // 0 (no limit) where the limit cannot be read or is unlimited.

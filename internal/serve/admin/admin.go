@@ -1,6 +1,12 @@
-package serve
+// Package admin is the admin listener of spillway serve: the get-health
+// API, /metrics, the dashboard, reloads and (opt-in) profiling, behind
+// loopback-only or token access control, with limits of its own (see
+// Limits). It is a component with a lifecycle (Start, Stop); what it
+// serves comes from Routes, read-only views of the running server.
+package admin
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -12,7 +18,10 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 )
 
 // minAdminToken is the shortest admin token accepted.
@@ -21,22 +30,127 @@ const minAdminToken = 16
 // adminFix is the fix named by admin listener errors.
 const adminFix = "set a token with --admin-token-file FILE or the SPILLWAY_ADMIN_TOKEN environment variable, or listen on loopback, e.g. --admin 127.0.0.1:9901"
 
-// checkAdmin validates the admin options: a non-loopback admin address
-// needs a token, and a token must not be trivially short.
-func checkAdmin(o Options) error {
-	if o.AdminToken != "" && len(o.AdminToken) < minAdminToken {
-		return fmt.Errorf("admin token: %d characters is too short, use at least %d (fix: generate one, e.g. head -c 32 /dev/urandom | base64)", len(o.AdminToken), minAdminToken)
+// Options configure the admin listener.
+type Options struct {
+	// Addr is the listener's address ("" = no admin listener). An
+	// address that is not loopback (127.0.0.0/8, ::1, localhost) needs
+	// Token.
+	Addr string
+	// Token, when set, is the bearer token the admin API wants: on every
+	// endpoint but GET /healthz when Addr is not loopback, and on
+	// mutating endpoints (POST /reload) and profiling always. At least 16
+	// characters.
+	Token string
+	// Limits bound the listener (zero fields take their defaults).
+	Limits Limits
+	// Pprof serves net/http/pprof under /debug/pprof/ (off by default).
+	Pprof bool
+}
+
+// Routes are what the admin API serves, read-only views of the running
+// server.
+type Routes struct {
+	// Health is GET /health's body, encoded as indented JSON.
+	Health func() any
+	// Metrics serves GET /metrics.
+	Metrics http.Handler
+	// UI serves the dashboard: GET /ui and everything under /ui/.
+	UI http.Handler
+	// Reload re-reads the config file (POST /reload); nil when the server
+	// has no config file (409).
+	Reload func(ctx context.Context) error
+}
+
+// Check validates the admin options: a non-loopback admin address needs
+// a token, and a token must not be trivially short.
+func Check(o Options) error {
+	if o.Token != "" && len(o.Token) < minAdminToken {
+		return fmt.Errorf("admin token: %d characters is too short, use at least %d (fix: generate one, e.g. head -c 32 /dev/urandom | base64)", len(o.Token), minAdminToken)
 	}
-	if o.Admin == "" || o.AdminToken != "" {
+	if o.Addr == "" || o.Token != "" {
 		return nil
 	}
-	if _, _, err := net.SplitHostPort(o.Admin); err != nil {
-		return fmt.Errorf("admin listener %q: %w (fix: write host:port, e.g. 127.0.0.1:9901)", o.Admin, err)
+	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
+		return fmt.Errorf("admin listener %q: %w (fix: write host:port, e.g. 127.0.0.1:9901)", o.Addr, err)
 	}
-	if !loopbackAddr(o.Admin) {
-		return fmt.Errorf("admin listener %s is not a loopback address and no admin token is set; anyone who can reach it could reload the config (fix: %s)", o.Admin, adminFix)
+	if !loopbackAddr(o.Addr) {
+		return fmt.Errorf("admin listener %s is not a loopback address and no admin token is set; anyone who can reach it could reload the config (fix: %s)", o.Addr, adminFix)
 	}
 	return nil
+}
+
+// Server is the admin listener, a component of spillway serve: Start
+// binds and serves it, Stop shuts it down.
+type Server struct {
+	opts   Options
+	routes Routes
+
+	mu   sync.Mutex
+	addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+// New returns the admin listener for o, serving r; nil when o.Addr is
+// empty (no admin listener: Start, Stop and Addr are no-ops).
+func New(o Options, r Routes) *Server {
+	if o.Addr == "" {
+		return nil
+	}
+	return &Server{opts: o, routes: r}
+}
+
+// Start binds the listener and serves it until Stop. A host name that
+// resolves to a non-loopback address without a token is refused here
+// (Check sees only the name).
+func (a *Server) Start(context.Context) error {
+	if a == nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("admin listener %s: %w", a.opts.Addr, err)
+	}
+	remote := !loopbackAddr(ln.Addr().String())
+	if remote && a.opts.Token == "" {
+		ln.Close()
+		return fmt.Errorf("admin listener %s (bound to %s): %w", a.opts.Addr, ln.Addr(), errAdminNotLoopback)
+	}
+	srv, aln := a.newServer(ln, remote)
+	done := make(chan struct{})
+	a.mu.Lock()
+	a.addr, a.srv, a.done = ln.Addr().String(), srv, done
+	a.mu.Unlock()
+	go func() { defer close(done); srv.Serve(aln) }()
+	return nil
+}
+
+// Stop shuts the listener down, waiting for requests in flight until ctx
+// ends.
+func (a *Server) Stop(ctx context.Context) error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	srv, done := a.srv, a.done
+	a.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	<-done
+	return err
+}
+
+// Addr returns the bound address ("" before Start, or without a
+// listener).
+func (a *Server) Addr() string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
 }
 
 // loopbackAddr reports whether host:port names a loopback host: an IP in
@@ -54,7 +168,7 @@ func loopbackAddr(hostport string) bool {
 	return err == nil && a.Unmap().IsLoopback()
 }
 
-// adminHandler serves the admin API. Access control, outermost first:
+// handler serves the admin API. Access control, outermost first:
 //   - on a loopback listener, the Host header must be an IP address or
 //     localhost (a page from another site that resolves its own name to
 //     127.0.0.1 — DNS rebinding — is refused);
@@ -63,7 +177,7 @@ func loopbackAddr(hostport string) bool {
 //   - with a token: every request but GET /healthz when the listener is
 //     not loopback, and mutating and profiling requests always, must carry
 //     "Authorization: Bearer TOKEN".
-func (s *Server) adminHandler(remote bool) http.Handler {
+func (a *Server) handler(remote bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -73,33 +187,32 @@ func (s *Server) adminHandler(remote bool) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(s.withMeasured(s.Health()))
+		enc.Encode(a.routes.Health())
 	})
-	if s.opts.Pprof {
+	if a.opts.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	mux.Handle("GET /metrics", s.metrics.handler())
-	ui := s.dash.handler()
-	mux.Handle("GET /ui", ui)
-	mux.Handle("GET /ui/", ui)
+	mux.Handle("GET /metrics", a.routes.Metrics)
+	mux.Handle("GET /ui", a.routes.UI)
+	mux.Handle("GET /ui/", a.routes.UI)
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.ConfigPath == "" {
+		if a.routes.Reload == nil {
 			http.Error(w, "no config file to reload", http.StatusConflict)
 			return
 		}
-		if err := s.ReloadFile(r.Context(), s.opts.ConfigPath); err != nil {
+		if err := a.routes.Reload(r.Context()); err != nil {
 			http.Error(w, "reload rejected, the old config keeps serving:\n"+err.Error(), http.StatusUnprocessableEntity)
 			return
 		}
 		w.Write([]byte("reloaded\n"))
 	})
 	var h http.Handler = mux
-	if s.opts.AdminToken != "" {
-		h = requireToken(h, s.opts.AdminToken, remote)
+	if a.opts.Token != "" {
+		h = requireToken(h, a.opts.Token, remote)
 	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -165,12 +278,12 @@ func loopbackHostOnly(next http.Handler) http.Handler {
 // non-loopback address without a token (a host name that resolved there).
 var errAdminNotLoopback = errors.New("admin listener is not on loopback and no admin token is set (fix: " + adminFix + ")")
 
-// AdminLimits bound the admin listener, apart from the frontends' limits
+// Limits bound the admin listener, apart from the frontends' limits
 // (docs/security.md, "Admin API"). A zero field takes its default.
-type AdminLimits struct {
+type Limits struct {
 	// MaxConnections bounds the admin listener's open connections
 	// (0 = 64; negative = no limit). It is a budget of its own, not a
-	// share of Options.MaxConnections, so that the admin API stays
+	// share of the frontends' connection limit, so that the admin API stays
 	// reachable while clients hold every data-plane slot. Past it, new
 	// connections wait in the kernel's accept queue until one closes.
 	MaxConnections int
@@ -186,7 +299,7 @@ type AdminLimits struct {
 	WriteTimeout time.Duration
 }
 
-// Admin listener defaults (AdminLimits) and fixed bounds. 64 connections
+// Admin listener defaults (Limits) and fixed bounds. 64 connections
 // cover Prometheus, a few dashboards (a browser opens up to 6) and
 // get-health; the 2-minute idle timeout outlasts the usual scrape
 // intervals so that scrapers keep their connection.
@@ -205,8 +318,8 @@ const (
 	maxProfileSeconds = 3600
 )
 
-// withDefaults fills in AdminLimits' zero fields.
-func (l AdminLimits) withDefaults() AdminLimits {
+// withDefaults fills in Limits' zero fields.
+func (l Limits) withDefaults() Limits {
 	if l.MaxConnections == 0 {
 		l.MaxConnections = defaultAdminMaxConnections
 	}
@@ -222,15 +335,15 @@ func (l AdminLimits) withDefaults() AdminLimits {
 	return l
 }
 
-// newAdminServer returns the admin API's server and ln wrapped in the
+// newServer returns the admin API's server and ln wrapped in the
 // admin connection limit. Every connection is bounded: the request head
 // by 10 s (or ReadTimeout if shorter) and 32 KiB, the whole request by
 // ReadTimeout, the response by WriteTimeout, the wait for a next request
 // by IdleTimeout.
-func (s *Server) newAdminServer(ln net.Listener, remote bool) (*http.Server, net.Listener) {
-	lim := s.opts.AdminLimits.withDefaults()
+func (a *Server) newServer(ln net.Listener, remote bool) (*http.Server, net.Listener) {
+	lim := a.opts.Limits.withDefaults()
 	srv := &http.Server{
-		Handler:           capProfileSeconds(s.adminHandler(remote)),
+		Handler:           capProfileSeconds(a.handler(remote)),
 		ReadHeaderTimeout: min(adminHeaderTimeout, lim.ReadTimeout),
 		ReadTimeout:       lim.ReadTimeout,
 		// net/http/pprof moves the write deadline by a profile's
@@ -239,7 +352,7 @@ func (s *Server) newAdminServer(ln net.Listener, remote bool) (*http.Server, net
 		IdleTimeout:    lim.IdleTimeout,
 		MaxHeaderBytes: adminMaxHeaderBytes,
 	}
-	return srv, newConnLimiter(lim.MaxConnections).wrap(ln)
+	return srv, connlimit.New(lim.MaxConnections).Wrap(ln)
 }
 
 // capProfileSeconds refuses pprof requests for more than an hour
@@ -258,4 +371,11 @@ func capProfileSeconds(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// uiAsset reports whether path is one of the dashboard's static files,
+// which hold no data and are served without the admin token (the page
+// then sends the token, from its URL fragment, with each data request).
+func uiAsset(path string) bool {
+	return path == "/ui" || (strings.HasPrefix(path, "/ui/") && path != "/ui/state")
 }

@@ -1,4 +1,10 @@
-package serve
+// Package dashboard is the admin listener's /ui page: it samples the
+// health report, the request counters and the DNS answers once a second
+// and serves the state now, the request and error rates of the last
+// minutes and the recent transitions. It is a component with a lifecycle
+// (Start, Stop) and reads only what Source publishes, so the request
+// path pays nothing for it.
+package dashboard
 
 import (
 	"context"
@@ -17,6 +23,9 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/gslb"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // uiFiles are the dashboard's page, script and style sheet: no build
@@ -34,16 +43,38 @@ const (
 	dashShareWindow = 10
 )
 
-// dashboard samples the health report, the request counters and the DNS
-// answers once a second for the admin listener's /ui page: the state
-// now, the request and error rates of the last minutes and the recent
-// transitions. It runs beside the loop and reads only published state, so
-// the request path pays nothing for it.
-type dashboard struct {
-	s *Server
+// Source is what the dashboard reads: published, read-only state of the
+// running server.
+type Source struct {
+	// Health is the current health report (nil before the first).
+	Health func() *report.Health
+	// Plan is the plan in force, for the backends' RATE capacity.
+	Plan func() *plan.Plan
+	// Fleet is the fleet status, nil when standalone.
+	Fleet func() *control.FleetStatus
+	// DNS is the DNS server answering now, nil without DNS zones.
+	DNS func() DNS
+	// Counts are the cumulative request counts per backend service.
+	Counts func() map[string]BackendCounts
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// DNS is the part of the DNS GSLB server the dashboard asks: its members
+// and an answer to a query.
+type DNS interface {
+	Members() []gslb.MemberInfo
+	Exchange(q *dns.Msg, src netip.Addr, now time.Time) *dns.Msg
+}
+
+// Dashboard samples its Source once a second for the /ui page.
+type Dashboard struct {
+	src  Source
+	stop context.CancelFunc
+	done chan struct{}
 
 	mu          sync.Mutex
-	prev        *HealthReport
+	prev        *report.Health
 	samples     []dashSample // oldest first, at most dashHistory
 	transitions []Transition // oldest first, at most dashTransitions
 }
@@ -52,15 +83,15 @@ type dashboard struct {
 // service and backend.
 type dashSample struct {
 	at     time.Time
-	counts map[string]backendCounts // by service name
+	counts map[string]BackendCounts // by service name
 }
 
-// backendCounts are cumulative counts of one service: requests answered
-// by each backend (by index) and its 5xx, plus requests the balancer
-// answered itself with 5xx (no backend picked or reached).
-type backendCounts struct {
-	byBackend, errByBackend []uint64
-	lbErrors                uint64
+// BackendCounts are cumulative counts of one service: requests answered
+// by each backend (by index) and their 5xx, plus the 5xx the balancer
+// answered itself (no backend picked or reached).
+type BackendCounts struct {
+	ByBackend, ErrByBackend []uint64
+	LBErrors                uint64
 }
 
 // Transition is one change the dashboard's timeline shows.
@@ -156,10 +187,28 @@ type DashAnswer struct {
 	Region  string `json:"region,omitempty"`
 }
 
-func newDashboard(s *Server) *dashboard { return &dashboard{s: s} }
+// New returns a dashboard reading src.
+func New(src Source) *Dashboard { return &Dashboard{src: src} }
+
+// Start samples once a second until Stop.
+func (d *Dashboard) Start(ctx context.Context) error {
+	ctx, d.stop = context.WithCancel(ctx)
+	d.done = make(chan struct{})
+	go func() { defer close(d.done); d.run(ctx) }()
+	return nil
+}
+
+// Stop ends the sampling.
+func (d *Dashboard) Stop(context.Context) error {
+	if d.stop != nil {
+		d.stop()
+		<-d.done
+	}
+	return nil
+}
 
 // run samples once a second until ctx ends.
-func (d *dashboard) run(ctx context.Context) {
+func (d *Dashboard) run(ctx context.Context) {
 	t := time.NewTicker(dashInterval)
 	defer t.Stop()
 	for {
@@ -173,13 +222,13 @@ func (d *dashboard) run(ctx context.Context) {
 }
 
 // sample records the counters and the transitions since the last sample.
-func (d *dashboard) sample() {
-	h := d.s.Health()
+func (d *Dashboard) sample() {
+	h := d.src.Health()
 	if h == nil {
 		return
 	}
-	now := d.s.now()
-	counts := d.s.requestCounts()
+	now := d.src.Now()
+	counts := d.src.Counts()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.prev != nil {
@@ -200,10 +249,10 @@ func appendBounded[T any](s, xs []T, n int) []T {
 
 // diffHealth lists what changed from a to b: endpoints turning healthy
 // or unhealthy, backends drained, undrained, blocked or unblocked.
-func diffHealth(a, b *HealthReport, now time.Time) []Transition {
+func diffHealth(a, b *report.Health, now time.Time) []Transition {
 	var out []Transition
 	type key struct{ svc, group string }
-	old := map[key]*BackendHealth{}
+	old := map[key]*report.Backend{}
 	for i := range a.Services {
 		for j := range a.Services[i].Backends {
 			bh := &a.Services[i].Backends[j]
@@ -269,19 +318,19 @@ func diffHealth(a, b *HealthReport, now time.Time) []Transition {
 	return out
 }
 
-// noteReload records a config reload on the timeline.
-func (d *dashboard) noteReload(now time.Time, detail string) {
+// NoteReload records a config reload on the timeline.
+func (d *Dashboard) NoteReload(now time.Time, detail string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.transitions = appendBounded(d.transitions, []Transition{{Time: now, What: "config", Kind: "reload", Detail: detail}}, dashTransitions)
 }
 
 // state builds the page's data.
-func (d *dashboard) state() *DashState {
-	h := d.s.Health()
-	snap := d.s.Snapshot()
-	st := &DashState{Time: d.s.now(), Step: dashInterval.String(), Fleet: d.s.FleetStatus()}
-	if h == nil || snap == nil || snap.Plan == nil {
+func (d *Dashboard) state() *DashState {
+	h := d.src.Health()
+	p := d.src.Plan()
+	st := &DashState{Time: d.src.Now(), Step: dashInterval.String(), Fleet: d.src.Fleet()}
+	if h == nil || p == nil {
 		return st
 	}
 	st.Version = h.Version
@@ -296,7 +345,7 @@ func (d *dashboard) state() *DashState {
 	seenGroup := map[string]bool{}
 	for _, sh := range h.Services {
 		ds := DashService{Name: sh.Name, Algorithm: sh.Algorithm, AutoDrain: sh.AutoDrain, Threshold: sh.Threshold}
-		svc := snap.Plan.ServiceByName[sh.Name]
+		svc := p.ServiceByName[sh.Name]
 		measured, ok := measuredShares(samples, sh.Name, len(sh.Backends))
 		ds.Measured = ok
 		ds.Rate, ds.ErrorRate = rates(samples, sh.Name)
@@ -347,7 +396,7 @@ func (d *dashboard) state() *DashState {
 }
 
 // backendState names a backend's state for the page.
-func backendState(b *BackendHealth) string {
+func backendState(b *report.Backend) string {
 	switch {
 	case b.Drained:
 		return "drained"
@@ -370,13 +419,13 @@ func measuredShares(samples []dashSample, svc string, n int) ([]float64, bool) {
 	last := samples[len(samples)-1]
 	first := samples[max(0, len(samples)-1-dashShareWindow)]
 	a, b := first.counts[svc], last.counts[svc]
-	if len(b.byBackend) != n || len(a.byBackend) != n {
+	if len(b.ByBackend) != n || len(a.ByBackend) != n {
 		return nil, false
 	}
 	out := make([]float64, n)
 	total := 0.0
 	for i := range n {
-		out[i] = float64(delta(a.byBackend[i], b.byBackend[i]))
+		out[i] = float64(delta(a.ByBackend[i], b.ByBackend[i]))
 		total += out[i]
 	}
 	if total == 0 {
@@ -393,16 +442,16 @@ func rates(samples []dashSample, svc string) (rate, errRate []float64) {
 	for k := 1; k < len(samples); k++ {
 		a, b := samples[k-1].counts[svc], samples[k].counts[svc]
 		dt := samples[k].at.Sub(samples[k-1].at).Seconds()
-		if dt <= 0 || len(a.byBackend) != len(b.byBackend) {
+		if dt <= 0 || len(a.ByBackend) != len(b.ByBackend) {
 			rate, errRate = append(rate, 0), append(errRate, 0)
 			continue
 		}
 		var n, e uint64
-		for i := range b.byBackend {
-			n += delta(a.byBackend[i], b.byBackend[i])
-			e += delta(a.errByBackend[i], b.errByBackend[i])
+		for i := range b.ByBackend {
+			n += delta(a.ByBackend[i], b.ByBackend[i])
+			e += delta(a.ErrByBackend[i], b.ErrByBackend[i])
 		}
-		le := delta(a.lbErrors, b.lbErrors)
+		le := delta(a.LBErrors, b.LBErrors)
 		n, e = n+le, e+le
 		rate = append(rate, float64(n)/dt)
 		if n > 0 {
@@ -417,8 +466,8 @@ func rates(samples []dashSample, svc string) (rate, errRate []float64) {
 // dnsAnswers asks the running DNS server for every GSLB name, as a
 // resolver at 127.0.0.1 without a client subnet would, and names the
 // member behind each address.
-func (d *dashboard) dnsAnswers() []DashName {
-	g := d.s.dnsServer()
+func (d *Dashboard) dnsAnswers() []DashName {
+	g := d.src.DNS()
 	if g == nil {
 		return nil
 	}
@@ -446,7 +495,7 @@ func (d *dashboard) dnsAnswers() []DashName {
 		q := new(dns.Msg)
 		q.SetQuestion(dns.Fqdn(n), qtype[n])
 		dn := DashName{Name: strings.TrimSuffix(n, "."), Members: count[n]}
-		if r := g.Exchange(q, src, d.s.now()); r != nil {
+		if r := g.Exchange(q, src, d.src.Now()); r != nil {
 			for _, rr := range r.Answer {
 				var a string
 				switch v := rr.(type) {
@@ -469,9 +518,9 @@ func (d *dashboard) dnsAnswers() []DashName {
 	return out
 }
 
-// handler serves the page (GET /ui, assets under /ui/) and its data
+// Handler serves the page (GET /ui, assets under /ui/) and its data
 // (GET /ui/state).
-func (d *dashboard) handler() http.Handler {
+func (d *Dashboard) Handler() http.Handler {
 	sub, _ := fs.Sub(uiFiles, "ui")
 	files := http.StripPrefix("/ui/", http.FileServerFS(sub))
 	mux := http.NewServeMux()
@@ -497,57 +546,6 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
-}
-
-// uiAsset reports whether path is one of the dashboard's static files,
-// which hold no data and are served without the admin token (the page
-// then sends the token, from its URL fragment, with each data request).
-func uiAsset(path string) bool {
-	return path == "/ui" || (strings.HasPrefix(path, "/ui/") && path != "/ui/state")
-}
-
-// requestCounts sums the request metrics (reqmetrics.go) per backend
-// service of the current plan: the requests each backend answered and
-// their 5xx, by backend index, and the 5xx the balancer answered itself
-// for the service (no backend picked or reached). Series are summed over
-// frontends; they only grow, so differences of samples are rates.
-func (s *Server) requestCounts() map[string]backendCounts {
-	snap := s.Snapshot()
-	if snap == nil || snap.Plan == nil {
-		return nil
-	}
-	type key struct{ service, group string }
-	index := map[key]int{}
-	out := map[string]backendCounts{}
-	for _, svc := range snap.Plan.Services {
-		out[svc.Name] = backendCounts{byBackend: make([]uint64, len(svc.Backends)), errByBackend: make([]uint64, len(svc.Backends))}
-		for _, b := range svc.Backends {
-			index[key{svc.Name, b.Group.Name}] = b.Index
-		}
-	}
-	for _, se := range s.reqMetrics.all() {
-		c, ok := out[se.service]
-		if !ok {
-			continue
-		}
-		var n, errs uint64
-		for i := range se.shards {
-			for class := range se.shards[i].codes {
-				n += se.shards[i].codes[class].Load()
-			}
-			errs += se.shards[i].codes[5].Load()
-		}
-		if se.group == "" {
-			c.lbErrors += errs
-			out[se.service] = c
-			continue
-		}
-		if i, ok := index[key{se.service, se.group}]; ok {
-			c.byBackend[i] += n
-			c.errByBackend[i] += errs
-		}
-	}
-	return out
 }
 
 // delta is b − a for counters that only grow, 0 if a reload renumbered

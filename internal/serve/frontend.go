@@ -1,0 +1,265 @@
+package serve
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spillwaylb/spillway/internal/h1"
+	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/serve/connlimit"
+	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
+)
+
+// frontends is the HTTP(S) frontends component: one listener and server
+// loop per frontend, all under one connection limit. Start binds the
+// first plan's frontends, sync applies a reload's (keeping the listeners
+// and open connections of frontends that stay), Stop shuts them down.
+type frontends struct {
+	log   *slog.Logger
+	conns *connlimit.Limiter // Options.MaxConnections; nil for no limit
+	// handlers returns the handler factory for plan p's frontends.
+	handlers func(p *plan.Plan) func(*plan.Frontend) http.Handler
+	// plan is the plan Start serves.
+	plan func() *plan.Plan
+
+	mu sync.Mutex // guards m
+	m  map[string]*frontend
+}
+
+type frontend struct {
+	cfg     *plan.Frontend
+	handler atomic.Pointer[http.Handler]
+	tls     *tlsreload.Frontend // HTTPS only
+	srv     frontendServer
+	ln      net.Listener
+	done    chan struct{}
+}
+
+// frontendServer is what serves a frontend's listener: *h1.Server
+// (the default, HTTP and HTTPS) or *http.Server (spillway.http1Server
+// NET_HTTP).
+type frontendServer interface {
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+// Start binds and serves the frontends of the plan in force.
+func (fs *frontends) Start(context.Context) error {
+	p := fs.plan()
+	tlsStates, err := tlsreload.LoadAll(p)
+	if err != nil {
+		return err
+	}
+	if err := fs.sync(p, nil, tlsStates); err != nil {
+		fs.Stop(context.Background())
+		return err
+	}
+	return nil
+}
+
+// Stop shuts every frontend down, letting requests in flight finish
+// until ctx ends.
+func (fs *frontends) Stop(ctx context.Context) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for name, f := range fs.m {
+		f.srv.Shutdown(ctx)
+		<-f.done
+		delete(fs.m, name)
+	}
+	return nil
+}
+
+// addr returns the bound address of a frontend ("" if unknown).
+func (fs *frontends) addr(name string) string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f := fs.m[name]; f != nil && f.ln != nil {
+		return f.ln.Addr().String()
+	}
+	return ""
+}
+
+// each calls fn for every running frontend, under the lock.
+func (fs *frontends) each(fn func(name string, f *frontend)) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for name, f := range fs.m {
+		fn(name, f)
+	}
+}
+
+// sync starts listeners for new frontends, stops removed ones and swaps
+// the handler and TLS settings of every kept one, so open connections
+// survive a reload. tlsStates has the loaded TLS of every HTTPS frontend
+// of p.
+func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsreload.State) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	defer closeListeners(prebound) // the ones not taken below
+	want := map[string]*plan.Frontend{}
+	for _, f := range p.Frontends {
+		if f.Protocol == "HTTP" || f.Protocol == "HTTPS" {
+			want[f.Name] = f
+		}
+	}
+	for name, f := range fs.m {
+		nf, ok := want[name]
+		if !ok || !sameListener(f.cfg, nf) {
+			f.srv.Close()
+			<-f.done
+			delete(fs.m, name)
+		}
+	}
+	var errs []error
+	handler := fs.handlers(p)
+	for name, pf := range want {
+		h := handler(pf)
+		if f := fs.m[name]; f != nil {
+			f.cfg = pf
+			f.handler.Store(&h)
+			if f.tls != nil {
+				f.tls.Set(tlsStates[name])
+			}
+			continue
+		}
+		ln := prebound[name]
+		delete(prebound, name)
+		f, err := fs.start(pf, h, useH1Server(p), ln, tlsStates[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fs.m[name] = f
+	}
+	return errors.Join(errs...)
+}
+
+// prepare binds a reload's frontends on new addresses before anything is
+// swapped, so a port in use rejects the reload while the old config
+// keeps serving. (A frontend that changes protocol on the same address
+// is re-bound during the swap, after its old listener closes.)
+func (fs *frontends) prepare(p *plan.Plan) (map[string]net.Listener, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	inUse := map[string]bool{}
+	for _, f := range fs.m {
+		inUse[f.cfg.Address] = true
+	}
+	lns := map[string]net.Listener{}
+	for _, pf := range p.Frontends {
+		if pf.Protocol != "HTTP" && pf.Protocol != "HTTPS" {
+			continue
+		}
+		if old := fs.m[pf.Name]; old != nil && sameListener(old.cfg, pf) {
+			continue
+		}
+		if inUse[pf.Address] {
+			continue
+		}
+		ln, err := listen(pf)
+		if err != nil {
+			closeListeners(lns)
+			return nil, err
+		}
+		lns[pf.Name] = ln
+	}
+	return lns, nil
+}
+
+func listen(pf *plan.Frontend) (net.Listener, error) {
+	ln, err := net.Listen("tcp", pf.Address)
+	if err != nil {
+		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
+	}
+	return ln, nil
+}
+
+func closeListeners(lns map[string]net.Listener) {
+	for name, ln := range lns {
+		ln.Close()
+		delete(lns, name)
+	}
+}
+
+// sameListener reports whether a reload keeps a frontend's listener: the
+// same address and protocol. Certificates and TLS policies change in
+// place (tlsreload.Frontend).
+func sameListener(a, b *plan.Frontend) bool {
+	return a.Address == b.Address && a.Protocol == b.Protocol
+}
+
+// useH1Server reports whether cleartext frontends use h1.Server
+// (spillway.http1Server SPILLWAY, the default) rather than net/http.
+func useH1Server(p *plan.Plan) bool {
+	t := p.Config.Spillway
+	return t == nil || t.HTTP1Server != "NET_HTTP"
+}
+
+// start serves pf on ln, or on a new listener when ln is nil; st is its
+// loaded TLS (HTTPS only).
+func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsreload.State) (*frontend, error) {
+	f := &frontend{cfg: pf, done: make(chan struct{})}
+	f.handler.Store(&h)
+	var tlsCfg *tls.Config
+	if pf.Protocol == "HTTPS" {
+		if st == nil {
+			if ln != nil {
+				ln.Close()
+			}
+			return nil, fmt.Errorf("frontend %s: TLS settings not loaded", pf.Name)
+		}
+		f.tls = tlsreload.NewFrontend(st)
+		tlsCfg = f.tls.ServerConfig()
+	}
+	if ln == nil {
+		var err error
+		if ln, err = listen(pf); err != nil {
+			return nil, err
+		}
+	}
+	f.ln = ln
+	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*f.handler.Load()).ServeHTTP(w, r)
+	})
+	serveFn := fs.server(f, fh, useH1, tlsCfg)
+	go func() {
+		defer close(f.done)
+		err := serveFn()
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fs.log.Error("frontend stopped", "frontend", pf.Name, "err", err)
+		}
+	}()
+	fs.log.Info("frontend listening", "frontend", pf.Name, "address", ln.Addr().String(), "protocol", pf.Protocol)
+	return f, nil
+}
+
+// server sets f's server loop, serving h on f.ln, and returns the
+// function that runs it.
+func (fs *frontends) server(f *frontend, h http.Handler, useH1 bool, tlsCfg *tls.Config) func() error {
+	ln := fs.conns.Wrap(f.ln)
+	switch {
+	case useH1:
+		srv := proxy.NewH1Server(h)
+		srv.Logger = fs.log
+		srv.TLSConfig = tlsCfg
+		f.srv = srv
+		return func() error { return srv.Serve(ln) }
+	case tlsCfg != nil:
+		srv := proxy.NewServer(h, tlsCfg)
+		f.srv = srv
+		return func() error { return srv.ServeTLS(ln, "", "") }
+	default:
+		srv := proxy.NewServer(h, nil)
+		f.srv = srv
+		return func() error { return srv.Serve(h1.GuardListener(ln)) }
+	}
+}

@@ -1,0 +1,161 @@
+// Package report is the get-health view of a running instance: per
+// backend service, backend and endpoint, like `gcloud compute
+// backend-services get-health`, plus Spillway's drain state and traffic
+// shares. It is built from the control state and the engine's view; the
+// admin API serves it as JSON and the dashboard and the CLI read it.
+package report
+
+import (
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/engine"
+)
+
+// Health is the get-health view: per backend service, backend and
+// endpoint, like `gcloud compute backend-services get-health`, plus
+// Spillway's drain state and traffic shares.
+type Health struct {
+	Version  uint64    `json:"version"`
+	Time     time.Time `json:"time"`
+	Services []Service `json:"backendServices"`
+	// Fleet is the instance's standing with the fleet's shared config
+	// (spillway serve --fleet): revision in force, stale or not. Absent
+	// when standalone.
+	Fleet *control.FleetStatus `json:"fleet,omitempty"`
+}
+
+// Service is one backend service.
+type Service struct {
+	Name      string    `json:"name"`
+	Algorithm string    `json:"loadBalancingAlgorithm"`
+	AutoDrain bool      `json:"autoCapacityDrain"`
+	Threshold int       `json:"failoverHealthThreshold"`
+	Backends  []Backend `json:"backends"`
+	// Frontends is the split as each HTTP(S) frontend's clients see it:
+	// the engine's shares for the frontend's region (Backends[].Share is
+	// for clients without a region) beside the split its requests
+	// actually took.
+	Frontends []FrontendSplit `json:"frontends,omitempty"`
+}
+
+// FrontendSplit is a service's split seen from one frontend.
+type FrontendSplit struct {
+	Frontend string `json:"frontend"`
+	// ClientRegion is the frontend's region, "" when it has none (its
+	// clients are then clients without a region).
+	ClientRegion string `json:"clientRegion"`
+	// MeasuredRequests is how many of the frontend's requests reached a
+	// backend of the service since the process started; the measured
+	// shares are over them.
+	MeasuredRequests uint64 `json:"measuredRequests"`
+	// OfferedRate is the offered rate (requests per second) the split is
+	// computed for: the service's clients in ClientRegion, through every
+	// frontend of the region, as last measured (the control state keeps
+	// it within 5%). In fleet mode it is the fleet's: this instance's
+	// own plus the other instances' published rates.
+	OfferedRate float64      `json:"offeredRate"`
+	Backends    []SplitShare `json:"backends"`
+}
+
+// SplitShare is one backend's computed and measured share.
+type SplitShare struct {
+	Group string `json:"group"`
+	Zone  string `json:"zone"`
+	// Share is the engine's share for the frontend's region, 0-1.
+	Share float64 `json:"share"`
+	// MeasuredShare is the fraction of MeasuredRequests the backend got.
+	MeasuredShare float64 `json:"measuredShare"`
+}
+
+// Backend is one backend (group) of a service.
+type Backend struct {
+	Group        string  `json:"group"`
+	Zone         string  `json:"zone"`
+	Region       string  `json:"region"`
+	Preference   string  `json:"preference"`
+	Healthy      int     `json:"healthy"`
+	Members      int     `json:"members"`
+	Drained      bool    `json:"drained"`
+	DrainBlocked bool    `json:"drainBlocked"`
+	Share        float64 `json:"share"` // of the service's traffic (no client region)
+	// Why explains the state in words.
+	Why       string     `json:"why,omitempty"`
+	Endpoints []Endpoint `json:"healthStatus"`
+}
+
+// Endpoint is one endpoint.
+type Endpoint struct {
+	Instance    string    `json:"instance,omitempty"`
+	IPAddress   string    `json:"ipAddress"`
+	HealthState string    `json:"healthState"` // HEALTHY, UNHEALTHY, UNKNOWN
+	Ejected     bool      `json:"ejected,omitempty"`
+	Detail      string    `json:"detail,omitempty"`
+	Since       time.Time `json:"since,omitzero"`
+}
+
+// Build reports the state st holds and the split v computes, at now.
+func Build(st *control.State, v *engine.View, now time.Time) *Health {
+	p := st.Plan()
+	r := &Health{Version: st.Version(), Time: now}
+	for _, svc := range p.Services {
+		sh := Service{Name: svc.Name, Algorithm: svc.Algorithm.String(), AutoDrain: svc.AutoDrain, Threshold: int(svc.FailoverThreshold*100 + 0.5)}
+		split := v.Split(svc.ID, -1)
+		for _, b := range svc.Backends {
+			bs := v.Backend(svc.ID, b.Index)
+			bh := Backend{
+				Group: b.Group.Name, Zone: b.Group.Zone, Region: b.Group.Region, Preference: "DEFAULT",
+				Healthy: bs.Healthy, Members: bs.Members, Drained: bs.Drained, DrainBlocked: bs.DrainBlocked,
+			}
+			if b.Preferred {
+				bh.Preference = "PREFERRED"
+			}
+			for _, s := range split.Shares {
+				if s.Backend == b.Index {
+					bh.Share = s.Fraction
+				}
+			}
+			switch {
+			case bs.Drained:
+				bh.Why = "auto-capacity drain: fewer than 25% of members healthy; returns after 35% are healthy for the undrain hold"
+			case bs.DrainBlocked:
+				bh.Why = "drain blocked: below 25% healthy, but 50% of the service's backends are already drained"
+			case b.ZeroCapacity():
+				bh.Why = "zero capacity (capacityScaler 0 or no members)"
+			case bs.Healthy == 0:
+				bh.Why = "no healthy endpoint"
+			}
+			for _, e := range b.Endpoints {
+				hs := st.Health(e.ID)
+				eh := Endpoint{Instance: e.Instance, IPAddress: e.Addr, HealthState: "UNKNOWN", Ejected: st.Ejected(e.ID), Detail: hs.Detail, Since: hs.Since}
+				if hs.Known() {
+					eh.HealthState = "UNHEALTHY"
+					if hs.Healthy() {
+						eh.HealthState = "HEALTHY"
+					}
+				}
+				bh.Endpoints = append(bh.Endpoints, eh)
+			}
+			sh.Backends = append(sh.Backends, bh)
+		}
+		for _, f := range p.Frontends {
+			if f.Protocol != "HTTP" && f.Protocol != "HTTPS" {
+				continue
+			}
+			fsplit := FrontendSplit{Frontend: f.Name, ClientRegion: f.Region, OfferedRate: st.Demand(svc.ID, f.RegionID)}
+			rsplit := v.Split(svc.ID, f.RegionID)
+			for _, b := range svc.Backends {
+				ss := SplitShare{Group: b.Group.Name, Zone: b.Group.Zone}
+				for _, s := range rsplit.Shares {
+					if s.Backend == b.Index {
+						ss.Share = s.Fraction
+					}
+				}
+				fsplit.Backends = append(fsplit.Backends, ss)
+			}
+			sh.Frontends = append(sh.Frontends, fsplit)
+		}
+		r.Services = append(r.Services, sh)
+	}
+	return r
+}
