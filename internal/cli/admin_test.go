@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 const adminTestConfig = `networkEndpointGroups:
@@ -35,25 +33,8 @@ const adminTestToken = "cli-test-admin-token-0123456789"
 // adminTestToken; it returns the admin address over loopback.
 func tokenAdmin(t *testing.T) string {
 	t.Helper()
-	cfg, err := config.Parse([]byte(adminTestConfig), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := serve.New(cfg, serve.Options{Admin: "0.0.0.0:0", AdminToken: adminTestToken, WatchInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
-	}
+	cfg := servetest.Parse(t, adminTestConfig)
+	s := servetest.Run(t, cfg, serve.Options{Admin: "0.0.0.0:0", AdminToken: adminTestToken, WatchInterval: -1})
 	_, port, _ := net.SplitHostPort(s.AdminAddr())
 	return net.JoinHostPort("127.0.0.1", port)
 }

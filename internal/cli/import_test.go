@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 const importFixtures = "../gcpimport/testdata"
@@ -114,21 +114,7 @@ func TestExportShapedConfigServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.New(cfg, serve.Options{WatchInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
-	}
+	s := servetest.Run(t, cfg, serve.Options{WatchInterval: -1})
 	client := &http.Client{Timeout: 5 * time.Second}
 	var body string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 const testToken = "s3cret-admin-token-0123456789"
@@ -24,7 +25,7 @@ func adminServer(t *testing.T, opts serve.Options) *serve.Server {
 		t.Fatal(err)
 	}
 	opts.ConfigPath, opts.WatchInterval = path, -1
-	return runServer(t, parseYAML(t, y), opts)
+	return servetest.Run(t, servetest.Parse(t, y), opts)
 }
 
 // adminURL is the admin address reached over loopback.
@@ -74,7 +75,7 @@ func TestPprofIsOptIn(t *testing.T) {
 // An admin listener that is not on loopback needs a token.
 func TestNonLoopbackAdminNeedsToken(t *testing.T) {
 	be := startBackend(t, "A")
-	c := parseYAML(t, oneServiceYAML(be.addr, `{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}`, ""))
+	c := servetest.Parse(t, oneServiceYAML(be.addr, `{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}`, ""))
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "admin.example:9901"} {
 		_, err := serve.New(c, serve.Options{Admin: addr})
 		if err == nil || !strings.Contains(err.Error(), "--admin-token-file") || !strings.Contains(err.Error(), "SPILLWAY_ADMIN_TOKEN") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // MaxConnections bounds the client connections of all frontends
@@ -20,7 +21,7 @@ func TestMaxConnections(t *testing.T) {
 			be := startBackend(t, "A")
 			fe := `{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}`
 			y := oneServiceYAML(be.addr, fe, "") + "spillway: {http1Server: " + loop + "}\n"
-			s := runServer(t, parseYAML(t, y), serve.Options{WatchInterval: -1, MaxConnections: 3})
+			s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1, MaxConnections: 3})
 			addr := s.FrontendAddr("fe")
 			var held []net.Conn
 			for range 3 {

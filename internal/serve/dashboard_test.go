@@ -19,6 +19,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/lab"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // chromium returns the path of a Chromium or Chrome binary. The test
@@ -51,7 +52,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Skip("integration test")
 	}
 	browser := chromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	cfg, err := config.Load(filepath.Join("..", "..", "examples", "seed-70-30", "with-policy.yaml"))
@@ -90,18 +91,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bs.Close()
-	srv, err := serve.New(cfg, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(runCtx) }()
-	defer func() {
-		stop()
-		<-done
-	}()
-	<-srv.Ready()
+	srv := servetest.Run(t, cfg, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	front := "http://" + srv.FrontendAddr(cfg.Frontends[0].Name) + "/"
 
 	// Load: 100 requests a second until the test ends.
@@ -145,7 +135,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Navigate("http://"+srv.AdminAddr()+"/ui/")); err != nil {
 		t.Fatalf("open the dashboard: %v", err)
 	}
-	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](steady, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](steady, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		t.Fatalf("steady state never shown: %v\n%s", err, page(bctx))
 	}
 	steadyShot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
@@ -161,7 +151,7 @@ func TestDashboardInChromium(t *testing.T) {
 		%[2]s === 0 && %[3]s > 0.4 && %[4]s > 0.4 &&
 		[...document.querySelectorAll('.timeline .kind[data-kind="drained"]')].length > 0`,
 		svc, measured("us-south1-a"), measured("us-south1-b"), measured("us-south1-c"))
-	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](failed, chromedp.WithPollingTimeout(40*time.Second))); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](failed, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		t.Fatalf("failure never shown: %v\n%s", err, page(bctx))
 	}
 	failedShot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
@@ -176,7 +166,7 @@ func TestDashboardInChromium(t *testing.T) {
 	srv.SetFleetStatus(control.FleetStatus{Instance: "lb-south-1", Revision: 7, Stale: true, StaleSince: time.Now(), StaleWhy: "fleet: etcd check: context deadline exceeded"})
 	staleShown := `(() => { const f = document.getElementById("fleet"); return !f.hidden && f.dataset.stale === "true" &&
 		f.textContent.includes("lb-south-1") && f.textContent.includes("config revision 7") && f.textContent.includes("STALE") })()`
-	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](staleShown, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](staleShown, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Errorf("stale fleet instance never shown: %v", err)
 	}
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // The DNS GSLB answers from the same View as the proxy: when the US
@@ -112,7 +113,7 @@ dnsZones:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := runServer(t, c, serve.Options{WatchInterval: -1})
+	s := servetest.Run(t, c, serve.Options{WatchInterval: -1})
 	addr := s.DNSAddr("dns")
 	// answersA reports whether any of n answers is member a.
 	answersA := func(n int) bool {
@@ -166,7 +167,7 @@ dnsZones:
 		}
 		return c
 	}
-	s := runServer(t, parse(""), serve.Options{WatchInterval: -1})
+	s := servetest.Run(t, parse(""), serve.Options{WatchInterval: -1})
 	addr := s.DNSAddr("dns")
 
 	conn, err := dns.Dial("tcp", addr)
@@ -327,7 +328,7 @@ dnsZones:
 		}
 		return c
 	}
-	s := runServer(t, parse(""), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, parse(""), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	done := make(chan error, 1)
 	go func() {
 		for i := range 5 {

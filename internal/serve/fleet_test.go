@@ -7,13 +7,14 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // A standalone instance shows no fleet status; once package fleet sets
 // one, /health and /metrics show it.
 func TestFleetStatusInHealthAndMetrics(t *testing.T) {
-	c := parseYAML(t, oneServiceYAML("127.0.0.1:9", `{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}`, ""))
-	s := runServer(t, c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	c := servetest.Parse(t, oneServiceYAML("127.0.0.1:9", `{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}`, ""))
+	s := servetest.Run(t, c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	cl := &http.Client{}
 	health, err := getBody(cl, "http://"+s.AdminAddr()+"/health")
 	if err != nil {

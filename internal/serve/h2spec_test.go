@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // h2specExceptions is the list of h2spec failures Spillway accepts, each
@@ -136,7 +137,7 @@ func TestH2spec(t *testing.T) {
 	var targets []target
 	for _, loop := range []string{"SPILLWAY", "NET_HTTP"} {
 		y := oneServiceYAML(be.addr, fes, "spillway: {http1Server: "+loop+"}\n")
-		s := runServer(t, parseYAML(t, y), serve.Options{WatchInterval: -1})
+		s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1})
 		targets = append(targets,
 			target{loop, "h2c", s.FrontendAddr("h2c"), nil},
 			target{loop, "tls", s.FrontendAddr("tls"), []string{"-t", "-k"}})

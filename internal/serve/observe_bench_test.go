@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // rawServeBackend answers every request head with resp, allocating
@@ -64,7 +65,7 @@ func BenchmarkServeObservability(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			tuning := bytes.ReplaceAll([]byte(v.tuning), []byte("LOG"), []byte(filepath.Join(b.TempDir(), "access.log")))
 			y := oneServiceYAML(be, `{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um, region: us-east1}`, string(tuning))
-			s := runServer(b, parseYAML(b, y), serve.Options{WatchInterval: -1})
+			s := servetest.Run(b, servetest.Parse(b, y), serve.Options{WatchInterval: -1})
 			benchRaw(b, s.FrontendAddr("fe"), []byte(body))
 		})
 	}

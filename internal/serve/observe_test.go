@@ -18,6 +18,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/report"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // obsBackend is a real backend on loopback with misbehaving paths.
@@ -265,7 +266,7 @@ func TestAccessLogStatusDetails(t *testing.T) {
 	beB, beC := obsBackend(t, "us-east1-b"), obsBackend(t, "us-east1-c")
 	y := obsConfig(beB, beB, closedAddr(t), closedAddr(t), logPath, "")
 	_ = beC
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	addr := s.FrontendAddr("fe")
 	base := "http://" + addr
 	waitFor(t, "bs-dead unhealthy", func() bool {
@@ -384,7 +385,7 @@ func TestAccessLogSamplingAndReload(t *testing.T) {
 	be := obsBackend(t, "us-east1-b")
 	y := obsConfig(be, be, closedAddr(t), closedAddr(t), first, "")
 	y = strings.Replace(y, "- name: bs\n  backends:", "- name: bs\n  logConfig: {enable: false}\n  backends:", 1)
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	base := "http://" + s.FrontendAddr("fe")
 	for _, p := range []string{"/quiet", "/refused"} {
 		resp, err := http.Get(base + p)
@@ -398,7 +399,7 @@ func TestAccessLogSamplingAndReload(t *testing.T) {
 		t.Error("a request to a service with logConfig.enable false was logged")
 	}
 	y2 := obsConfig(be, be, closedAddr(t), closedAddr(t), second, "")
-	if err := s.Reload(t.Context(), parseYAML(t, y2)); err != nil {
+	if err := s.Reload(t.Context(), servetest.Parse(t, y2)); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get(base + "/after-reload")
@@ -431,7 +432,7 @@ func TestRequestMetricsMatchClients(t *testing.T) {
 	beB, beC := obsBackend(t, "us-east1-b"), obsBackend(t, "us-east1-c")
 	dead := closedAddr(t)
 	y := obsConfig(beB, beC, dead, closedAddr(t), filepath.Join(dir, "a.log"), "")
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	base := "http://" + s.FrontendAddr("fe")
 	// The health check of bs-dead's endpoint fails: probes are counted.
 	probes := fmt.Sprintf(`spillway_probes_total{result="failure",target="%s",type="HTTP"}`, dead)
@@ -519,7 +520,7 @@ func TestHealthSplitByFrontendRegion(t *testing.T) {
 	beB, beC := obsBackend(t, "us-east1-b"), obsBackend(t, "us-east1-c")
 	y := obsConfig(beB, beC, closedAddr(t), closedAddr(t), filepath.Join(dir, "a.log"), "")
 	y = strings.Replace(y, "frontends:\n", "frontends:\n- {name: fe-noregion, address: \""+closedAddr(t)+"\", protocol: HTTP, urlMap: um}\n", 1)
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	cl := &http.Client{Timeout: 5 * time.Second}
 	zones := map[string]int{}
 	for i := 0; i < 200; i++ {
@@ -585,7 +586,7 @@ func TestTracePropagation(t *testing.T) {
 	logPath := filepath.Join(dir, "a.log")
 	be := obsBackend(t, "us-east1-b")
 	y := obsConfig(be, be, closedAddr(t), closedAddr(t), logPath, "")
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	base := "http://" + s.FrontendAddr("fe")
 	get := func(path string, h map[string]string) (tp, ct string) {
 		req, _ := http.NewRequest("GET", base+path, nil)
@@ -641,7 +642,7 @@ func TestAccessLogStatusDetailsNetHTTP(t *testing.T) {
 	logPath := filepath.Join(dir, "access.log")
 	be := obsBackend(t, "us-east1-b")
 	y := obsConfig(be, be, closedAddr(t), closedAddr(t), logPath, "  http1Server: NET_HTTP\n")
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	addr := s.FrontendAddr("fe")
 	if got := raw(t, addr, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"); got != 405 {
 		t.Errorf("CONNECT: status %d, want 405", got)
@@ -667,7 +668,7 @@ func TestAccessLogHTTP2(t *testing.T) {
 	logPath := filepath.Join(dir, "access.log")
 	be := obsBackend(t, "us-east1-b")
 	y := obsConfig(be, be, closedAddr(t), closedAddr(t), logPath, "")
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	cl := &http.Client{Transport: &http.Transport{Protocols: &p}, Timeout: 5 * time.Second}

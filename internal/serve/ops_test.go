@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // oneServiceYAML is a config with one backend service whose only endpoint
@@ -36,41 +36,6 @@ urlMaps:
 frontends:
 - %s
 %s`, host, port, frontend, extra)
-}
-
-func parseYAML(t testing.TB, y string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte(y), "test.yaml")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, y)
-	}
-	return c
-}
-
-// runServer runs a server with opts until the test ends.
-func runServer(t testing.TB, c *config.Config, opts serve.Options) *serve.Server {
-	t.Helper()
-	s, err := serve.New(c, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
-	}
-	return s
 }
 
 func getBody(cl *http.Client, url string) (string, error) {
@@ -100,7 +65,7 @@ func TestWatchRestoresFileReloadedAway(t *testing.T) {
 	if err := os.WriteFile(path, []byte(yamlA), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := runServer(t, parseYAML(t, yamlA), serve.Options{ConfigPath: path, WatchInterval: time.Second})
+	s := servetest.Run(t, servetest.Parse(t, yamlA), serve.Options{ConfigPath: path, WatchInterval: time.Second})
 	url := "http://" + s.FrontendAddr("fe")
 	cl := &http.Client{Timeout: 5 * time.Second}
 	if got, err := getBody(cl, url); err != nil || got != "A" {

@@ -419,12 +419,13 @@ type component interface {
 	Stop(ctx context.Context) error
 }
 
-// components returns the Server's components in start order: the
-// frontends and the DNS server first, so that every listener is bound
-// before Ready; the admin listener and its dashboard; then the prober
-// and the file watcher, which feed the loop.
+// components returns the Server's components in start order: the access
+// log (stopped last, after the frontends' last requests), the frontends
+// and the DNS server, so that every listener is bound before Ready; the
+// admin listener and its dashboard; then the prober and the file
+// watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.front, s.dns}
+	cs := []component{s.alog, s.front, s.dns}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
@@ -460,7 +461,6 @@ func (s *Server) Run(ctx context.Context) error {
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	stopAll(shutdownCtx)
-	s.alog.Stop()
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // backend is a real HTTP server on a loopback address that answers with
@@ -95,7 +96,7 @@ networkEndpointGroups:
 
 func startServer(t *testing.T, c *config.Config) (*serve.Server, string) {
 	t.Helper()
-	s := runServer(t, c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	s := servetest.Run(t, c, serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
 	return s, "http://" + s.FrontendAddr("fe")
 }
 

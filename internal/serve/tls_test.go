@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
 // testCA issues certificates for the TLS tests.
@@ -207,7 +208,7 @@ func TestCertificateRotationInPlace(t *testing.T) {
 			if via == "watcher" {
 				opts.WatchInterval = 50 * time.Millisecond
 			}
-			s := runServer(t, parseYAML(t, y), opts)
+			s := servetest.Run(t, servetest.Parse(t, y), opts)
 			t.Cleanup(be.done) // before the server's graceful shutdown
 			addr := s.FrontendAddr("fe")
 			if cn := servedCN(t, ca, addr, "localhost"); cn != "v1" {
@@ -229,7 +230,7 @@ func TestCertificateRotationInPlace(t *testing.T) {
 
 			ca.writePair(t, dir, "fe", "v2", []string{"localhost"}, false)
 			if via == "reload" {
-				if err := s.Reload(context.Background(), parseYAML(t, y)); err != nil {
+				if err := s.Reload(context.Background(), servetest.Parse(t, y)); err != nil {
 					t.Fatal(err)
 				}
 				if cn := servedCN(t, ca, addr, "localhost"); cn != "v2" {
@@ -258,12 +259,12 @@ func TestBrokenCertificateKeepsOldOne(t *testing.T) {
 	certFile, keyFile := ca.writePair(t, dir, "fe", "v1", []string{"localhost"}, false)
 	be := startSlowBackend(t)
 	y := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certFile, keyFile)+"}", "")
-	s := runServer(t, parseYAML(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: 50 * time.Millisecond})
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "127.0.0.1:0", WatchInterval: 50 * time.Millisecond})
 	addr := s.FrontendAddr("fe")
 	if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Reload(context.Background(), parseYAML(t, y))
+	err := s.Reload(context.Background(), servetest.Parse(t, y))
 	if err == nil || !strings.Contains(err.Error(), keyFile) {
 		t.Fatalf("reload with a broken key: %v", err)
 	}
@@ -300,7 +301,7 @@ func TestCertificatePathFlipKeepsListener(t *testing.T) {
 	be := startSlowBackend(t)
 	yA := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certA, keyA)+"}", "")
 	yB := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certB, keyB)+"}", "")
-	s := runServer(t, parseYAML(t, yA), serve.Options{WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, yA), serve.Options{WatchInterval: -1})
 	addr := s.FrontendAddr("fe")
 
 	var ok, failed atomic.Int64
@@ -332,7 +333,7 @@ func TestCertificatePathFlipKeepsListener(t *testing.T) {
 		if i%2 == 1 {
 			y, want = yA, "a"
 		}
-		if err := s.Reload(context.Background(), parseYAML(t, y)); err != nil {
+		if err := s.Reload(context.Background(), servetest.Parse(t, y)); err != nil {
 			t.Fatal(err)
 		}
 		if cn := servedCN(t, ca, addr, "localhost"); cn != want {
@@ -362,7 +363,7 @@ func TestSNIPicksCertificate(t *testing.T) {
 	for _, h1 := range []string{"SPILLWAY", "NET_HTTP"} {
 		t.Run(h1, func(t *testing.T) {
 			y := oneServiceYAML(be.addr, httpsFrontend("fe", "127.0.0.1", certA, keyA, certB, keyB)+"}", "spillway: {http1Server: "+h1+"}\n")
-			s := runServer(t, parseYAML(t, y), serve.Options{WatchInterval: -1})
+			s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1})
 			addr := s.FrontendAddr("fe")
 			for _, tt := range []struct{ sni, want string }{
 				{"a.example", "a"}, {"b.example", "b"}, {"www.b.example", "b"},
@@ -407,7 +408,7 @@ func TestSslPolicy(t *testing.T) {
 - {name: restricted, profile: RESTRICTED, minTlsVersion: TLS_1_2}
 - {name: custom, profile: CUSTOM, minTlsVersion: TLS_1_2, customFeatures: [TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]}
 `
-	s := runServer(t, parseYAML(t, oneServiceYAML(be.addr, fes, policies)), serve.Options{WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, oneServiceYAML(be.addr, fes, policies)), serve.Options{WatchInterval: -1})
 	tls11 := &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}
 	only := func(suite uint16) *tls.Config {
 		return &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite}}
@@ -475,7 +476,7 @@ trustConfigs:
   trustStores:
   - trustAnchors: [{pemCertificateFile: %q}]
 `, caFile)
-	s := runServer(t, parseYAML(t, oneServiceYAML(be.addr, fes, extra)), serve.Options{WatchInterval: -1})
+	s := servetest.Run(t, servetest.Parse(t, oneServiceYAML(be.addr, fes, extra)), serve.Options{WatchInterval: -1})
 	tests := []struct {
 		frontend string
 		cert     *tls.Certificate

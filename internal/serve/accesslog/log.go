@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -124,18 +125,27 @@ func (l *Log) Configure(c *config.Config) error {
 	return nil
 }
 
+// Start does nothing: the writer starts when Configure names a
+// destination. With Stop, it makes the log a component of the server.
+func (l *Log) Start(context.Context) error { return nil }
+
 // Stop stops the writer after it wrote what is queued, waiting at most
-// 5 s for a destination that does not drain.
-func (l *Log) Stop() {
+// 5 s (or until ctx ends) for a destination that does not drain.
+func (l *Log) Stop(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a := l.cur.Swap(nil); a != nil {
 		done := make(chan struct{})
 		go func() { a.close(); close(done) }()
+		t := time.NewTimer(5 * time.Second)
+		defer t.Stop()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-t.C:
 			l.log.Warn("access log: the destination did not take the last lines within 5 s", "path", a.settings.path)
+		case <-ctx.Done():
+			l.log.Warn("access log: the destination did not take the last lines before shutdown ended", "path", a.settings.path)
 		}
 	}
+	return nil
 }
