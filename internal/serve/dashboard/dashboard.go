@@ -250,7 +250,6 @@ func appendBounded[T any](s, xs []T, n int) []T {
 // diffHealth lists what changed from a to b: endpoints turning healthy
 // or unhealthy, backends drained, undrained, blocked or unblocked.
 func diffHealth(a, b *report.Health, now time.Time) []Transition {
-	var out []Transition
 	type key struct{ svc, group string }
 	old := map[key]*report.Backend{}
 	for i := range a.Services {
@@ -259,6 +258,7 @@ func diffHealth(a, b *report.Health, now time.Time) []Transition {
 			old[key{a.Services[i].Name, bh.Group}] = bh
 		}
 	}
+	var out []Transition
 	seenGroup := map[string]bool{}
 	seenEndpoint := map[string]bool{}
 	for i := range b.Services {
@@ -269,51 +269,64 @@ func diffHealth(a, b *report.Health, now time.Time) []Transition {
 			if ob == nil {
 				continue
 			}
-			where := nb.Zone + " (" + svc.Name + ")"
-			switch {
-			case nb.Drained && !ob.Drained:
-				out = append(out, Transition{Time: now, What: where, Kind: "drained", Detail: nb.Why})
-			case !nb.Drained && ob.Drained:
-				out = append(out, Transition{Time: now, What: where, Kind: "undrained", Detail: nb.Why})
-			}
-			switch {
-			case nb.DrainBlocked && !ob.DrainBlocked:
-				out = append(out, Transition{Time: now, What: where, Kind: "drain-blocked", Detail: nb.Why})
-			case !nb.DrainBlocked && ob.DrainBlocked:
-				out = append(out, Transition{Time: now, What: where, Kind: "unblocked"})
-			}
+			out = append(out, drainTransitions(ob, nb, nb.Zone+" ("+svc.Name+")", now)...)
 			// Endpoint health is shared by the services that use the
 			// group: report it once per group.
-			if seenGroup[nb.Group] {
-				continue
-			}
-			seenGroup[nb.Group] = true
-			was := map[string]string{}
-			for _, e := range ob.Endpoints {
-				was[e.IPAddress] = e.HealthState
-			}
-			for _, e := range nb.Endpoints {
-				if seenEndpoint[e.IPAddress] {
-					continue
-				}
-				prev, ok := was[e.IPAddress]
-				// A first probe that finds an endpoint healthy changes
-				// nothing a reader cares about.
-				if !ok || prev == e.HealthState || e.HealthState == "UNKNOWN" || prev == "UNKNOWN" && e.HealthState == "HEALTHY" {
-					continue
-				}
-				seenEndpoint[e.IPAddress] = true
-				kind := "healthy"
-				if e.HealthState == "UNHEALTHY" {
-					kind = "unhealthy"
-				}
-				what := e.IPAddress + " (" + nb.Zone + ")"
-				if e.Instance != "" {
-					what = e.Instance + " (" + nb.Zone + ")"
-				}
-				out = append(out, Transition{Time: now, What: what, Kind: kind, Detail: e.Detail})
+			if !seenGroup[nb.Group] {
+				seenGroup[nb.Group] = true
+				out = append(out, endpointTransitions(ob, nb, seenEndpoint, now)...)
 			}
 		}
+	}
+	return out
+}
+
+// drainTransitions lists a backend's drain changes from ob to nb.
+func drainTransitions(ob, nb *report.Backend, where string, now time.Time) []Transition {
+	var out []Transition
+	switch {
+	case nb.Drained && !ob.Drained:
+		out = append(out, Transition{Time: now, What: where, Kind: "drained", Detail: nb.Why})
+	case !nb.Drained && ob.Drained:
+		out = append(out, Transition{Time: now, What: where, Kind: "undrained", Detail: nb.Why})
+	}
+	switch {
+	case nb.DrainBlocked && !ob.DrainBlocked:
+		out = append(out, Transition{Time: now, What: where, Kind: "drain-blocked", Detail: nb.Why})
+	case !nb.DrainBlocked && ob.DrainBlocked:
+		out = append(out, Transition{Time: now, What: where, Kind: "unblocked"})
+	}
+	return out
+}
+
+// endpointTransitions lists the endpoints of a group that turned healthy
+// or unhealthy from ob to nb, each endpoint once (seen).
+func endpointTransitions(ob, nb *report.Backend, seen map[string]bool, now time.Time) []Transition {
+	was := map[string]string{}
+	for _, e := range ob.Endpoints {
+		was[e.IPAddress] = e.HealthState
+	}
+	var out []Transition
+	for _, e := range nb.Endpoints {
+		if seen[e.IPAddress] {
+			continue
+		}
+		prev, ok := was[e.IPAddress]
+		// A first probe that finds an endpoint healthy changes nothing
+		// a reader cares about.
+		if !ok || prev == e.HealthState || e.HealthState == "UNKNOWN" || prev == "UNKNOWN" && e.HealthState == "HEALTHY" {
+			continue
+		}
+		seen[e.IPAddress] = true
+		kind := "healthy"
+		if e.HealthState == "UNHEALTHY" {
+			kind = "unhealthy"
+		}
+		what := e.IPAddress + " (" + nb.Zone + ")"
+		if e.Instance != "" {
+			what = e.Instance + " (" + nb.Zone + ")"
+		}
+		out = append(out, Transition{Time: now, What: what, Kind: kind, Detail: e.Detail})
 	}
 	return out
 }
