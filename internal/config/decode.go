@@ -464,7 +464,7 @@ func (d *decoder) unknownField(key *yaml.Node, path, name string, known []string
 // pasted exports get a clearer message than "unknown field".
 func unsupportedGoogleField(name string) bool {
 	switch name {
-	case "corsPolicy", "securityPolicy", "edgeSecurityPolicy",
+	case "corsPolicy",
 		"circuitBreakers", "compressionMode", "ipAddressSelectionPolicy", "maxStreamDuration",
 		"customErrorResponsePolicy", "defaultCustomErrorResponsePolicy", "metadataFilters",
 		"strongSessionAffinityCookie", "localityLbPolicies", "customMetrics", "subsetting",

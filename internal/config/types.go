@@ -18,6 +18,8 @@ type Config struct {
 	InstanceGroups        []InstanceGroup        `json:"instanceGroups,omitempty"`
 	BackendServices       []BackendService       `json:"backendServices,omitempty"`
 	URLMaps               []URLMap               `json:"urlMaps,omitempty"`
+	// SecurityPolicies are Cloud Armor policies (security.go).
+	SecurityPolicies []SecurityPolicy `json:"securityPolicies,omitempty"`
 
 	// Regions is a Spillway extension: where regions are, for proximity.
 	Regions []Region `json:"regions,omitempty"`
@@ -318,6 +320,12 @@ type BackendService struct {
 	CustomRequestHeaders  []string `json:"customRequestHeaders,omitempty"`
 	CustomResponseHeaders []string `json:"customResponseHeaders,omitempty"`
 	EnableCDN             bool     `json:"enableCDN,omitempty"`
+	// SecurityPolicy and EdgeSecurityPolicy name (or link to) the
+	// securityPolicies[] of type CLOUD_ARMOR and CLOUD_ARMOR_EDGE that
+	// filter the service's requests: the edge policy first, then the
+	// backend policy, before a backend is picked.
+	SecurityPolicy     string `json:"securityPolicy,omitempty"`
+	EdgeSecurityPolicy string `json:"edgeSecurityPolicy,omitempty"`
 	// CdnPolicy is accepted (and ignored) only while enableCDN is false,
 	// so exports of services without Cloud CDN load.
 	CdnPolicy *Ignored `json:"cdnPolicy,omitempty"`

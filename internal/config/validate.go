@@ -36,6 +36,7 @@ func validate(c *Config, pos map[string]position) Errors {
 	v.frontends()
 	v.tuning()
 	v.dnsZones()
+	v.securityPolicies()
 	if len(v.errs) == 0 {
 		return nil
 	}
@@ -51,6 +52,7 @@ type validator struct {
 	// Name → index, per kind, for resolving references.
 	hcs, policies, negs, igs, services, urlMapNames, regionNames map[string]int
 	sslPolicyNames, serverTLSPolicyNames, trustConfigNames       map[string]int
+	securityPolicyNames                                          map[string]int
 }
 
 // add records a problem at path. The position is that of path or, when
@@ -94,6 +96,7 @@ func (v *validator) index() {
 	v.sslPolicyNames = v.names("sslPolicies", "SSL policy", "tls12-modern", len(c.SslPolicies), func(i int) string { return c.SslPolicies[i].Name })
 	v.serverTLSPolicyNames = v.names("serverTlsPolicies", "server TLS policy", "mtls-web", len(c.ServerTLSPolicies), func(i int) string { return c.ServerTLSPolicies[i].Name })
 	v.trustConfigNames = v.names("trustConfigs", "trust config", "client-cas", len(c.TrustConfigs), func(i int) string { return c.TrustConfigs[i].Name })
+	v.securityPolicyNames = v.names("securityPolicies", "security policy", "armor-web", len(c.SecurityPolicies), func(i int) string { return c.SecurityPolicies[i].Name })
 	v.names("frontends", "frontend", "web", len(c.Frontends), func(i int) string { return c.Frontends[i].Name })
 }
 

@@ -1,0 +1,339 @@
+// Package armor enforces Cloud Armor security policies: rules in
+// priority order, first match wins, each matching source ranges
+// (SRC_IPS_V1, on a prefix trie) or an expression in Cloud Armor's rules
+// language (a CEL subset, compiled once with cel-go), with the actions
+// allow, deny, redirect, throttle and rate_based_ban, preview, and
+// request headers to add. docs/security-policies.md describes the model.
+//
+// The package is pure: it does no I/O and reads no clock (Evaluate takes
+// now); its only mutable state is the rate limiters' counts, bounded in
+// memory.
+package armor
+
+import (
+	"fmt"
+	"net/netip"
+	"net/textproto"
+	"slices"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// Request is what rules see of a request.
+type Request struct {
+	Method, Path, Query, Scheme string
+	// Host is the request's host; SNI the TLS server name ("" for
+	// cleartext).
+	Host, SNI string
+	// Header holds the request headers, canonical keys (net/http's).
+	Header map[string][]string
+	// Peer is the address of the connection's client; UserIP the first
+	// address in the policy's userIpRequestHeaders, when set.
+	Peer netip.Addr
+	// RegionCode is the client's ISO 3166-1 alpha-2 region ("" when
+	// unknown).
+	RegionCode string
+	// Body is the start of the request body, for the WAF (nil when none
+	// was read).
+	Body []byte
+}
+
+// Outcome is what a policy decided for a request.
+type Outcome struct {
+	// Policy and Priority name the rule; zero when no policy applies.
+	Policy   string
+	Priority int64
+	// ConfiguredAction is Google's: ALLOW, DENY, REDIRECT, THROTTLE or
+	// RATE_BASED_BAN.
+	ConfiguredAction string
+	// Result is ACCEPT, DENY or REDIRECT: what happened to the request.
+	Result string
+	// Status is the response status of a DENY (403, 404, 429, 502) or a
+	// REDIRECT (302); Location a redirect's target.
+	Status   int
+	Location string
+	// RateLimitAction says how a throttle or rate_based_ban rule counted
+	// the request: RATE_LIMIT_THRESHOLD_CONFORM,
+	// RATE_LIMIT_THRESHOLD_EXCEED or BAN_THRESHOLD_EXCEED; RateLimitKey
+	// is the key it counted under.
+	RateLimitAction, RateLimitKey string
+	// WAFIDs are the preconfigured WAF rule IDs that matched.
+	WAFIDs []string
+	// Headers are the request headers an allowing rule adds.
+	Headers []config.SecurityHeader
+}
+
+// Denied reports whether the request is refused (deny or redirect).
+func (o *Outcome) Denied() bool { return o.Result == "DENY" || o.Result == "REDIRECT" }
+
+// Decision is a policy's outcome for a request: the enforced rule's and,
+// when a preview rule matched first, what it would have done.
+type Decision struct {
+	Enforced Outcome
+	Preview  *Outcome
+}
+
+// Policy is one compiled security policy.
+type Policy struct {
+	Name  string
+	Edge  bool
+	rules []*rule
+	// userIP are the headers holding the client's address.
+	userIP []string
+}
+
+// rule is one compiled rule.
+type rule struct {
+	priority int64
+	action   string // the configured action, lower case as written
+	preview  bool
+	ips      *ipTrie
+	expr     *program
+	status   int    // deny status
+	location string // redirect target
+	headers  []config.SecurityHeader
+	limit    *limiter // throttle and rate_based_ban
+}
+
+// Set is the compiled policies of a config, by name.
+type Set struct {
+	policies map[string]*Policy
+	// services are each backend service's policies, by service ID:
+	// [0] edge, [1] backend.
+	services [][2]*Policy
+}
+
+// Compile compiles cfg's security policies; waf compiles the WAF rule
+// sets their expressions name (nil: expressions that call the WAF are
+// refused). It returns nil, nil when no backend service has a policy.
+// Errors name the policy and rule.
+func Compile(cfg *config.Config, waf WAF) (*Set, error) {
+	attached := false
+	for _, bs := range cfg.BackendServices {
+		attached = attached || bs.SecurityPolicy != "" || bs.EdgeSecurityPolicy != ""
+	}
+	if !attached {
+		return nil, nil
+	}
+	env, err := newEnv()
+	if err != nil {
+		return nil, fmt.Errorf("security policies: %w", err)
+	}
+	s := &Set{policies: map[string]*Policy{}}
+	for i := range cfg.SecurityPolicies {
+		sp := &cfg.SecurityPolicies[i]
+		p, err := compilePolicy(env, sp, waf)
+		if err != nil {
+			return nil, err
+		}
+		s.policies[sp.Name] = p
+	}
+	s.services = make([][2]*Policy, len(cfg.BackendServices))
+	for i, bs := range cfg.BackendServices {
+		s.services[i] = [2]*Policy{s.policies[config.RefName(bs.EdgeSecurityPolicy)], s.policies[config.RefName(bs.SecurityPolicy)]}
+	}
+	return s, nil
+}
+
+// ForService returns backend service i's edge and backend policies (nil
+// when none).
+func (s *Set) ForService(i int) (edge, backend *Policy) {
+	if s == nil || i >= len(s.services) {
+		return nil, nil
+	}
+	return s.services[i][0], s.services[i][1]
+}
+
+// Policy returns the policy named name (nil if none).
+func (s *Set) Policy(name string) *Policy {
+	if s == nil {
+		return nil
+	}
+	return s.policies[name]
+}
+
+func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, error) {
+	p := &Policy{Name: sp.Name, Edge: sp.Type == "CLOUD_ARMOR_EDGE"}
+	if ao := sp.AdvancedOptionsConfig; ao != nil {
+		p.userIP = ao.UserIPRequestHeaders
+	}
+	for j := range sp.Rules {
+		r, err := compileRule(env, &sp.Rules[j], waf, p.Edge)
+		if err != nil {
+			return nil, fmt.Errorf("securityPolicies[%s].rules[%d]: %w", sp.Name, j, err)
+		}
+		p.rules = append(p.rules, r)
+	}
+	slices.SortFunc(p.rules, func(a, b *rule) int { return int(a.priority - b.priority) })
+	return p, nil
+}
+
+func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool) (*rule, error) {
+	r := &rule{action: cr.Action, preview: cr.Preview, status: config.DenyStatus(cr.Action)}
+	if cr.Priority != nil {
+		r.priority = *cr.Priority
+	}
+	if cr.RedirectOptions != nil {
+		r.status, r.location = 302, cr.RedirectOptions.Target
+	}
+	if cr.HeaderAction != nil {
+		r.headers = cr.HeaderAction.RequestHeadersToAdds
+	}
+	m := cr.Match
+	switch {
+	case m == nil:
+		return nil, fmt.Errorf("match: a match is required")
+	case m.Expr != nil:
+		if edge {
+			waf = nil // edge policies have no WAF
+		}
+		prg, err := compileExpr(env, m.Expr.Expression, waf)
+		if err != nil {
+			return nil, fmt.Errorf("match.expr.expression: %w (fix: see docs/security-policies.md for the attributes and functions)", err)
+		}
+		r.expr = prg
+	default:
+		r.ips = &ipTrie{}
+		for _, s := range m.Config.SrcIPRanges {
+			pfx, err := config.ParseSrcIPRange(s)
+			if err != nil {
+				return nil, fmt.Errorf("match.config.srcIpRanges: %w", err)
+			}
+			r.ips.add(pfx)
+		}
+	}
+	if o := cr.RateLimitOptions; o != nil {
+		r.limit = newLimiter(cr.Action, o)
+	}
+	return r, nil
+}
+
+// activation is one request as the rules see it: the CEL variables,
+// built when first read.
+type activation struct {
+	r       *Request
+	p       *Policy
+	headers map[string]string
+	userIP  netip.Addr
+	wafIDs  []string
+}
+
+// ResolveName returns a request attribute.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "request.method":
+		return a.r.Method, true
+	case "request.path":
+		return a.r.Path, true
+	case "request.query":
+		return a.r.Query, true
+	case "request.scheme":
+		return a.r.Scheme, true
+	case "request.headers":
+		if a.headers == nil {
+			a.headers = make(map[string]string, len(a.r.Header)+1)
+			for k, vs := range a.r.Header {
+				a.headers[strings.ToLower(k)] = strings.Join(vs, ",")
+			}
+			if _, ok := a.headers["host"]; !ok && a.r.Host != "" {
+				a.headers["host"] = a.r.Host
+			}
+		}
+		return a.headers, true
+	case "origin.ip", "origin.user_ip":
+		return a.clientIP().String(), true
+	case "origin.region_code":
+		return a.r.RegionCode, true
+	}
+	return nil, false
+}
+
+// Parent returns nil: an activation has no parent.
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// clientIP is the client's address: the first valid address in the
+// policy's userIpRequestHeaders, else the connection's peer.
+func (a *activation) clientIP() netip.Addr {
+	if a.userIP.IsValid() {
+		return a.userIP
+	}
+	a.userIP = a.r.Peer
+	for _, h := range a.p.userIP {
+		v := headerValue(a.r.Header, h)
+		if v == "" {
+			continue
+		}
+		first, _, _ := strings.Cut(v, ",")
+		if ip, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
+			a.userIP = ip.Unmap()
+			break
+		}
+	}
+	return a.userIP
+}
+
+// headerValue returns the first value of header name (any case).
+func headerValue(h map[string][]string, name string) string {
+	if vs := h[textproto.CanonicalMIMEHeaderKey(name)]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// Evaluate runs the policy on r at now: the first matching rule in
+// priority order decides; a matching preview rule is noted (the first
+// only) and evaluation goes on.
+func (p *Policy) Evaluate(r *Request, now time.Time) Decision {
+	a := activation{r: r, p: p}
+	var d Decision
+	for _, ru := range p.rules {
+		if !ru.matches(&a) {
+			continue
+		}
+		o := ru.outcome(p, &a, now)
+		if ru.preview {
+			if d.Preview == nil {
+				d.Preview = &o
+			}
+			continue
+		}
+		d.Enforced = o
+		return d
+	}
+	return d // unreachable with a default rule: validation requires one
+}
+
+func (ru *rule) matches(a *activation) bool {
+	if ru.ips != nil {
+		return ru.ips.contains(a.clientIP())
+	}
+	a.wafIDs = a.wafIDs[:0]
+	return ru.expr.eval(a)
+}
+
+// outcome applies the rule's action to a matched request.
+func (ru *rule) outcome(p *Policy, a *activation, now time.Time) Outcome {
+	o := Outcome{Policy: p.Name, Priority: ru.priority}
+	if len(a.wafIDs) > 0 {
+		o.WAFIDs = slices.Clone(a.wafIDs)
+	}
+	switch {
+	case ru.action == "allow":
+		o.ConfiguredAction, o.Result, o.Headers = "ALLOW", "ACCEPT", ru.headers
+	case ru.action == "redirect":
+		o.ConfiguredAction, o.Result, o.Status, o.Location = "REDIRECT", "REDIRECT", ru.status, ru.location
+	case ru.limit != nil:
+		ru.limit.apply(&o, a, now)
+		if o.Result == "ACCEPT" {
+			o.Headers = ru.headers
+		}
+	default:
+		o.ConfiguredAction, o.Result, o.Status = "DENY", "DENY", ru.status
+	}
+	return o
+}

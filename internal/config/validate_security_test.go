@@ -1,0 +1,40 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidateSecurityPolicies(t *testing.T) {
+	const dflt = "  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}\n"
+	for _, tc := range []struct {
+		name, typ, attach, rules, want string
+	}{
+		{"valid", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: deny(403), match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['198.51.100.0/24']}}}\n" + dflt, ""},
+		{"no default rule", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}\n", "has no default rule"},
+		{"default rule must match all", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['10.0.0.0/8']}}}\n", "must match every request"},
+		{"duplicate priority", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: allow, match: {expr: {expression: 'true'}}}\n  - {priority: 1, action: allow, match: {expr: {expression: 'true'}}}\n" + dflt, "already rules[0]"},
+		{"deny without status", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: deny, match: {expr: {expression: 'true'}}}\n" + dflt, "deny(403)"},
+		{"host bits", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['10.1.2.3/8']}}}\n" + dflt, "did you mean 10.0.0.0/8"},
+		{"recaptcha", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: redirect, redirectOptions: {type: GOOGLE_RECAPTCHA}, match: {expr: {expression: 'true'}}}\n" + dflt, "reCAPTCHA"},
+		{"throttle without options", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: throttle, match: {expr: {expression: 'true'}}}\n" + dflt, "needs rateLimitOptions"},
+		{"bad interval", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: throttle, rateLimitOptions: {rateLimitThreshold: {count: 5, intervalSec: 7}, conformAction: allow, exceedAction: deny(429)}, match: {expr: {expression: 'true'}}}\n" + dflt, "intervalSec 7"},
+		{"header key needs name", "CLOUD_ARMOR", "securityPolicy", "  - {priority: 1, action: throttle, rateLimitOptions: {rateLimitThreshold: {count: 5, intervalSec: 10}, conformAction: allow, exceedAction: deny(429), enforceOnKey: HTTP_HEADER}, match: {expr: {expression: 'true'}}}\n" + dflt, "needs enforceOnKeyName"},
+		{"edge cannot throttle", "CLOUD_ARMOR_EDGE", "edgeSecurityPolicy", "  - {priority: 1, action: throttle, rateLimitOptions: {rateLimitThreshold: {count: 5, intervalSec: 10}, conformAction: allow, exceedAction: deny(429)}, match: {expr: {expression: 'true'}}}\n" + dflt, "cannot rate-limit"},
+		{"wrong attachment type", "CLOUD_ARMOR_EDGE", "securityPolicy", dflt, "takes type CLOUD_ARMOR"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := "backendServices:\n- name: bs\n  " + tc.attach + ": sp\nsecurityPolicies:\n- name: sp\n  type: " + tc.typ + "\n  rules:\n" + tc.rules
+			c, err := Parse([]byte(y), "test.yaml")
+			if err == nil {
+				err = c.Validate()
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
