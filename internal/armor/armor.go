@@ -11,11 +11,14 @@
 package armor
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/textproto"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -98,6 +101,54 @@ type rule struct {
 	location string // redirect target
 	headers  []config.SecurityHeader
 	limit    *limiter // throttle and rate_based_ban
+	// limitID identifies the rate limit's settings, for Carry.
+	limitID string
+	// hits counts the requests the rule decided, by result; previews
+	// those it would have (preview rules).
+	hits *ruleHits
+}
+
+// ruleHits are a rule's counts by result (ACCEPT, DENY, REDIRECT).
+type ruleHits [len(results)]atomic.Uint64
+
+// results are the Outcome.Result values, in ruleHits order.
+var results = [...]string{"ACCEPT", "DENY", "REDIRECT"}
+
+// count counts one result.
+func (h *ruleHits) count(result string) {
+	for i, r := range results {
+		if r == result {
+			h[i].Add(1)
+		}
+	}
+}
+
+// RuleCount is how many requests one rule decided with one result.
+type RuleCount struct {
+	Policy   string
+	Priority int64
+	Preview  bool
+	Result   string
+	Count    uint64
+}
+
+// Counts lists every rule's counts by result (zero counts left out),
+// for metrics.
+func (s *Set) Counts() []RuleCount {
+	if s == nil {
+		return nil
+	}
+	var out []RuleCount
+	for _, name := range slices.Sorted(maps.Keys(s.policies)) {
+		for _, r := range s.policies[name].rules {
+			for i, res := range results {
+				if n := r.hits[i].Load(); n > 0 {
+					out = append(out, RuleCount{Policy: name, Priority: r.priority, Preview: r.preview, Result: res, Count: n})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Set is the compiled policies of a config, by name.
@@ -149,6 +200,39 @@ func (s *Set) ForService(i int) (edge, backend *Policy) {
 	return s.services[i][0], s.services[i][1]
 }
 
+// Carry makes s's rules take over the counts of old's where the rule is
+// the same (policy name, priority, action, preview), and the rate
+// limits' counts and bans where their options are the same too, so a
+// reload does not reset them.
+func (s *Set) Carry(old *Set) {
+	if s == nil || old == nil {
+		return
+	}
+	for name, p := range s.policies {
+		op := old.policies[name]
+		if op == nil {
+			continue
+		}
+		for _, r := range p.rules {
+			for _, or := range op.rules {
+				if or.priority != r.priority || or.action != r.action || or.preview != r.preview {
+					continue
+				}
+				r.hits = or.hits
+				if r.limit != nil && or.limit != nil && or.limitID == r.limitID {
+					r.limit = or.limit
+				}
+			}
+		}
+	}
+}
+
+// limitID identifies a rate limit's settings.
+func limitID(action string, o *config.SecurityRateLimitOptions) string {
+	b, _ := json.Marshal(o)
+	return action + " " + string(b)
+}
+
 // Policy returns the policy named name (nil if none).
 func (s *Set) Policy(name string) *Policy {
 	if s == nil {
@@ -174,7 +258,7 @@ func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, e
 }
 
 func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool) (*rule, error) {
-	r := &rule{action: cr.Action, preview: cr.Preview, status: config.DenyStatus(cr.Action)}
+	r := &rule{action: cr.Action, preview: cr.Preview, status: config.DenyStatus(cr.Action), hits: new(ruleHits)}
 	if cr.Priority != nil {
 		r.priority = *cr.Priority
 	}
@@ -209,6 +293,7 @@ func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool
 	}
 	if o := cr.RateLimitOptions; o != nil {
 		r.limit = newLimiter(cr.Action, o)
+		r.limitID = limitID(cr.Action, o)
 	}
 	return r, nil
 }
@@ -296,6 +381,7 @@ func (p *Policy) Evaluate(r *Request, now time.Time) Decision {
 			continue
 		}
 		o := ru.outcome(p, &a, now)
+		ru.hits.count(o.Result)
 		if ru.preview {
 			if d.Preview == nil {
 				d.Preview = &o

@@ -230,7 +230,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := c.loadConfig(ctx); err != nil {
 		return err
 	}
-	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns}
+	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF()}
 	var inst *fleet.Instance
 	if c.fleetMode {
 		if inst, err = c.fleetInstance(&opts); err != nil {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/lint"
 	"github.com/spillwaylb/spillway/internal/route"
 )
@@ -54,6 +55,10 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, err)
 		return exitCode(1)
 	}
+	if _, err := armor.Compile(p.Config, newWAF()); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", *cfgPath, err)
+		return exitCode(1)
+	}
 	for _, w := range p.Config.Warnings() {
 		fmt.Fprintf(stdout, "warning: %s: %s\n", *cfgPath, w)
 	}
@@ -81,3 +86,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "%s: valid; %d backend services, %d endpoints; %d URL map tests passed\n", *cfgPath, len(p.Services), len(p.Endpoints), total)
 	return nil
 }
+
+// newWAF returns the preconfigured WAF rule sets security policies can
+// call (nil while this build has none).
+func newWAF() armor.WAF { return nil }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/h1"
@@ -27,6 +28,9 @@ type Snapshot struct {
 	View   *engine.View
 	Routes map[string]*route.Table // by URL map name
 	Demand *Demand                 // offered-rate counters, one per plan
+	// Armor is the plan's security policies, nil when no backend
+	// service has one.
+	Armor *armor.Set
 }
 
 // Outcome is the result of one attempt to an endpoint, for outlier
@@ -432,6 +436,12 @@ func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engi
 		return engine.Decision{}, false
 	}
 	m.svc, m.wi = svc, wi
+	if rec != nil {
+		rec.Service = svc
+	}
+	if snap.Armor != nil && !h.enforce(m, svc, w, r) {
+		return engine.Decision{}, false
+	}
 	client := h.client(snap.Plan, r)
 	snap.Demand.Add(svc.ID, client.Region)
 	d := h.pickEndpoint(w, r, snap, svc, client)
@@ -611,6 +621,8 @@ func defaultMessage(details string) string {
 		return "invalid response from upstream"
 	case sdInvalidRequest:
 		return "malformed request"
+	case sdDeniedByPolicy:
+		return "request denied by security policy"
 	}
 	return "request not served"
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/plan"
 )
 
@@ -55,6 +56,9 @@ type Record struct {
 	Latency, BackendLatency time.Duration
 	// Trace is the request's trace context (see trace.go).
 	Trace TraceContext
+	// Security is what the service's security policies decided: [0] the
+	// edge policy, [1] the backend policy (zero when none ran).
+	Security [2]armor.Decision
 	// Shard is a small number fixed for this Record's life. Records are
 	// pooled per P (sync.Pool), so a P mostly reuses the same few
 	// records: sharded counters indexed by Shard stay in that CPU's

@@ -63,6 +63,6 @@ func (s *Server) measureDemand(p *plan.Plan) {
 		sh.Publish(now, p.DemandWindow, local)
 	}
 	if changed {
-		s.publish(p, false)
+		s.publish(p, nil)
 	}
 }

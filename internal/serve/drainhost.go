@@ -49,7 +49,7 @@ func (s *Server) ApplyDrain(ctx context.Context, snap []control.DrainEntry) erro
 	return s.inLoop(ctx, func() {
 		if s.state.ApplyDrain(snap, s.now()) {
 			s.logDrainChanges()
-			s.publish(s.state.Plan(), false)
+			s.publish(s.state.Plan(), nil)
 		}
 	})
 }
@@ -63,7 +63,7 @@ func (s *Server) SetDrainFollower(ctx context.Context, follower bool) error {
 		s.state.SetDrainFollower(follower)
 		if !follower && s.state.Tick(s.now()) {
 			s.logDrainChanges()
-			s.publish(s.state.Plan(), false)
+			s.publish(s.state.Plan(), nil)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"net/http"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -138,6 +139,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.s.reqMetrics.collect(ch, m.d)
 	m.collectOps(ch)
 	m.collectDNS(ch)
+	if snap := m.s.Snapshot(); snap != nil {
+		for _, c := range snap.Armor.Counts() {
+			ch <- prometheus.MustNewConstMetric(m.d.descArmor, prometheus.CounterValue, float64(c.Count), c.Policy, strconv.FormatInt(c.Priority, 10), c.Result, strconv.FormatBool(c.Preview))
+		}
+	}
 }
 
 // handler returns the /metrics handler over a registry of its own (no

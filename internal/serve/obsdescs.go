@@ -22,6 +22,7 @@ type obsDescs struct {
 	descShareRegion *prometheus.Desc
 	descDNSQueries  *prometheus.Desc
 	descDNSHealthy  *prometheus.Desc
+	descArmor       *prometheus.Desc
 }
 
 // reqLabels are the labels of the request metrics.
@@ -45,6 +46,7 @@ func newObsDescs() *obsDescs {
 		descProbes:      prometheus.NewDesc("spillway_probes_total", "Health check probes, by target address, health check type and result (success, failure).", []string{"target", "type", "result"}, nil),
 		descProbeTime:   prometheus.NewDesc("spillway_probe_duration_seconds", "Health check probe latency.", []string{"target", "type"}, nil),
 		descShareRegion: prometheus.NewDesc("spillway_backend_traffic_share_by_frontend", "Share of the backend service's traffic the backend receives from the frontend's clients (its region; client_region is empty for a frontend without one), 0-1.", []string{"frontend", "client_region", "backend_service", "group", "zone"}, nil),
+		descArmor:       prometheus.NewDesc("spillway_security_policy_requests_total", "Requests a security policy rule decided, by policy, rule priority, result (ACCEPT, DENY, REDIRECT) and whether the rule is in preview (it would have decided so).", []string{"policy", "priority", "result", "preview"}, nil),
 		descDNSQueries:  prometheus.NewDesc("spillway_dns_queries_total", "DNS queries answered, by name (a name of the zones, empty for any other), query type, response code and the GSLB member answered first (empty for static answers).", []string{"name", "type", "rcode", "member"}, nil),
 		descDNSHealthy:  prometheus.NewDesc("spillway_dns_member_healthy", "1 while the GSLB member is healthy (answered), else 0.", []string{"name", "member"}, nil),
 	}
@@ -52,5 +54,5 @@ func newObsDescs() *obsDescs {
 
 // all returns every descriptor, for Describe.
 func (d *obsDescs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.descRequests, d.descReqBytes, d.descRespBytes, d.descRetries, d.descConnErrors, d.descTimeouts, d.descLatency, d.descBackendLat, d.descLogLines, d.descLogDropped, d.descLogErrors, d.descEjections, d.descProbes, d.descProbeTime, d.descShareRegion, d.descDNSQueries, d.descDNSHealthy}
+	return []*prometheus.Desc{d.descRequests, d.descReqBytes, d.descRespBytes, d.descRetries, d.descConnErrors, d.descTimeouts, d.descLatency, d.descBackendLat, d.descLogLines, d.descLogDropped, d.descLogErrors, d.descEjections, d.descProbes, d.descProbeTime, d.descShareRegion, d.descDNSQueries, d.descDNSHealthy, d.descArmor}
 }

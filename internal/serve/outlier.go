@@ -117,6 +117,6 @@ func (s *Server) applyChanges(service int, changes []outlier.Change) {
 		}
 	}
 	if changed {
-		s.publish(s.state.Plan(), false)
+		s.publish(s.state.Plan(), nil)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
@@ -94,6 +95,9 @@ type Options struct {
 	// ProbeShare). Nil: probe every target and believe the results
 	// (standalone).
 	ProbeShare ProbeShare
+	// WAF compiles the preconfigured WAF rule sets security policies
+	// name (nil: a policy that calls the WAF is refused).
+	WAF armor.WAF
 	// DemandShare, in fleet mode, adds the other instances' offered
 	// rates to the demand this instance measures, so that RATE capacity
 	// is counted across the fleet (see DemandShare). Nil: this
@@ -157,6 +161,7 @@ type reloadReq struct {
 	cfg       *config.Config
 	sum       [32]byte // configSum(cfg), before validation
 	p         *plan.Plan
+	edge      *edgeConfig
 	dns       *gslb.Server
 	listeners map[string]net.Listener     // pre-bound for new frontend addresses
 	tls       map[string]*tlsreload.State // loaded TLS of every HTTPS frontend
@@ -213,9 +218,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
 	s.state = control.New(p)
 	s.outliers = newOutliers(p, s.now())
-	if err := s.publish(p, true); err != nil {
+	ec, err := s.compileEdge(p)
+	if err != nil {
 		return nil, err
 	}
+	s.publish(p, ec)
 	first, err := s.newDNS(cfg, p)
 	if err != nil {
 		return nil, err
@@ -277,7 +284,8 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := compileRoutes(p); err != nil {
+	ec, err := s.compileEdge(p)
+	if err != nil {
 		return err
 	}
 	g, err := s.newDNS(cfg, p)
@@ -302,7 +310,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	req := &reloadReq{cfg: cfg, sum: sum, p: p, dns: g, listeners: lns, tls: tlsStates, errc: make(chan error, 1)}
+	req := &reloadReq{cfg: cfg, sum: sum, p: p, edge: ec, dns: g, listeners: lns, tls: tlsStates, errc: make(chan error, 1)}
 	select {
 	case s.events <- event{reload: req}:
 	case <-s.stopped:
@@ -353,29 +361,49 @@ func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
 	return routes, nil
 }
 
-// publish builds a snapshot from s.state. newPlan also rebuilds the routes
-// and demand counters and the probe targets.
-func (s *Server) publish(p *plan.Plan, newPlan bool) error {
+// edgeConfig is what a plan compiles to for the request path: the URL
+// maps' route tables and the security policies.
+type edgeConfig struct {
+	routes map[string]*route.Table
+	armor  *armor.Set
+}
+
+// compileEdge compiles p's route tables and security policies.
+func (s *Server) compileEdge(p *plan.Plan) (*edgeConfig, error) {
+	routes, err := compileRoutes(p)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := armor.Compile(p.Config, s.opts.WAF)
+	if err != nil {
+		return nil, err
+	}
+	return &edgeConfig{routes, policies}, nil
+}
+
+// publish builds a snapshot from s.state. With a new plan's compiled
+// edge (ec), it also renews the demand counters and the probe targets,
+// and the security policies take over the rate-limit counts of the ones
+// they replace.
+func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 	old := s.snap.Load()
 	var prev *engine.View
 	if old != nil {
 		prev = old.View
 	}
 	snap := &proxy.Snapshot{Plan: p, View: engine.NextView(s.state, prev)}
-	if newPlan || old == nil {
-		routes, err := compileRoutes(p)
-		if err != nil {
-			return err
+	if ec != nil {
+		snap.Routes, snap.Armor = ec.routes, ec.armor
+		if old != nil {
+			snap.Armor.Carry(old.Armor)
 		}
-		snap.Routes = routes
 		snap.Demand = proxy.NewDemand(len(p.Services), len(p.Regions))
 		s.updateTargets(p)
 	} else {
-		snap.Routes, snap.Demand = old.Routes, old.Demand
+		snap.Routes, snap.Armor, snap.Demand = old.Routes, old.Armor, old.Demand
 	}
 	s.snap.Store(snap)
 	s.health.Store(report.Build(s.state, snap.View, s.now()))
-	return nil
 }
 
 // updateTargets gives the prober one target per unique (probe address,
@@ -491,7 +519,7 @@ func (s *Server) loop(ctx context.Context) {
 		case <-tick.C:
 			if s.state.Tick(s.now()) {
 				s.logDrainChanges()
-				s.publish(p, false)
+				s.publish(p, nil)
 			}
 			s.sweepOutliers()
 			s.samplePassive()
@@ -525,7 +553,7 @@ func (s *Server) applyProbe(r *probe.Result, verdict bool) {
 	}
 	if changed {
 		s.logDrainChanges()
-		s.publish(s.state.Plan(), false)
+		s.publish(s.state.Plan(), nil)
 	}
 }
 
@@ -553,15 +581,11 @@ func (s *Server) logDrainChanges() {
 }
 
 func (s *Server) applyReload(req *reloadReq) error {
-	old, oldOutliers := s.state, s.outliers
-	s.state = old.Rebase(req.p)
+	s.state = s.state.Rebase(req.p)
 	// Outlier detection starts afresh (Rebase does not carry ejections).
 	s.outliers = newOutliers(req.p, s.now())
 	s.state.Evaluate(s.now())
-	if err := s.publish(req.p, true); err != nil {
-		s.state, s.outliers = old, oldOutliers
-		return err
-	}
+	s.publish(req.p, req.edge)
 	s.inForce.Store(&req.sum)
 	if err := s.alog.Configure(req.cfg); err != nil {
 		// The new routing applies; the access log keeps its old

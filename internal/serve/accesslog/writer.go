@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/proxy"
 )
@@ -43,6 +44,9 @@ type logEntry struct {
 	latency, backendLatency          time.Duration
 	trace                            proxy.TraceContext
 	hasBackendLatency                bool
+	// security is what the edge ([0]) and backend ([1]) security
+	// policies decided.
+	security [2]armor.Decision
 }
 
 // fillLogEntry sets *e from rec.
@@ -56,7 +60,7 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 		status: rec.Status, retries: rec.Retries(),
 		reqSize: rec.RequestSize, respSize: rec.ResponseSize,
 		latency: rec.Latency, backendLatency: rec.BackendLatency, hasBackendLatency: rec.Attempts > 0,
-		trace: rec.Trace,
+		trace: rec.Trace, security: rec.Security,
 	}
 	e.scheme = "http"
 	if r.TLS != nil || rec.Frontend != nil && rec.Frontend.Protocol == "HTTPS" {
@@ -317,7 +321,60 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	if e.trace.Generated {
 		b = append(b, `,"traceGenerated":true`...)
 	}
+	b = appendSecurity(b, e.security)
 	return append(b, "}}\n"...)
+}
+
+// securityFields are Google's log fields for the edge and backend
+// policies' enforced and preview outcomes.
+var securityFields = [2][2]string{
+	{"enforcedEdgeSecurityPolicy", "previewEdgeSecurityPolicy"},
+	{"enforcedSecurityPolicy", "previewSecurityPolicy"},
+}
+
+// appendSecurity appends the security policies' outcomes, as Google's
+// enforcedSecurityPolicy and previewSecurityPolicy objects.
+func appendSecurity(b []byte, ds [2]armor.Decision) []byte {
+	for i := range ds {
+		if o := &ds[i].Enforced; o.Policy != "" {
+			b = appendPolicyOutcome(b, securityFields[i][0], o)
+		}
+		if o := ds[i].Preview; o != nil {
+			b = appendPolicyOutcome(b, securityFields[i][1], o)
+		}
+	}
+	return b
+}
+
+func appendPolicyOutcome(b []byte, field string, o *armor.Outcome) []byte {
+	b = append(b, `,"`...)
+	b = append(b, field...)
+	b = append(b, `":{"name":`...)
+	b = appendJSONString(b, o.Policy)
+	b = append(b, `,"priority":`...)
+	b = strconv.AppendInt(b, o.Priority, 10)
+	b = append(b, `,"configuredAction":`...)
+	b = appendJSONString(b, o.ConfiguredAction)
+	b = append(b, `,"outcome":`...)
+	b = appendJSONString(b, o.Result)
+	if o.RateLimitAction != "" {
+		b = append(b, `,"rateLimitAction":{"key":`...)
+		b = appendJSONString(b, o.RateLimitKey)
+		b = append(b, `,"outcome":`...)
+		b = appendJSONString(b, o.RateLimitAction)
+		b = append(b, '}')
+	}
+	if len(o.WAFIDs) > 0 {
+		b = append(b, `,"preconfiguredExprIds":[`...)
+		for j, id := range o.WAFIDs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, id)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // appendTextLine formats an entry as one line of key=value pairs.
@@ -360,6 +417,11 @@ func appendTextLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	kn("retries", int64(e.retries))
 	if e.reason != "" {
 		kv("reason", e.reason)
+	}
+	for i := range e.security {
+		if o := &e.security[i].Enforced; o.Policy != "" {
+			kv(securityFields[i][0], o.Policy+"/"+strconv.FormatInt(o.Priority, 10)+"/"+o.Result)
+		}
 	}
 	if e.trace.Valid() {
 		b = append(b, " trace="...)
