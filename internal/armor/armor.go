@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -299,43 +301,97 @@ func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool
 }
 
 // activation is one request as the rules see it: the CEL variables,
-// built when first read.
+// each built when first read and kept for the request's other rules.
 type activation struct {
-	r       *Request
-	p       *Policy
-	headers map[string]string
-	userIP  netip.Addr
-	wafIDs  []string
+	r      *Request
+	p      *Policy
+	vals   [numAttrs]ref.Val
+	userIP netip.Addr
+	wafIDs []string
+}
+
+// The attributes' indexes in activation.vals.
+const (
+	attrMethod = iota
+	attrPath
+	attrQuery
+	attrScheme
+	attrHeaders
+	attrIP
+	attrRegion
+	numAttrs
+)
+
+// attrIndex maps an attribute's name to its index.
+var attrIndex = map[string]int{
+	"request.method": attrMethod, "request.path": attrPath, "request.query": attrQuery,
+	"request.scheme": attrScheme, "request.headers": attrHeaders,
+	"origin.ip": attrIP, "origin.user_ip": attrIP, "origin.region_code": attrRegion,
 }
 
 // ResolveName returns a request attribute.
 func (a *activation) ResolveName(name string) (any, bool) {
-	switch name {
-	case "request.method":
-		return a.r.Method, true
-	case "request.path":
-		return a.r.Path, true
-	case "request.query":
-		return a.r.Query, true
-	case "request.scheme":
-		return a.r.Scheme, true
-	case "request.headers":
-		if a.headers == nil {
-			a.headers = make(map[string]string, len(a.r.Header)+1)
-			for k, vs := range a.r.Header {
-				a.headers[strings.ToLower(k)] = strings.Join(vs, ",")
-			}
-			if _, ok := a.headers["host"]; !ok && a.r.Host != "" {
-				a.headers["host"] = a.r.Host
-			}
-		}
-		return a.headers, true
-	case "origin.ip", "origin.user_ip":
-		return a.clientIP().String(), true
-	case "origin.region_code":
-		return a.r.RegionCode, true
+	i, ok := attrIndex[name]
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	if v := a.vals[i]; v != nil {
+		return v, true
+	}
+	var v ref.Val
+	switch i {
+	case attrMethod:
+		v = types.String(a.r.Method)
+	case attrPath:
+		v = types.String(a.r.Path)
+	case attrQuery:
+		v = types.String(a.r.Query)
+	case attrScheme:
+		v = types.String(a.r.Scheme)
+	case attrHeaders:
+		v = types.NewStringStringMap(types.DefaultTypeAdapter, a.headers())
+	case attrIP:
+		v = types.String(a.clientIP().String())
+	case attrRegion:
+		v = types.String(a.r.RegionCode)
+	}
+	a.vals[i] = v
+	return v, true
+}
+
+// headers returns the request headers as the rules read them: lower-case
+// names, several values joined by commas, and the Host.
+func (a *activation) headers() map[string]string {
+	m := make(map[string]string, len(a.r.Header)+1)
+	for k, vs := range a.r.Header {
+		m[lowerName(k)] = strings.Join(vs, ",")
+	}
+	if _, ok := m["host"]; !ok && a.r.Host != "" {
+		m["host"] = a.r.Host
+	}
+	return m
+}
+
+// commonLower are the lower-case forms of common canonical header names,
+// so reading them allocates nothing.
+var commonLower = map[string]string{}
+
+func init() {
+	for _, h := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control", "Connection",
+		"Content-Length", "Content-Type", "Cookie", "Host", "Origin", "Pragma", "Referer", "User-Agent",
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Requested-With",
+		"Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Ch-Ua", "Sec-Ch-Ua-Mobile", "Sec-Ch-Ua-Platform",
+		"Upgrade-Insecure-Requests", "If-None-Match", "If-Modified-Since", "Traceparent", "Tracestate"} {
+		commonLower[h] = strings.ToLower(h)
+	}
+}
+
+// lowerName lower-cases a header name.
+func lowerName(k string) string {
+	if l, ok := commonLower[k]; ok {
+		return l
+	}
+	return strings.ToLower(k)
 }
 
 // Parent returns nil: an activation has no parent.

@@ -56,8 +56,9 @@ header: output-only fields (id, kind, selfLink, creationTimestamp,
 fingerprint, region, usedBy, ...), terraform bookkeeping (project, timeouts,
 labels copies) and disabled features (iap with enabled: false, logConfig with
 enable: false, cdnPolicy while enableCDN is false). Reported on stderr (and
-in the header), each with the reason: enabled Cloud CDN, Cloud Armor
-(securityPolicy, edgeSecurityPolicy), IAP, logging, any other field or
+in the header), each with the reason: enabled Cloud CDN, a Cloud Armor
+policy the input does not hold (give security-policies exports too), IAP,
+logging, any other field or
 resource Spillway does not support, groups without members, instances
 without addresses.
 

@@ -37,7 +37,7 @@ func TestImportCommand(t *testing.T) {
 		t.Errorf("stdout with --out: %q", stdout)
 	}
 	for _, want := range []string{
-		"not carried: " + filepath.Join(dir, "backend-services.yaml") + ": backendServices[bs-south-pref].securityPolicy: Cloud Armor policy armor-edge-default is not enforced",
+		"not carried: " + filepath.Join(dir, "backend-services.yaml") + ": backendServices[bs-south-pref].securityPolicy: Cloud Armor policy armor-edge-default is not in the input, so it is not enforced",
 		"wrote " + out + ": valid; 2 backend services, 18 endpoints; 1 not carried",
 	} {
 		if !strings.Contains(stderr, want) {

@@ -103,6 +103,7 @@ func collections() []collection {
 		{"instanceGroups", reflect.TypeFor[config.InstanceGroup]()},
 		{"backendServices", reflect.TypeFor[config.BackendService]()},
 		{"urlMaps", reflect.TypeFor[config.URLMap]()},
+		{"securityPolicies", reflect.TypeFor[config.SecurityPolicy]()},
 	}
 }
 
@@ -308,6 +309,8 @@ func kindCollection(kind string) (string, bool) {
 		return "networkEndpoint", true
 	case "networkservices#serviceLbPolicy":
 		return "serviceLbPolicies", true
+	case "compute#securityPolicy":
+		return "securityPolicies", true
 	}
 	return "", false
 }
@@ -324,6 +327,7 @@ func signatures() []signature {
 		{"networkEndpoint", []string{"networkEndpoint"}},
 		{"instance", []string{"networkInterfaces"}},
 		{"serviceLbPolicies", []string{"loadBalancingAlgorithm", "autoCapacityDrain", "failoverConfig", "isolationConfig"}},
+		{"securityPolicies", []string{"rules", "adaptiveProtectionConfig", "advancedOptionsConfig"}},
 		{"backendServices", []string{"backends", "loadBalancingScheme", "healthChecks", "sessionAffinity", "localityLbPolicy", "enableCDN", "connectionDraining"}},
 		{"urlMaps", []string{"defaultService", "hostRules", "pathMatchers", "defaultRouteAction", "defaultUrlRedirect"}},
 		{"healthChecks", []string{"httpHealthCheck", "httpsHealthCheck", "http2HealthCheck", "tcpHealthCheck", "sslHealthCheck", "grpcHealthCheck", "checkIntervalSec", "healthyThreshold", "unhealthyThreshold"}},
@@ -661,6 +665,7 @@ func (im *importer) render(o Options) ([]byte, error) {
 		names[r.coll][r.name] = r.src
 		byColl[r.coll] = append(byColl[r.coll], nameFirst(r.node))
 	}
+	im.checkPolicyRefs(names["securityPolicies"])
 	for _, c := range collections() {
 		if items := byColl[c.name]; len(items) > 0 {
 			set(root, c.name, &yaml.Node{Kind: yaml.SequenceNode, Content: items})
@@ -812,6 +817,35 @@ func short(n *yaml.Node) bool {
 		size += len(c.Value) + 2
 	}
 	return size <= 72
+}
+
+// checkPolicyRefs drops a backend service's reference to a security
+// policy the input does not hold, saying so: the config would not load
+// with it, and the policy is then not enforced.
+func (im *importer) checkPolicyRefs(policies map[string]string) {
+	for _, r := range im.resources {
+		if r.coll != "backendServices" {
+			continue
+		}
+		for _, key := range []string{"securityPolicy", "edgeSecurityPolicy"} {
+			name := scalar(get(r.node, key))
+			if name == "" || policies[name] != "" {
+				continue
+			}
+			del(r.node, key)
+			im.note(r.src, fmt.Sprintf("backendServices[%s].%s", r.name, key), "Cloud Armor policy %s is not in the input, so it is not enforced: give its export too (gcloud compute security-policies export %s --file-name %s.yaml)", name, name, name)
+		}
+	}
+}
+
+// del removes key from mapping n.
+func del(n *yaml.Node, key string) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			n.Content = append(n.Content[:i], n.Content[i+2:]...)
+			return
+		}
+	}
 }
 
 // get returns the value of key in mapping n, or nil.

@@ -35,7 +35,7 @@ func read(t testing.TB, path string) gcpimport.Source {
 func gcloudOptions(t testing.TB) gcpimport.Options {
 	dir := filepath.Join("testdata", "gcloud")
 	o := gcpimport.Options{Frontend: "127.0.0.1:8080", Region: "us-south1"}
-	for _, f := range []string{"url-map.yaml", "backend-services.yaml", "health-check.yaml", "service-lb-policy.yaml", "instance-groups.json", "instances.json"} {
+	for _, f := range []string{"url-map.yaml", "backend-services.yaml", "health-check.yaml", "service-lb-policy.yaml", "security-policy.yaml", "instance-groups.json", "instances.json"} {
 		o.Files = append(o.Files, read(t, filepath.Join(dir, f)))
 	}
 	for _, z := range seedZones {
@@ -163,11 +163,12 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 	res := mustImport(t, uncarriedOptions(t))
 	want := []struct{ path, reason string }{
 		{"backendServices[bs-static].compressionMode", "does not support this field"},
-		{"backendServices[bs-static].edgeSecurityPolicy", "Cloud Armor policy edge-geo-block is not enforced"},
 		{"backendServices[bs-static].enableCDN", "Spillway has no CDN"},
 		{"backendServices[bs-static].iap", "Spillway has no IAP"},
-		{"backendServices[bs-static].securityPolicy", "Cloud Armor policy armor-owasp is not enforced"},
 		{"healthChecks[hc-static].logConfig", "writes no health check logs"},
+		// Policies the input does not hold (checked once every file is read).
+		{"backendServices[bs-static].securityPolicy", "Cloud Armor policy armor-owasp is not in the input"},
+		{"backendServices[bs-static].edgeSecurityPolicy", "Cloud Armor policy edge-geo-block is not in the input"},
 	}
 	if len(res.Notes) != len(want) {
 		t.Fatalf("got %d notes, want %d: %v", len(res.Notes), len(want), res.Notes)

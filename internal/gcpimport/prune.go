@@ -16,7 +16,7 @@ import (
 // counted in the header).
 func outputOnly(name string) bool {
 	switch name {
-	case "id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "region",
+	case "id", "kind", "selfLink", "selfLinkWithId", "creationTimestamp", "fingerprint", "region", "ruleTupleCount", "labelFingerprint",
 		"usedBy", "createTime", "updateTime", "size", "network", "subnetwork", "isManaged",
 		// terraform bookkeeping
 		"project", "create_time", "update_time", "generated_id", "map_id", "timeouts", "effective_labels", "terraform_labels", "location", "self_link", "creation_timestamp":
@@ -178,8 +178,10 @@ func (p *pruner) special(out *yaml.Node, t reflect.Type, key string, val *yaml.N
 			}
 			return true
 		case "securityPolicy", "edgeSecurityPolicy":
+			// Carried by name; render drops it, with a note, when the
+			// input does not hold the policy.
 			if !zero(val) {
-				p.im.note(p.src, path+"."+key, "Cloud Armor policy %s is not enforced: Spillway has no Cloud Armor, so requests reach the backends unfiltered", config.RefName(scalar(val)))
+				set(out, key, str(config.RefName(scalar(val))))
 			}
 			return true
 		case "logConfig":

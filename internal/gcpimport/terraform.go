@@ -87,7 +87,7 @@ func (im *importer) tfResource(src string, r *yaml.Node) {
 	case "google_compute_global_forwarding_rule", "google_compute_target_http_proxy", "google_compute_target_https_proxy", "google_compute_global_address":
 		im.note(src, addr, "Spillway's frontends[] take the place of forwarding rules, target proxies and addresses: use --frontend ADDRESS; not imported")
 	case "google_compute_security_policy":
-		im.note(src, addr, "Cloud Armor is not supported: requests reach the backends unfiltered; not imported")
+		im.note(src, addr, "Terraform's security policies are not imported yet: give gcloud compute security-policies export NAME output instead; not imported")
 	case "google_compute_backend_bucket":
 		im.note(src, addr, "backend buckets (Cloud Storage) are not supported; not imported")
 	case "google_compute_managed_ssl_certificate", "google_compute_ssl_certificate", "google_certificate_manager_certificate":
