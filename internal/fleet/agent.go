@@ -137,7 +137,6 @@ func (a *Agent) setFresh() {
 func (a *Agent) up(ctx context.Context, s *session) (connected bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cl := a.store.cl
 	leaseID := s.Lease()
 	a.warnNameInUse(ctx)
 	a.lastLease = leaseID
@@ -148,12 +147,9 @@ func (a *Agent) up(ctx context.Context, s *session) (connected bool, err error) 
 	tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
 	rec, rev, err := a.store.Current(tctx)
 	tcancel()
-	// seenMod is the etcd modification revision of config/current last
-	// seen (0: absent). Reading at rev, the key's is at most rev; the
-	// first check reads the config again only if it changed since.
-	seenMod := int64(0)
+	f := &configFollower{a: a, lease: leaseID}
 	if rec != nil {
-		seenMod = rec.modRevision
+		f.seenMod = rec.modRevision
 	}
 	if err != nil && !errors.Is(err, ErrNoConfig) {
 		return false, err
@@ -165,78 +161,121 @@ func (a *Agent) up(ctx context.Context, s *session) (connected bool, err error) 
 	if err := a.report(ctx, leaseID); err != nil {
 		return true, err
 	}
+	return true, f.follow(ctx, rev)
+}
+
+// configFollower follows config/current for one session of an Agent,
+// after the session's first read of it.
+type configFollower struct {
+	a     *Agent
+	lease clientv3.LeaseID
+	// seenMod is the etcd modification revision of config/current last
+	// seen (0: absent). Reading at rev, the key's is at most rev; the
+	// first check reads the config again only if it changed since.
+	seenMod int64
+}
+
+// follow watches config/current from revision rev+1 and checks etcd
+// every CheckInterval, applying each new record and reporting the
+// outcome, until the watch or a check fails (or ctx ends).
+func (f *configFollower) follow(ctx context.Context, rev int64) error {
+	a := f.a
 	// WithRequireLeader ends the watch when the etcd member loses its
 	// quorum, instead of waiting on it silently.
 	// Watch blocks until etcd has created the watch, so it is created
 	// aside: if etcd goes away meanwhile, the checks below notice.
 	wchc := make(chan clientv3.WatchChan, 1)
 	go func() {
-		wchc <- cl.Watch(clientv3.WithRequireLeader(ctx), a.store.CurrentKey(), clientv3.WithRev(rev+1))
+		wchc <- a.store.cl.Watch(clientv3.WithRequireLeader(ctx), a.store.CurrentKey(), clientv3.WithRev(rev+1))
 	}()
 	var wch clientv3.WatchChan // nil until created
 	tick := time.NewTicker(a.opts.CheckInterval)
 	defer tick.Stop()
 	for {
 		var recs []*Record
+		var err error
 		select {
 		case <-ctx.Done():
-			return true, ctx.Err()
+			return ctx.Err()
 		case wch = <-wchc:
 			continue
 		case wr, ok := <-wch:
 			if !ok {
-				return true, errors.New("fleet: the watch of the config ended")
+				return errors.New("fleet: the watch of the config ended")
 			}
-			if err := wr.Err(); err != nil {
-				return true, fmt.Errorf("fleet: watch of the config: %w", err)
-			}
-			for _, ev := range wr.Events {
-				if ev.Type != clientv3.EventTypePut {
-					continue
-				}
-				r, err := decodeRecord(string(ev.Kv.Key), ev.Kv.Value)
-				if err != nil {
-					a.log.Error("fleet: ignored an unreadable config record", "err", err)
-					continue
-				}
-				seenMod = ev.Kv.ModRevision
-				recs = append(recs, r)
-			}
+			recs, err = f.watched(wr)
 		case <-tick.C:
-			// The check proves etcd answers (a linearizable read needs its
-			// quorum) and catches a change a watch might have missed. It
-			// reads the key's metadata only, and the config itself only
-			// when the key changed since it was last seen.
-			tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
-			mod, err := a.store.currentModRevision(tctx)
-			tcancel()
-			if err != nil {
-				return true, fmt.Errorf("fleet: etcd check: %w", err)
-			}
-			if mod == seenMod {
-				continue
-			}
-			tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
-			r, _, err := a.store.Current(tctx)
-			tcancel()
-			if err != nil && !errors.Is(err, ErrNoConfig) {
-				return true, fmt.Errorf("fleet: etcd check: %w", err)
-			}
-			seenMod = mod
-			if r != nil {
-				recs = append(recs, r)
-			}
+			recs, err = f.check(ctx)
 		}
-		changed := false
-		for _, r := range recs {
-			changed = a.apply(ctx, r) || changed
+		if err != nil {
+			return err
 		}
-		if changed {
-			if err := a.report(ctx, leaseID); err != nil {
-				return true, err
-			}
+		if err := f.applyAll(ctx, recs); err != nil {
+			return err
 		}
 	}
+}
+
+// watched returns the records a watch response put.
+func (f *configFollower) watched(wr clientv3.WatchResponse) ([]*Record, error) {
+	if err := wr.Err(); err != nil {
+		return nil, fmt.Errorf("fleet: watch of the config: %w", err)
+	}
+	var recs []*Record
+	for _, ev := range wr.Events {
+		if ev.Type != clientv3.EventTypePut {
+			continue
+		}
+		r, err := decodeRecord(string(ev.Kv.Key), ev.Kv.Value)
+		if err != nil {
+			f.a.log.Error("fleet: ignored an unreadable config record", "err", err)
+			continue
+		}
+		f.seenMod = ev.Kv.ModRevision
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// check proves etcd answers (a linearizable read needs its quorum) and
+// catches a change a watch might have missed. It reads the key's
+// metadata only, and the config itself only when the key changed since
+// it was last seen.
+func (f *configFollower) check(ctx context.Context) ([]*Record, error) {
+	a := f.a
+	tctx, tcancel := context.WithTimeout(ctx, a.opts.CheckTimeout)
+	mod, err := a.store.currentModRevision(tctx)
+	tcancel()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: etcd check: %w", err)
+	}
+	if mod == f.seenMod {
+		return nil, nil
+	}
+	tctx, tcancel = context.WithTimeout(ctx, a.opts.CheckTimeout)
+	r, _, err := a.store.Current(tctx)
+	tcancel()
+	if err != nil && !errors.Is(err, ErrNoConfig) {
+		return nil, fmt.Errorf("fleet: etcd check: %w", err)
+	}
+	f.seenMod = mod
+	if r == nil {
+		return nil, nil
+	}
+	return []*Record{r}, nil
+}
+
+// applyAll applies recs in order and reports the outcome once if any
+// changed the status.
+func (f *configFollower) applyAll(ctx context.Context, recs []*Record) error {
+	changed := false
+	for _, r := range recs {
+		changed = f.a.apply(ctx, r) || changed
+	}
+	if !changed {
+		return nil
+	}
+	return f.a.report(ctx, f.lease)
 }
 
 // apply reloads rec unless it is the revision in force or one already

@@ -181,122 +181,177 @@ func (c *ControlLoop) resign(sess *session) {
 		Then(clientv3.OpDelete(key), clientv3.OpDelete(c.leaderKey())).Else(clientv3.OpDelete(key)).Commit()
 }
 
-// campaign runs one election session until it fails or ctx ends.
+// campaign runs one election session until it fails or ctx ends: it
+// follows the published state, campaigns, and watches control/ (the
+// leader's name, the published drain state) while it waits; once
+// elected it leads and publishes every PublishInterval.
 func (c *ControlLoop) campaign(sctx context.Context, sess *session) error {
 	ctx, cancel := context.WithCancel(sctx)
-	won := make(chan error, 1)
-	campaigning := false
-	defer func() {
-		cancel()
-		if campaigning && sctx.Err() == nil {
-			// The loop failed on a live session: a campaign cut short
-			// resigns by itself; let it finish, so that a key it may
-			// have just created is deleted too.
-			select {
-			case <-won:
-			case <-time.After(time.Second):
+	r := &campaignRun{c: c, host: c.host, sess: sess, won: make(chan error, 1)}
+	defer r.end(sctx, cancel)
+	rev, err := r.follow(ctx)
+	if err != nil {
+		return err
+	}
+	r.el = concurrency.NewElection(sess.Session, c.electionPrefix())
+	r.campaigning = true
+	el, won := r.el, r.won
+	go func() { won <- el.Campaign(ctx, c.opts.Instance) }()
+	wch := c.store.cl.Watch(ctx, c.controlPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	var tick <-chan time.Time // nil until elected
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-won:
+			if err := r.elected(ctx, err); err != nil {
+				return err
+			}
+			tick = r.ticker.C
+		case wr, ok := <-wch:
+			if !ok {
+				return errors.New("fleet: the control watch ended")
+			}
+			if err := r.watched(ctx, wr); err != nil {
+				return err
+			}
+		case <-tick:
+			if err := c.publish(ctx, r.host, r.el); err != nil {
+				return err
 			}
 		}
-		c.resign(sess)
-	}()
-	cl := c.store.cl
-	host := c.host
-	leaseID := sess.Lease()
-	tctx, tcancel := context.WithTimeout(ctx, c.opts.CheckTimeout)
-	resp, err := cl.Get(tctx, c.controlPrefix(), clientv3.WithPrefix())
-	tcancel()
-	if err != nil {
-		return fmt.Errorf("fleet: read %s: %w", c.controlPrefix(), err)
 	}
+}
+
+// campaignRun is the state of one campaign (one election session).
+type campaignRun struct {
+	c    *ControlLoop
+	host DrainHost
+	sess *session
+	el   *concurrency.Election
+	// won receives the campaign's outcome; campaigning is true while it
+	// has not been received.
+	won         chan error
+	campaigning bool
 	// resume: this instance led before etcd was lost and kept deciding
 	// locally; while the published state is still its own, its local
 	// state is newer, so it keeps it (applying the older one would undo
 	// what it decided meanwhile, and redo it once elected again).
-	resume := c.Stats().Leading
+	resume bool
+	// leading: elected in this session; ticker then paces publish.
+	leading bool
+	ticker  *time.Ticker
+}
+
+// end stops the publish ticker and the session's work; when the loop
+// failed on a live session it lets a campaign cut short finish (it
+// resigns by itself, so a key it may have just created is deleted too),
+// then resigns.
+func (r *campaignRun) end(sctx context.Context, cancel context.CancelFunc) {
+	if r.ticker != nil {
+		r.ticker.Stop()
+	}
+	cancel()
+	if r.campaigning && sctx.Err() == nil {
+		select {
+		case <-r.won:
+		case <-time.After(time.Second):
+		}
+	}
+	r.c.resign(r.sess)
+}
+
+// follow applies the published drain state (unless resuming its own),
+// notes the leader's name and makes the host a follower: from here on
+// drains come from the leader (which may be this instance, once
+// elected). It returns the revision control/ was read at.
+func (r *campaignRun) follow(ctx context.Context) (int64, error) {
+	c := r.c
+	tctx, tcancel := context.WithTimeout(ctx, c.opts.CheckTimeout)
+	resp, err := c.store.cl.Get(tctx, c.controlPrefix(), clientv3.WithPrefix())
+	tcancel()
+	if err != nil {
+		return 0, fmt.Errorf("fleet: read %s: %w", c.controlPrefix(), err)
+	}
+	r.resume = c.Stats().Leading
 	leader := ""
 	for _, kv := range resp.Kvs {
 		switch string(kv.Key) {
 		case c.drainKey():
-			if !(resume && c.publishedBySelf(kv.Value)) {
-				resume = false
-				if err := c.apply(ctx, host, kv.Value); err != nil {
-					return err
+			if !(r.resume && c.publishedBySelf(kv.Value)) {
+				r.resume = false
+				if err := c.apply(ctx, r.host, kv.Value); err != nil {
+					return 0, err
 				}
 			}
 		case c.leaderKey():
 			leader = string(kv.Value)
 		}
 	}
-	// From here on drains come from the leader (which may be this
-	// instance, once elected).
-	if err := host.SetDrainFollower(ctx, true); err != nil {
-		return fmt.Errorf("fleet: follow the published drain state: %w", err)
+	if err := r.host.SetDrainFollower(ctx, true); err != nil {
+		return 0, fmt.Errorf("fleet: follow the published drain state: %w", err)
 	}
 	c.update(func(s *ControlLoopStats) { s.Connected, s.Leading, s.Leader = true, false, leader })
+	return resp.Header.Revision, nil
+}
 
-	el := concurrency.NewElection(sess.Session, c.electionPrefix())
-	campaigning = true
-	go func() { won <- el.Campaign(ctx, c.opts.Instance) }()
-	wch := cl.Watch(ctx, c.controlPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-	var tick <-chan time.Time
-	leading := false
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-won:
-			campaigning = false
-			if err != nil {
-				return fmt.Errorf("fleet: campaign for the control loop: %w", err)
+// elected handles the campaign's outcome err: on success it leads and
+// starts the publish ticker.
+func (r *campaignRun) elected(ctx context.Context, err error) error {
+	r.campaigning = false
+	if err != nil {
+		return fmt.Errorf("fleet: campaign for the control loop: %w", err)
+	}
+	if err := r.c.lead(ctx, r.host, r.el, r.sess.Lease(), r.resume); err != nil {
+		return err
+	}
+	r.leading = true
+	r.ticker = time.NewTicker(r.c.opts.PublishInterval)
+	return nil
+}
+
+// watched handles a watch response on control/: the leader's name, and
+// the published drain state, which a follower applies and a leader
+// takes as a reason to publish again.
+func (r *campaignRun) watched(ctx context.Context, wr clientv3.WatchResponse) error {
+	c := r.c
+	if err := wr.Err(); err != nil {
+		return fmt.Errorf("fleet: control watch: %w", err)
+	}
+	for _, ev := range wr.Events {
+		switch string(ev.Kv.Key) {
+		case c.leaderKey():
+			name := ""
+			if ev.Type == clientv3.EventTypePut {
+				name = string(ev.Kv.Value)
 			}
-			if err := c.lead(ctx, host, el, leaseID, resume); err != nil {
-				return err
-			}
-			leading = true
-			t := time.NewTicker(c.opts.PublishInterval)
-			defer t.Stop()
-			tick = t.C
-		case wr, ok := <-wch:
-			if !ok {
-				return errors.New("fleet: the control watch ended")
-			}
-			if err := wr.Err(); err != nil {
-				return fmt.Errorf("fleet: control watch: %w", err)
-			}
-			for _, ev := range wr.Events {
-				switch string(ev.Kv.Key) {
-				case c.leaderKey():
-					name := ""
-					if ev.Type == clientv3.EventTypePut {
-						name = string(ev.Kv.Value)
-					}
-					c.update(func(s *ControlLoopStats) { s.Leader = name })
-				case c.drainKey():
-					if leading {
-						// A change after the leader's last write is
-						// someone else's (an operator, a stray script;
-						// a deposed leader's late write cannot pass the
-						// txn): write ours again on the next tick.
-						// Anything up to that write is superseded.
-						if ev.Kv.ModRevision > c.publishedRev {
-							c.published = nil
-						}
-						continue
-					}
-					if ev.Type == clientv3.EventTypePut {
-						resume = false
-						if err := c.apply(ctx, host, ev.Kv.Value); err != nil {
-							return err
-						}
-					}
-				}
-			}
-		case <-tick:
-			if err := c.publish(ctx, host, el); err != nil {
+			c.update(func(s *ControlLoopStats) { s.Leader = name })
+		case c.drainKey():
+			if err := r.drainEvent(ctx, ev); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// drainEvent handles a change of control/drain.
+func (r *campaignRun) drainEvent(ctx context.Context, ev *clientv3.Event) error {
+	if r.leading {
+		// A change after the leader's last write is someone else's (an
+		// operator, a stray script; a deposed leader's late write
+		// cannot pass the txn): write ours again on the next tick.
+		// Anything up to that write is superseded.
+		if ev.Kv.ModRevision > r.c.publishedRev {
+			r.c.published = nil
+		}
+		return nil
+	}
+	if ev.Type != clientv3.EventTypePut {
+		return nil
+	}
+	r.resume = false
+	return r.c.apply(ctx, r.host, ev.Kv.Value)
 }
 
 // apply hands a published record to the host; a record that does not

@@ -20,6 +20,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/embedded"
 	"github.com/spillwaylb/spillway/internal/netcut"
@@ -526,7 +527,6 @@ func (f *labFleet) killTimeline(ctx context.Context, c Config, set settings) (*K
 	if len(zones) < 2 {
 		return nil, fmt.Errorf("lab: kill timeline: the frontend's region %q needs two zones or more (one down during the kills, one more after)", fe.Region)
 	}
-	down, after := zones[:1], zones[:2]
 	bs, err := StartBackends(ctx, p)
 	if err != nil {
 		return nil, err
@@ -538,191 +538,252 @@ func (f *labFleet) killTimeline(ctx context.Context, c Config, set settings) (*K
 	}
 	defer func() { stop() }()
 	defer f.reaping.Wait()
-	srvs := func(ins []*labInstance) []*serve.Server {
-		out := make([]*serve.Server, len(ins))
-		for i, in := range ins {
-			out[i] = in.srv
-		}
-		return out
+	k := &killRun{f: f, p: p, fe: fe, bs: bs, ins: ins, down: zones[:1], after: zones[:2], limit: 15*time.Second + 20*o.Interval}
+	if err := k.setUp(ctx); err != nil {
+		return nil, err
 	}
-	var urls []string
-	for _, in := range ins {
-		addr := in.srv.FrontendAddr(fe.Name)
+	k.kt = &KillTimeline{Config: c.Name, Down: slices.Clone(k.down), Together: o.Together}
+	k.st = startStream(ctx, &o.Options, k.urls)
+	defer k.st.stop()
+	if err := k.kills(ctx); err != nil {
+		return nil, err
+	}
+	if k.kt.After, err = k.afterRow(ctx, c.Name); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "%s on the survivors: %s\n", ScenarioName(k.after), Verdict(k.kt.After))
+	return k.kt, nil
+}
+
+// killRun is the state of one kill timeline; its methods are the
+// timeline's stages, in order: setUp, kills (findLeader, then
+// killTogether or killInTurn, then windows) and afterRow.
+type killRun struct {
+	f      *labFleet
+	p      *plan.Plan
+	fe     *config.Frontend
+	bs     *Backends
+	ins    []*labInstance // every instance started
+	urls   []string       // their frontends' URLs
+	limit  time.Duration  // the convergence bound of waitAll
+	down   []string       // the zone down during the kills
+	after  []string       // the zones down for the row after them
+	st     *stream        // the load
+	kt     *KillTimeline
+	keys   []string       // every probe target
+	leader *labInstance   // killed first (or with prober)
+	prober *labInstance   // a prober that does not lead, killed second
+	live   []*labInstance // the instances not killed
+	// t1 is the (first) kill, t3 the end of the last convergence.
+	t1, t3 time.Time
+}
+
+// labServers returns the servers of ins.
+func labServers(ins []*labInstance) []*serve.Server {
+	out := make([]*serve.Server, len(ins))
+	for i, in := range ins {
+		out[i] = in.srv
+	}
+	return out
+}
+
+// setUp finds each instance's frontend, waits until every instance
+// finds every backend healthy, fails the down zone and waits until
+// every instance has converged on it.
+func (k *killRun) setUp(ctx context.Context) error {
+	o := k.f.o
+	for _, in := range k.ins {
+		addr := in.srv.FrontendAddr(k.fe.Name)
 		if addr == "" {
-			return nil, fmt.Errorf("lab: kill timeline: %s: frontend %s did not bind", in.name, fe.Name)
+			return fmt.Errorf("lab: kill timeline: %s: frontend %s did not bind", in.name, k.fe.Name)
 		}
 		in.url = "https://" + addr + "/"
-		urls = append(urls, in.url)
+		k.urls = append(k.urls, in.url)
 	}
-	limit := 15*time.Second + 20*o.Interval
 	if err := sleep(ctx, 2*o.Interval); err != nil {
-		return nil, err
+		return err
 	}
-	if err := waitAll(ctx, srvs(ins), limit, nil); err != nil {
-		return nil, fmt.Errorf("lab: kill timeline: backends never all became healthy: %w", err)
+	if err := waitAll(ctx, labServers(k.ins), k.limit, nil); err != nil {
+		return fmt.Errorf("lab: kill timeline: backends never all became healthy: %w", err)
 	}
-	if err := f.fail(bs, down); err != nil {
-		return nil, err
+	if err := k.f.fail(k.bs, k.down); err != nil {
+		return err
 	}
-	if err := waitAll(ctx, srvs(ins), limit, down); err != nil {
-		return nil, fmt.Errorf("lab: kill timeline: no convergence with %s down: %w", ScenarioName(down), err)
+	if err := waitAll(ctx, labServers(k.ins), k.limit, k.down); err != nil {
+		return fmt.Errorf("lab: kill timeline: no convergence with %s down: %w", ScenarioName(k.down), err)
 	}
-	fmt.Fprintf(o.Progress, "%s converged; load at %.0f rps over %d frontends... ", ScenarioName(down), o.Rate, len(ins))
-	kt := &KillTimeline{Config: c.Name, Down: slices.Clone(down), Together: o.Together}
+	fmt.Fprintf(o.Progress, "%s converged; load at %.0f rps over %d frontends... ", ScenarioName(k.down), o.Rate, len(k.ins))
+	return nil
+}
 
-	st := startStream(ctx, &o.Options, urls)
-	defer st.stop()
+// kills runs the load for Hold, kills the leader and a prober (together
+// or in turn) and waits for the fleet to converge after each kill, runs
+// the load for Hold again, and splits the load into windows.
+func (k *killRun) kills(ctx context.Context) error {
+	o := k.f.o
 	t0 := time.Now()
 	if err := sleep(ctx, o.Hold); err != nil {
-		return nil, err
+		return err
 	}
-	// All keys: every target is owned by Probers instances, so the union
-	// of what each probes is every target.
-	var keys []string
-	for _, in := range ins {
-		for _, k := range in.share().Owned {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
+	if err := k.findLeader(); err != nil {
+		return err
 	}
-	li := slices.IndexFunc(ins, func(in *labInstance) bool { return in.inst.Loop().Stats().Leading })
-	if li < 0 {
-		return nil, errors.New("lab: kill timeline: no instance leads the control loop")
-	}
-	leader := ins[li]
-	kt.Leader, kt.LeaderTargets = leader.name, len(leader.share().Owned)
-	live := slices.Delete(slices.Clone(ins), li, li+1)
-
-	var t1, t3 time.Time
-	var prober *labInstance
+	kill := k.killInTurn
 	if o.Together {
-		// The leader and a prober that does not lead, at the same moment.
-		pi := mostTargets(live, "")
-		prober = live[pi]
-		kt.Prober, kt.ProberTargets = prober.name, len(prober.share().Owned)
-		all := make([]string, len(ins))
-		for i, in := range ins {
-			all[i] = in.name
-		}
-		for _, k := range keys {
-			if ow := fleet.Owners(k, all, o.Probers); slices.Contains(ow, leader.name) && slices.Contains(ow, prober.name) && len(ow) == 2 {
-				kt.Orphaned++
-			}
-		}
-		live = slices.Delete(live, pi, pi+1)
-		t1 = f.kill(st, live, leader, prober)
-		le, pe := f.expiry(ctx, leader.name, t1), f.expiry(ctx, prober.name, t1)
-		var newLeader string
-		kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, live, keys, t1)
-		if err != nil {
-			return nil, err
-		}
-		kt.NewLeader, kt.ProberReowned = newLeader, kt.LeaderReowned
-		if kt.LeaderExpired, err = le(); err != nil {
-			return nil, err
-		}
-		if kt.ProberExpired, err = pe(); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(o.Progress, "leader %s and prober %s killed together: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, kt.Prober, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
-		t3 = time.Now()
-	} else {
-		// Kill 1: the leader.
-		t1 = f.kill(st, live, leader)
-		le := f.expiry(ctx, leader.name, t1)
-		var newLeader string
-		kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, live, keys, t1)
-		if err != nil {
-			return nil, err
-		}
-		if kt.LeaderExpired, err = le(); err != nil {
-			return nil, err
-		}
-		kt.NewLeader = newLeader
-		fmt.Fprintf(o.Progress, "leader %s killed: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
-		if err := sleep(ctx, time.Second); err != nil {
-			return nil, err
-		}
-		// Kill 2: a prober that does not lead (the one probing the most).
-		pi := mostTargets(live, newLeader)
-		if pi < 0 {
-			return nil, errors.New("lab: kill timeline: no instance left that does not lead")
-		}
-		prober = live[pi]
-		kt.Prober, kt.ProberTargets = prober.name, len(prober.share().Owned)
-		live = slices.Delete(live, pi, pi+1)
-		t2 := f.kill(st, live, prober)
-		pe := f.expiry(ctx, prober.name, t2)
-		kt.ProberKilledAt = t2.Sub(t1)
-		_, kt.ProberReowned, _, err = f.converge(ctx, live, keys, t2)
-		if err != nil {
-			return nil, err
-		}
-		if kt.ProberExpired, err = pe(); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(o.Progress, "prober %s killed: re-owned after %.1fs... ", kt.Prober, kt.ProberReowned.Seconds())
-		t3 = time.Now()
+		kill = k.killTogether
+	}
+	if err := kill(ctx); err != nil {
+		return err
 	}
 	if err := sleep(ctx, o.Hold); err != nil {
-		return nil, err
+		return err
 	}
-	samples := st.stop()
-	end := time.Now()
-	killed := []string{leader.url, prober.url}
-	if o.Together {
-		kt.Windows = []Window{
+	samples := k.st.stop()
+	k.kt.Windows = k.windows(samples, t0, time.Now())
+	for _, in := range k.live {
+		k.kt.Survivors = append(k.kt.Survivors, in.name)
+	}
+	return nil
+}
+
+// findLeader collects every probe target (every target is owned by
+// Probers instances, so the union of what each probes is every target)
+// and the instance that leads the control loop.
+func (k *killRun) findLeader() error {
+	for _, in := range k.ins {
+		for _, key := range in.share().Owned {
+			if !slices.Contains(k.keys, key) {
+				k.keys = append(k.keys, key)
+			}
+		}
+	}
+	li := slices.IndexFunc(k.ins, func(in *labInstance) bool { return in.inst.Loop().Stats().Leading })
+	if li < 0 {
+		return errors.New("lab: kill timeline: no instance leads the control loop")
+	}
+	k.leader = k.ins[li]
+	k.kt.Leader, k.kt.LeaderTargets = k.leader.name, len(k.leader.share().Owned)
+	k.live = slices.Delete(slices.Clone(k.ins), li, li+1)
+	return nil
+}
+
+// killTogether kills the leader and a prober that does not lead at the
+// same moment and waits until a new leader leads and their targets are
+// re-owned.
+func (k *killRun) killTogether(ctx context.Context) error {
+	f, o, kt := k.f, k.f.o, k.kt
+	pi := mostTargets(k.live, "")
+	k.prober = k.live[pi]
+	kt.Prober, kt.ProberTargets = k.prober.name, len(k.prober.share().Owned)
+	all := make([]string, len(k.ins))
+	for i, in := range k.ins {
+		all[i] = in.name
+	}
+	for _, key := range k.keys {
+		if ow := fleet.Owners(key, all, o.Probers); slices.Contains(ow, k.leader.name) && slices.Contains(ow, k.prober.name) && len(ow) == 2 {
+			kt.Orphaned++
+		}
+	}
+	k.live = slices.Delete(k.live, pi, pi+1)
+	k.t1 = f.kill(k.st, k.live, k.leader, k.prober)
+	le, pe := f.expiry(ctx, k.leader.name, k.t1), f.expiry(ctx, k.prober.name, k.t1)
+	var newLeader string
+	var err error
+	kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, k.live, k.keys, k.t1)
+	if err != nil {
+		return err
+	}
+	kt.NewLeader, kt.ProberReowned = newLeader, kt.LeaderReowned
+	if kt.LeaderExpired, err = le(); err != nil {
+		return err
+	}
+	if kt.ProberExpired, err = pe(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Progress, "leader %s and prober %s killed together: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, kt.Prober, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
+	k.t3 = time.Now()
+	return nil
+}
+
+// killInTurn kills the leader, waits until a new leader leads and its
+// targets are re-owned, then kills the prober that does not lead and
+// probes the most, and waits until its targets are re-owned.
+func (k *killRun) killInTurn(ctx context.Context) error {
+	f, o, kt := k.f, k.f.o, k.kt
+	k.t1 = f.kill(k.st, k.live, k.leader)
+	le := f.expiry(ctx, k.leader.name, k.t1)
+	var newLeader string
+	var err error
+	kt.NewLeaderAfter, kt.LeaderReowned, newLeader, err = f.converge(ctx, k.live, k.keys, k.t1)
+	if err != nil {
+		return err
+	}
+	if kt.LeaderExpired, err = le(); err != nil {
+		return err
+	}
+	kt.NewLeader = newLeader
+	fmt.Fprintf(o.Progress, "leader %s killed: %s leads after %.1fs, targets re-owned after %.1fs... ", kt.Leader, newLeader, kt.NewLeaderAfter.Seconds(), kt.LeaderReowned.Seconds())
+	if err := sleep(ctx, time.Second); err != nil {
+		return err
+	}
+	pi := mostTargets(k.live, newLeader)
+	if pi < 0 {
+		return errors.New("lab: kill timeline: no instance left that does not lead")
+	}
+	k.prober = k.live[pi]
+	kt.Prober, kt.ProberTargets = k.prober.name, len(k.prober.share().Owned)
+	k.live = slices.Delete(k.live, pi, pi+1)
+	t2 := f.kill(k.st, k.live, k.prober)
+	pe := f.expiry(ctx, k.prober.name, t2)
+	kt.ProberKilledAt = t2.Sub(k.t1)
+	if _, kt.ProberReowned, _, err = f.converge(ctx, k.live, k.keys, t2); err != nil {
+		return err
+	}
+	if kt.ProberExpired, err = pe(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Progress, "prober %s killed: re-owned after %.1fs... ", kt.Prober, kt.ProberReowned.Seconds())
+	k.t3 = time.Now()
+	return nil
+}
+
+// windows splits the load sent from t0 to end at the kills and the
+// convergences after them.
+func (k *killRun) windows(samples []sample, t0, end time.Time) []Window {
+	killed := []string{k.leader.url, k.prober.url}
+	t1, t3, down := k.t1, k.t3, k.down
+	if k.f.o.Together {
+		return []Window{
 			window("before the kills", samples, t0, t1, killed, down),
 			window("leader and prober killed, until a new leader leads and their targets are re-owned", samples, t1, t3, killed, down),
 			window("after convergence", samples, t3, end, killed, down),
 		}
-	} else {
-		t1c := t1.Add(max(kt.NewLeaderAfter, kt.LeaderReowned))
-		t2 := t1.Add(kt.ProberKilledAt)
-		kt.Windows = []Window{
-			window("before the kills", samples, t0, t1, killed, down),
-			window("leader killed, until a new leader leads and its targets are re-owned", samples, t1, t1c, killed, down),
-			window("between the kills", samples, t1c, t2, killed, down),
-			window("prober killed, until its targets are re-owned", samples, t2, t3, killed, down),
-			window("after convergence", samples, t3, end, killed, down),
-		}
 	}
-	for _, in := range live {
-		kt.Survivors = append(kt.Survivors, in.name)
+	t1c := t1.Add(max(k.kt.NewLeaderAfter, k.kt.LeaderReowned))
+	t2 := t1.Add(k.kt.ProberKilledAt)
+	return []Window{
+		window("before the kills", samples, t0, t1, killed, down),
+		window("leader killed, until a new leader leads and its targets are re-owned", samples, t1, t1c, killed, down),
+		window("between the kills", samples, t1c, t2, killed, down),
+		window("prober killed, until its targets are re-owned", samples, t2, t3, killed, down),
+		window("after convergence", samples, t3, end, killed, down),
 	}
+}
 
-	// The next failure row, on the survivors.
-	if err := f.fail(bs, after[len(down):]); err != nil {
+// afterRow fails the next zone and measures the failure row on the
+// survivors.
+func (k *killRun) afterRow(ctx context.Context, cfgName string) (*Result, error) {
+	o := k.f.o
+	if err := k.f.fail(k.bs, k.after[len(k.down):]); err != nil {
 		return nil, err
 	}
 	failed := time.Now()
-	if err := waitAll(ctx, srvs(live), limit, after); err != nil {
-		return nil, fmt.Errorf("lab: kill timeline: no convergence with %s down after the kills: %w", ScenarioName(after), err)
+	if err := waitAll(ctx, labServers(k.live), k.limit, k.after); err != nil {
+		return nil, fmt.Errorf("lab: kill timeline: no convergence with %s down after the kills: %w", ScenarioName(k.after), err)
 	}
-	rz := regionZones(p)
-	res := &Result{
-		Config: c.Name, Down: slices.Clone(after), Requests: o.Requests,
-		Regions: map[string]int{}, Zones: map[string]int{}, Status: map[string]int{"200": 0, "503": 0},
-		Primary: fe.Region, RegionZones: rz, Converged: time.Since(failed), RegionOrder: regionOrder(rz, fe.Region),
-	}
-	for reg, zs := range rz {
-		res.Regions[reg] = 0
-		for _, z := range zs {
-			res.Zones[z] = 0
-		}
-	}
-	for _, svc := range p.Services {
-		if svc.Algorithm == plan.WaterfallByRegion {
-			res.Proxies = p.SecondLayerProxies
-		}
-	}
-	zoneRegion := map[string]string{}
-	for _, g := range p.Groups {
-		zoneRegion[g.Zone] = g.Region
-	}
+	res, zoneRegion := newResult(k.p, k.fe, cfgName, slices.Clone(k.after), o.Requests, time.Since(failed))
 	var liveURLs []string
-	for _, in := range live {
+	for _, in := range k.live {
 		liveURLs = append(liveURLs, in.url)
 	}
 	if err := sleep(ctx, 2*o.Interval); err != nil {
@@ -733,9 +794,7 @@ func (f *labFleet) killTimeline(ctx context.Context, c Config, set settings) (*K
 		return nil, fmt.Errorf("lab: kill timeline: %w", err)
 	}
 	res.Elapsed = time.Since(sendStart)
-	kt.After = res
-	fmt.Fprintf(o.Progress, "%s on the survivors: %s\n", ScenarioName(after), Verdict(res))
-	return kt, nil
+	return res, nil
 }
 
 func (in *labInstance) share() fleet.ProbeShareStats {
@@ -746,18 +805,7 @@ func (in *labInstance) share() fleet.ProbeShareStats {
 }
 
 func (f *labFleet) fail(bs *Backends, zones []string) error {
-	for _, z := range zones {
-		var err error
-		if f.o.FailMode == FailListeners {
-			err = bs.StopListeners(z)
-		} else {
-			err = bs.FailHealth(z)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return failZones(bs, f.o.FailMode, zones)
 }
 
 // kill moves the clients off the victims' frontends to live's (as

@@ -250,85 +250,143 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if rep.Fleet != "" {
 		b.WriteString(rep.Fleet + "\n\n")
 	}
+	t := newScenarioTable(rep)
+	for i := range rep.Scenarios {
+		t.add(&rep.Scenarios[i])
+	}
+	t.render(&b)
+	if len(t.others) > 0 {
+		b.WriteString("\nother answers: " + strings.Join(t.others, "; ") + "\n")
+	}
+	if !rep.Brief {
+		b.WriteString(tableLegend)
+	}
+	if rep.Elapsed > 0 {
+		fmt.Fprintf(&b, "\n%d scenarios in %.1fs\n", len(rep.Scenarios), rep.Elapsed.Seconds())
+	}
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("lab: write report: %w", err)
+	}
+	return nil
+}
 
-	// Columns: config, scenario, one per region (primary first), 503, verdict.
-	var regions []string
+// tableLegend explains WriteTable's columns and verdicts.
+const tableLegend = `
+Shares are of each scenario's requests; a region's zones are in brackets.
+"seed" rows are the seed's published numbers (1,000 requests each on Google
+Cloud). match: every zone within ±4 points, every region and the 503 share
+within ±4.5 points of the seed (at 1,000 requests; widened by √(1000/N)
+for fewer); DIFF: outside. Under WATERFALL_BY_REGION (no-policy, baseline)
+one client's zones are a draw, not a number to match: the lab's client is
+bound to its own second-layer proxies, each favouring a zone, as the seed's
+client was. Those rows match when dead zones are empty and each region's
+busiest zone carries a fraction of it inside the central 99% of what
+spillway.secondLayerProxies proxies give (8 proxies, three zones: 0.375 to
+0.875), widened by sampling noise; the seed's own six region splits all
+fall inside (docs/semantics.md §2.4).
+`
+
+// scenarioTable is WriteTable's table: the columns are config,
+// scenario, one per region (primary first), 503 and the verdict; each
+// scenario has a row, followed by the seed's when it published one.
+type scenarioTable struct {
+	rep     *Report
+	regions []string
+	rows    [][]string
+	seps    []bool   // per row: a blank line before it (a new config)
+	others  []string // statuses other than 200 and 503, per scenario
+	prevCfg string
+}
+
+// newScenarioTable returns the table with its header row.
+func newScenarioTable(rep *Report) *scenarioTable {
+	t := &scenarioTable{rep: rep}
 	for _, r := range rep.Scenarios {
 		for _, reg := range r.RegionOrder {
-			if !slices.Contains(regions, reg) {
-				regions = append(regions, reg)
+			if !slices.Contains(t.regions, reg) {
+				t.regions = append(t.regions, reg)
 			}
 		}
-	}
-	zonesOf := func(reg string) []string {
-		for _, r := range rep.Scenarios {
-			if zs := r.RegionZones[reg]; zs != nil {
-				return zs
-			}
-		}
-		return nil
 	}
 	header := []string{"CONFIG", "SCENARIO"}
-	for _, reg := range regions {
-		header = append(header, fmt.Sprintf("%s (%s)", reg, strings.Join(zoneSuffixes(reg, zonesOf(reg)), " / ")))
+	for _, reg := range t.regions {
+		header = append(header, fmt.Sprintf("%s (%s)", reg, strings.Join(zoneSuffixes(reg, t.zonesOf(reg)), " / ")))
 	}
 	header = append(header, "503", "")
-	rows := [][]string{header}
-	seps := []bool{false}
-	var others []string
-	prevCfg := ""
-	for i := range rep.Scenarios {
-		r := &rep.Scenarios[i]
-		cfgCell := r.Config
-		if r.Config == prevCfg {
-			cfgCell = ""
-		}
-		seps = append(seps, r.Config != prevCfg && prevCfg != "")
-		prevCfg = r.Config
-		row := []string{cfgCell, ScenarioName(r.Down)}
-		for _, reg := range regions {
-			zs := zonesOf(reg)
-			vals := make([]float64, len(zs))
-			for j, z := range zs {
-				vals[j] = r.Share(r.Zones[z])
-			}
-			row = append(row, regionCell(r.Share(r.Regions[reg]), vals))
-		}
-		row = append(row, fmt.Sprintf("%.1f%%", r.Share(r.Status["503"])), Verdict(r))
-		rows = append(rows, row)
-		if ref := referenceFor(r); ref != nil {
-			seed := []string{"", "  seed"}
-			for _, reg := range regions {
-				switch reg {
-				case "us-south1":
-					seed = append(seed, regionCell(ref.primary, ref.primaryZones))
-				case "us-east4":
-					seed = append(seed, regionCell(ref.secondary, ref.secondaryZones))
-				}
-			}
-			seed = append(seed, fmt.Sprintf("%.1f%%", ref.err503), "")
-			rows = append(rows, seed)
-			seps = append(seps, false)
-		}
-		var codes []string
-		for code, n := range r.Status {
-			if code != "200" && code != "503" && n > 0 {
-				codes = append(codes, fmt.Sprintf("%s×%d", code, n))
-			}
-		}
-		if len(codes) > 0 {
-			sort.Strings(codes)
-			others = append(others, fmt.Sprintf("%s / %s: %s", r.Config, ScenarioName(r.Down), strings.Join(codes, ", ")))
+	t.rows = [][]string{header}
+	t.seps = []bool{false}
+	return t
+}
+
+// zonesOf returns the zones of region reg in the first scenario that
+// has them.
+func (t *scenarioTable) zonesOf(reg string) []string {
+	for _, r := range t.rep.Scenarios {
+		if zs := r.RegionZones[reg]; zs != nil {
+			return zs
 		}
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
+	return nil
+}
+
+// add appends r's row, the seed's row for r if there is one, and r's
+// other statuses.
+func (t *scenarioTable) add(r *Result) {
+	cfgCell := r.Config
+	if r.Config == t.prevCfg {
+		cfgCell = ""
+	}
+	t.seps = append(t.seps, r.Config != t.prevCfg && t.prevCfg != "")
+	t.prevCfg = r.Config
+	row := []string{cfgCell, ScenarioName(r.Down)}
+	for _, reg := range t.regions {
+		zs := t.zonesOf(reg)
+		vals := make([]float64, len(zs))
+		for j, z := range zs {
+			vals[j] = r.Share(r.Zones[z])
+		}
+		row = append(row, regionCell(r.Share(r.Regions[reg]), vals))
+	}
+	row = append(row, fmt.Sprintf("%.1f%%", r.Share(r.Status["503"])), Verdict(r))
+	t.rows = append(t.rows, row)
+	if ref := referenceFor(r); ref != nil {
+		seed := []string{"", "  seed"}
+		for _, reg := range t.regions {
+			switch reg {
+			case "us-south1":
+				seed = append(seed, regionCell(ref.primary, ref.primaryZones))
+			case "us-east4":
+				seed = append(seed, regionCell(ref.secondary, ref.secondaryZones))
+			}
+		}
+		seed = append(seed, fmt.Sprintf("%.1f%%", ref.err503), "")
+		t.rows = append(t.rows, seed)
+		t.seps = append(t.seps, false)
+	}
+	var codes []string
+	for code, n := range r.Status {
+		if code != "200" && code != "503" && n > 0 {
+			codes = append(codes, fmt.Sprintf("%s×%d", code, n))
+		}
+	}
+	if len(codes) > 0 {
+		sort.Strings(codes)
+		t.others = append(t.others, fmt.Sprintf("%s / %s: %s", r.Config, ScenarioName(r.Down), strings.Join(codes, ", ")))
+	}
+}
+
+// render writes the rows in aligned columns: numbers right-aligned,
+// names left-aligned, three spaces apart.
+func (t *scenarioTable) render(b *strings.Builder) {
+	widths := make([]int, len(t.rows[0]))
+	for _, row := range t.rows {
 		for j, c := range row {
 			widths[j] = max(widths[j], len([]rune(c)))
 		}
 	}
-	for i, row := range rows {
-		if seps[i] {
+	for i, row := range t.rows {
+		if t.seps[i] {
 			b.WriteString("\n")
 		}
 		var line strings.Builder
@@ -345,33 +403,6 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
-	if len(others) > 0 {
-		b.WriteString("\nother answers: " + strings.Join(others, "; ") + "\n")
-	}
-	if !rep.Brief {
-		b.WriteString(`
-Shares are of each scenario's requests; a region's zones are in brackets.
-"seed" rows are the seed's published numbers (1,000 requests each on Google
-Cloud). match: every zone within ±4 points, every region and the 503 share
-within ±4.5 points of the seed (at 1,000 requests; widened by √(1000/N)
-for fewer); DIFF: outside. Under WATERFALL_BY_REGION (no-policy, baseline)
-one client's zones are a draw, not a number to match: the lab's client is
-bound to its own second-layer proxies, each favouring a zone, as the seed's
-client was. Those rows match when dead zones are empty and each region's
-busiest zone carries a fraction of it inside the central 99% of what
-spillway.secondLayerProxies proxies give (8 proxies, three zones: 0.375 to
-0.875), widened by sampling noise; the seed's own six region splits all
-fall inside (docs/semantics.md §2.4).
-`)
-	}
-	if rep.Elapsed > 0 {
-		fmt.Fprintf(&b, "\n%d scenarios in %.1fs\n", len(rep.Scenarios), rep.Elapsed.Seconds())
-	}
-	_, err := io.WriteString(w, b.String())
-	if err != nil {
-		return fmt.Errorf("lab: write report: %w", err)
-	}
-	return nil
 }
 
 func regionCell(total float64, zones []float64) string {

@@ -337,7 +337,6 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	if err != nil {
 		return nil, err
 	}
-	rz := regionZones(p)
 	for _, z := range down {
 		if !slices.ContainsFunc(p.Groups, func(g *plan.Group) bool { return g.Zone == z }) {
 			return nil, fmt.Errorf("lab: %s: zone %q has no backends in config %s", label, z, c.Name)
@@ -366,7 +365,27 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	if err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", label, err)
 	}
+	convergedAfter, err := failAndConverge(ctx, servers, bs, down, o, label)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "%d requests... ", o.Requests)
 
+	res, zoneRegion := newResult(p, fe, c.Name, append([]string{}, down...), o.Requests, convergedAfter)
+	sendStart := time.Now()
+	if err := send(ctx, urls, o, zoneRegion, res); err != nil {
+		return nil, fmt.Errorf("lab: %s: %w", label, err)
+	}
+	res.Elapsed = time.Since(start)
+	fmt.Fprintf(o.Progress, "done in %.1fs (requests %.1fs)\n", res.Elapsed.Seconds(), time.Since(sendStart).Seconds())
+	return res, nil
+}
+
+// failAndConverge waits until every server has found every backend
+// healthy, fails the down zones and waits until every server has
+// converged on them, then lets the last changes settle. It returns the
+// time from the failure to convergence.
+func failAndConverge(ctx context.Context, servers []*serve.Server, bs *Backends, down []string, o *Options, label string) (time.Duration, error) {
 	deadline := 15*time.Second + 20*o.Interval
 	// Steady state first: every endpoint is probed (the prober starts each
 	// target within its first interval) and found healthy before the
@@ -374,42 +393,58 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	// stays "UNKNOWN" in the health view (never probed and healthy look
 	// the same to the engine), so only a failure would show here.
 	if err := sleep(ctx, 2*o.Interval); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := waitAll(ctx, servers, deadline, nil); err != nil {
-		return nil, fmt.Errorf("lab: %s: backends never all became healthy: %w", label, err)
+		return 0, fmt.Errorf("lab: %s: backends never all became healthy: %w", label, err)
 	}
 	if len(down) > 0 {
 		fmt.Fprint(o.Progress, "waiting for convergence... ")
 	}
 	failed := time.Now()
-	for _, z := range down {
-		if o.FailMode == FailListeners {
+	if err := failZones(bs, o.FailMode, down); err != nil {
+		return 0, err
+	}
+	if err := waitAll(ctx, servers, deadline, down); err != nil {
+		return 0, fmt.Errorf("lab: %s: no convergence: %w", label, err)
+	}
+	convergedAfter := time.Since(failed)
+	// Settle: let anything published right after the last change land.
+	if err := sleep(ctx, 2*o.Interval); err != nil {
+		return 0, err
+	}
+	if len(down) > 0 {
+		fmt.Fprintf(o.Progress, "converged in %.1fs, ", convergedAfter.Seconds())
+	}
+	return convergedAfter, nil
+}
+
+// failZones fails each zone's backends the mode's way: their health
+// checks, or their listeners.
+func failZones(bs *Backends, mode FailMode, zones []string) error {
+	for _, z := range zones {
+		var err error
+		if mode == FailListeners {
 			err = bs.StopListeners(z)
 		} else {
 			err = bs.FailHealth(z)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := waitAll(ctx, servers, deadline, down); err != nil {
-		return nil, fmt.Errorf("lab: %s: no convergence: %w", label, err)
-	}
-	convergedAfter := time.Since(failed)
-	// Settle: let anything published right after the last change land.
-	if err := sleep(ctx, 2*o.Interval); err != nil {
-		return nil, err
-	}
-	if len(down) > 0 {
-		fmt.Fprintf(o.Progress, "converged in %.1fs, ", convergedAfter.Seconds())
-	}
-	fmt.Fprintf(o.Progress, "%d requests... ", o.Requests)
+	return nil
+}
 
-	res = &Result{
-		Config: c.Name, Down: append([]string{}, down...), Requests: o.Requests,
+// newResult returns the empty result of a scenario run on p through
+// frontend fe: every region and zone counted at 0, and the regions of
+// zones for send. down is stored as given.
+func newResult(p *plan.Plan, fe *config.Frontend, cfgName string, down []string, requests int, converged time.Duration) (*Result, map[string]string) {
+	rz := regionZones(p)
+	res := &Result{
+		Config: cfgName, Down: down, Requests: requests,
 		Regions: map[string]int{}, Zones: map[string]int{}, Status: map[string]int{"200": 0, "503": 0},
-		Primary: fe.Region, RegionZones: rz, Converged: convergedAfter,
+		Primary: fe.Region, RegionZones: rz, Converged: converged, RegionOrder: regionOrder(rz, fe.Region),
 	}
 	for reg, zs := range rz {
 		res.Regions[reg] = 0
@@ -417,7 +452,6 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 			res.Zones[z] = 0
 		}
 	}
-	res.RegionOrder = regionOrder(rz, fe.Region)
 	for _, svc := range p.Services {
 		if svc.Algorithm == plan.WaterfallByRegion {
 			res.Proxies = p.SecondLayerProxies
@@ -427,13 +461,7 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	for _, g := range p.Groups {
 		zoneRegion[g.Zone] = g.Region
 	}
-	sendStart := time.Now()
-	if err := send(ctx, urls, o, zoneRegion, res); err != nil {
-		return nil, fmt.Errorf("lab: %s: %w", label, err)
-	}
-	res.Elapsed = time.Since(start)
-	fmt.Fprintf(o.Progress, "done in %.1fs (requests %.1fs)\n", res.Elapsed.Seconds(), time.Since(sendStart).Seconds())
-	return res, nil
+	return res, zoneRegion
 }
 
 func regionOrder(rz map[string][]string, primary string) []string {

@@ -188,44 +188,17 @@ func RunWinticket(ctx context.Context, o WinticketOptions) (rep *WinticketReport
 		return nil, err
 	}
 	rep = &WinticketReport{Scenario: "winticket"}
-	od := findService(cfg, winticketOutlierService).OutlierDetection
-	rep.Settings = WinticketSettings{
-		ProbeInterval:           o.Interval.String(),
-		OutlierInterval:         o.OutlierInterval.String(),
-		BaseEjectionTime:        o.BaseEjectionTime.String(),
-		ConsecutiveGatewayFails: config.DefaultOutlierConsecutiveGatewayFailure,
-	}
-	if od.ConsecutiveGatewayFailure != nil {
-		rep.Settings.ConsecutiveGatewayFails = *od.ConsecutiveGatewayFailure
-	}
-	orig, err := o.Config.Parse()
-	if err != nil {
+	if rep.Settings, err = o.settings(cfg); err != nil {
 		return nil, err
-	}
-	if ood := findService(orig, winticketOutlierService).OutlierDetection; ood != nil {
-		rep.Settings.ConfigInterval = durationString(ood.Interval, config.DefaultOutlierIntervalSec)
-		rep.Settings.ConfigBaseEjectionTime = durationString(ood.BaseEjectionTime, config.DefaultOutlierBaseEjectionTimeSec)
 	}
 	p, err := plan.Compile(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lab: winticket: %w", err)
 	}
-	r := &winticketRun{o: &o, rep: rep, set: set, zoneRegion: map[string]string{}, primary: fe.Region}
-	for region, zones := range regionZones(p) {
-		if region == fe.Region {
-			r.failZones = zones
-		} else if r.fallback == "" || region < r.fallback {
-			r.fallback = region
-		}
-		for _, z := range zones {
-			r.zoneRegion[z] = region
-		}
+	r, err := newWinticketRun(&o, rep, set, p, fe)
+	if err != nil {
+		return nil, err
 	}
-	if len(r.failZones) == 0 || r.fallback == "" {
-		return nil, fmt.Errorf("lab: winticket: want backends in the frontend's region %s and in one other region", fe.Region)
-	}
-	rep.Settings.Primary, rep.Settings.Fallback = r.primary, r.fallback
-
 	if r.bs, err = StartBackends(ctx, p); err != nil {
 		return nil, err
 	}
@@ -242,28 +215,10 @@ func RunWinticket(ctx context.Context, o WinticketOptions) (rep *WinticketReport
 			err = fmt.Errorf("lab: winticket: serve: %w", rerr)
 		}
 	}()
-	select {
-	case <-r.srv.Ready():
-	case rerr := <-errc:
-		errc <- rerr // for the deferred wait
-		return nil, fmt.Errorf("lab: winticket: serve: %w", rerr)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := r.awaitReady(ctx, errc, fe); err != nil {
+		return nil, err
 	}
-	addr := r.srv.FrontendAddr(fe.Name)
-	if addr == "" {
-		return nil, fmt.Errorf("lab: winticket: frontend %s did not bind", fe.Name)
-	}
-	rep.Settings.Frontend = "https://" + addr + "/"
-	r.url = rep.Settings.Frontend
-	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the lab's own self-signed certificate
-		MaxIdleConnsPerHost: DefaultConcurrency,
-		DisableCompression:  true,
-	}
-	defer tr.CloseIdleConnections()
-	r.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
-
+	defer r.client.CloseIdleConnections()
 	if err := sleep(ctx, 2*o.Interval); err != nil {
 		return rep, err
 	}
@@ -276,6 +231,79 @@ func RunWinticket(ctx context.Context, o WinticketOptions) (rep *WinticketReport
 		}
 	}
 	return rep, nil
+}
+
+// settings returns the lab's settings of the run on cfg (the lab config)
+// beside the outlier detection times of the config as given.
+func (o *WinticketOptions) settings(cfg *config.Config) (WinticketSettings, error) {
+	od := findService(cfg, winticketOutlierService).OutlierDetection
+	set := WinticketSettings{
+		ProbeInterval:           o.Interval.String(),
+		OutlierInterval:         o.OutlierInterval.String(),
+		BaseEjectionTime:        o.BaseEjectionTime.String(),
+		ConsecutiveGatewayFails: config.DefaultOutlierConsecutiveGatewayFailure,
+	}
+	if od.ConsecutiveGatewayFailure != nil {
+		set.ConsecutiveGatewayFails = *od.ConsecutiveGatewayFailure
+	}
+	orig, err := o.Config.Parse()
+	if err != nil {
+		return set, err
+	}
+	if ood := findService(orig, winticketOutlierService).OutlierDetection; ood != nil {
+		set.ConfigInterval = durationString(ood.Interval, config.DefaultOutlierIntervalSec)
+		set.ConfigBaseEjectionTime = durationString(ood.BaseEjectionTime, config.DefaultOutlierBaseEjectionTimeSec)
+	}
+	return set, nil
+}
+
+// newWinticketRun returns the run of p through frontend fe: the
+// frontend's region fails, the alphabetically first other region is the
+// fallback.
+func newWinticketRun(o *WinticketOptions, rep *WinticketReport, set settings, p *plan.Plan, fe *config.Frontend) (*winticketRun, error) {
+	r := &winticketRun{o: o, rep: rep, set: set, zoneRegion: map[string]string{}, primary: fe.Region}
+	for region, zones := range regionZones(p) {
+		if region == fe.Region {
+			r.failZones = zones
+		} else if r.fallback == "" || region < r.fallback {
+			r.fallback = region
+		}
+		for _, z := range zones {
+			r.zoneRegion[z] = region
+		}
+	}
+	if len(r.failZones) == 0 || r.fallback == "" {
+		return nil, fmt.Errorf("lab: winticket: want backends in the frontend's region %s and in one other region", fe.Region)
+	}
+	rep.Settings.Primary, rep.Settings.Fallback = r.primary, r.fallback
+	return r, nil
+}
+
+// awaitReady waits until the server is ready (errc receives its Run's
+// error if it ends first; the error is put back for the caller's
+// deferred wait), then sets the frontend's URL and the client.
+func (r *winticketRun) awaitReady(ctx context.Context, errc chan error, fe *config.Frontend) error {
+	select {
+	case <-r.srv.Ready():
+	case rerr := <-errc:
+		errc <- rerr // for the deferred wait
+		return fmt.Errorf("lab: winticket: serve: %w", rerr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	addr := r.srv.FrontendAddr(fe.Name)
+	if addr == "" {
+		return fmt.Errorf("lab: winticket: frontend %s did not bind", fe.Name)
+	}
+	r.rep.Settings.Frontend = "https://" + addr + "/"
+	r.url = r.rep.Settings.Frontend
+	tr := &http.Transport{
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the lab's own self-signed certificate
+		MaxIdleConnsPerHost: DefaultConcurrency,
+		DisableCompression:  true,
+	}
+	r.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	return nil
 }
 
 // labConfig parses the config and applies the lab settings: fast probes,

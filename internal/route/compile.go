@@ -167,88 +167,125 @@ func compilePathMatcher(base string, pm *config.PathMatcher, urlMapHA []*config.
 	if len(pm.PathRules) > 0 && len(pm.RouteRules) > 0 {
 		return nil, fmt.Errorf("%s: a path matcher has either pathRules or routeRules, not both", base)
 	}
-
-	for i, pr := range pm.PathRules {
+	for i := range pm.PathRules {
+		pr := &pm.PathRules[i]
 		for _, p := range pr.Paths {
-			src := fmt.Sprintf("%s.pathRules[%d](%s)", base, i, p)
-			if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
-				return nil, fmt.Errorf("%s: a path must start with '/' and contain no '?' or '#'", src)
-			}
-			star := strings.IndexByte(p, '*')
-			if star >= 0 && (star != len(p)-1 || p[star-1] != '/') {
-				return nil, fmt.Errorf("%s: '*' is allowed only as the last character, right after '/'", src)
-			}
-			mi := matchInfo{prefixLen: -1}
-			if star >= 0 {
-				mi = matchInfo{prefixLen: len(p) - 1, prefix: p[:len(p)-1]}
-			}
-			a, err := compileAction(src, pr.Service, pr.RouteAction, pr.URLRedirect, has, mi)
-			if err != nil {
+			if err := c.addPathRule(fmt.Sprintf("%s.pathRules[%d](%s)", base, i, p), p, pr, has); err != nil {
 				return nil, err
 			}
-			if a == nil {
-				return nil, fmt.Errorf("%s: no service: set service, routeAction.weightedBackendServices or urlRedirect", src)
-			}
-			if star < 0 {
-				if c.exact == nil {
-					c.exact = map[string]*Action{}
-				}
-				if c.exact[p] != nil {
-					return nil, fmt.Errorf("%s: path listed in more than one path rule", src)
-				}
-				c.exact[p] = a
-				continue
-			}
-			for _, q := range c.prefixes {
-				if q.prefix == mi.prefix {
-					return nil, fmt.Errorf("%s: path listed in more than one path rule", src)
-				}
-			}
-			c.prefixes = append(c.prefixes, prefixRule{prefix: mi.prefix, action: a})
 		}
 	}
 	sort.SliceStable(c.prefixes, func(i, j int) bool { return len(c.prefixes[i].prefix) > len(c.prefixes[j].prefix) })
+	if err := c.addRouteRules(base, pm.RouteRules, has); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
-	order := make([]int, len(pm.RouteRules))
+// pathRulePattern checks one path of a path rule ("/exact" or "/prefix/*")
+// and returns what its rewrite and redirect see as matched: the prefix
+// before the trailing '*', or the whole path (prefixLen -1).
+func pathRulePattern(src, p string) (matchInfo, error) {
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") {
+		return matchInfo{}, fmt.Errorf("%s: a path must start with '/' and contain no '?' or '#'", src)
+	}
+	star := strings.IndexByte(p, '*')
+	if star < 0 {
+		return matchInfo{prefixLen: -1}, nil
+	}
+	if star != len(p)-1 || p[star-1] != '/' {
+		return matchInfo{}, fmt.Errorf("%s: '*' is allowed only as the last character, right after '/'", src)
+	}
+	return matchInfo{prefixLen: len(p) - 1, prefix: p[:len(p)-1]}, nil
+}
+
+// addPathRule compiles one path p of path rule pr and adds it to the
+// exact paths or to the prefixes; a path listed twice is an error.
+func (c *pathMatcher) addPathRule(src, p string, pr *config.PathRule, has []*config.HTTPHeaderAction) error {
+	mi, err := pathRulePattern(src, p)
+	if err != nil {
+		return err
+	}
+	a, err := compileAction(src, pr.Service, pr.RouteAction, pr.URLRedirect, has, mi)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return fmt.Errorf("%s: no service: set service, routeAction.weightedBackendServices or urlRedirect", src)
+	}
+	if mi.prefixLen < 0 {
+		if c.exact == nil {
+			c.exact = map[string]*Action{}
+		}
+		if c.exact[p] != nil {
+			return fmt.Errorf("%s: path listed in more than one path rule", src)
+		}
+		c.exact[p] = a
+		return nil
+	}
+	for _, q := range c.prefixes {
+		if q.prefix == mi.prefix {
+			return fmt.Errorf("%s: path listed in more than one path rule", src)
+		}
+	}
+	c.prefixes = append(c.prefixes, prefixRule{prefix: mi.prefix, action: a})
+	return nil
+}
+
+// addRouteRules compiles the route rules in priority order (stable, so
+// the matchRules of one rule stay in order); two rules may not share a
+// priority.
+func (c *pathMatcher) addRouteRules(base string, rules []config.HTTPRouteRule, has []*config.HTTPHeaderAction) error {
+	order := make([]int, len(rules))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(i, j int) bool { return pm.RouteRules[order[i]].Priority < pm.RouteRules[order[j]].Priority })
+	sort.SliceStable(order, func(i, j int) bool { return rules[order[i]].Priority < rules[order[j]].Priority })
 	for k, i := range order {
-		rr := &pm.RouteRules[i]
+		rr := &rules[i]
 		src := fmt.Sprintf("%s.routeRules[priority=%d]", base, rr.Priority)
-		if k > 0 && pm.RouteRules[order[k-1]].Priority == rr.Priority {
-			return nil, fmt.Errorf("%s: priority used by more than one route rule", src)
+		if k > 0 && rules[order[k-1]].Priority == rr.Priority {
+			return fmt.Errorf("%s: priority used by more than one route rule", src)
 		}
-		rhas := has
-		if rr.HeaderAction != nil {
-			rhas = append([]*config.HTTPHeaderAction{rr.HeaderAction}, has...)
-		}
-		matches := rr.MatchRules
-		if len(matches) == 0 {
-			matches = []config.HTTPRouteRuleMatch{{}} // matches everything
-		}
-		for j := range matches {
-			msrc := src
-			if len(matches) > 1 {
-				msrc = fmt.Sprintf("%s.matchRules[%d]", src, j)
-			}
-			mr, mi, err := compileMatch(msrc, &matches[j])
-			if err != nil {
-				return nil, err
-			}
-			a, err := compileAction(msrc, rr.Service, rr.RouteAction, rr.URLRedirect, rhas, mi)
-			if err != nil {
-				return nil, err
-			}
-			if a == nil {
-				return nil, fmt.Errorf("%s: no service: set service, routeAction.weightedBackendServices or urlRedirect", src)
-			}
-			mr.action = a
-			c.routes = append(c.routes, mr)
+		if err := c.addRouteRule(src, rr, has); err != nil {
+			return err
 		}
 	}
-	return c, nil
+	return nil
+}
+
+// addRouteRule appends one compiled matchRule per matchRules[] entry of
+// rr (a rule without matchRules matches everything), each with its own
+// action: the rewrite and redirect depend on what the entry matched.
+func (c *pathMatcher) addRouteRule(src string, rr *config.HTTPRouteRule, has []*config.HTTPHeaderAction) error {
+	rhas := has
+	if rr.HeaderAction != nil {
+		rhas = append([]*config.HTTPHeaderAction{rr.HeaderAction}, has...)
+	}
+	matches := rr.MatchRules
+	if len(matches) == 0 {
+		matches = []config.HTTPRouteRuleMatch{{}} // matches everything
+	}
+	for j := range matches {
+		msrc := src
+		if len(matches) > 1 {
+			msrc = fmt.Sprintf("%s.matchRules[%d]", src, j)
+		}
+		mr, mi, err := compileMatch(msrc, &matches[j])
+		if err != nil {
+			return err
+		}
+		a, err := compileAction(msrc, rr.Service, rr.RouteAction, rr.URLRedirect, rhas, mi)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			return fmt.Errorf("%s: no service: set service, routeAction.weightedBackendServices or urlRedirect", src)
+		}
+		mr.action = a
+		c.routes = append(c.routes, mr)
+	}
+	return nil
 }
 
 // matchInfo is what a rule's path predicate tells its rewrite and redirect.
@@ -329,39 +366,9 @@ func anchored(expr string) (*regexp.Regexp, error) {
 // an error).
 func compileAction(src, service string, ra *config.HTTPRouteAction, rd *config.HTTPRedirectAction, has []*config.HTTPHeaderAction, mi matchInfo) (*Action, error) {
 	a := &Action{Source: src, HeaderActions: has}
-	var weighted []config.WeightedBackendService
-	if ra != nil {
-		weighted = ra.WeightedBackendServices
-	}
-	set := 0
-	for _, b := range []bool{service != "", rd != nil, len(weighted) > 0} {
-		if b {
-			set++
-		}
-	}
-	switch {
-	case set == 0:
-		if ra != nil {
-			return nil, fmt.Errorf("%s: a routeAction without weightedBackendServices needs a service", src)
-		}
-		return nil, nil
-	case set > 1:
-		return nil, fmt.Errorf("%s: set exactly one of service, urlRedirect, routeAction.weightedBackendServices", src)
-	case service != "":
-		a.Services = []WeightedService{{Name: config.RefName(service), Weight: 1}}
-	case rd != nil:
-		r, err := compileRedirect(src, rd, mi)
-		if err != nil {
-			return nil, err
-		}
-		a.Redirect = r
-	default:
-		for i, w := range weighted {
-			if w.Weight < 0 || w.Weight > 1000 {
-				return nil, fmt.Errorf("%s.routeAction.weightedBackendServices[%d].weight: %d is outside 0..1000", src, i, w.Weight)
-			}
-			a.Services = append(a.Services, WeightedService{Name: config.RefName(w.BackendService), Weight: w.Weight, HeaderAction: w.HeaderAction})
-		}
+	ok, err := a.setTarget(src, service, ra, rd, mi)
+	if err != nil || !ok {
+		return nil, err
 	}
 	for _, s := range a.Services {
 		a.total += uint64(s.Weight)
@@ -377,18 +384,9 @@ func compileAction(src, service string, ra *config.HTTPRouteAction, rd *config.H
 		if a.Redirect != nil {
 			return nil, fmt.Errorf("%s: urlRewrite has no effect on a redirect", src)
 		}
-		c := &Rewrite{Host: rw.HostRewrite, PathPrefix: rw.PathPrefixRewrite, PathTemplate: rw.PathTemplateRewrite, MatchedPrefix: mi.prefix, prefixLen: mi.prefixLen}
-		if c.PathPrefix != "" && c.PathTemplate != "" {
-			return nil, fmt.Errorf("%s.routeAction.urlRewrite: set only one of pathPrefixRewrite and pathTemplateRewrite", src)
+		if a.Rewrite, err = compileRewrite(src, rw, mi); err != nil {
+			return nil, err
 		}
-		if c.PathTemplate != "" {
-			pieces, err := compileRewriteTemplate(c.PathTemplate, mi.tmpl)
-			if err != nil {
-				return nil, fmt.Errorf("%s.routeAction.urlRewrite: %v", src, err)
-			}
-			c.match, c.pieces = mi.tmpl, pieces
-		}
-		a.Rewrite = c
 	}
 	if d := ra.Timeout; d != nil {
 		a.Timeout = time.Duration(d.Seconds)*time.Second + time.Duration(d.Nanos)
@@ -397,6 +395,65 @@ func compileAction(src, service string, ra *config.HTTPRouteAction, rd *config.H
 	a.Mirror = ra.RequestMirrorPolicy
 	a.Fault = ra.FaultInjectionPolicy
 	return a, nil
+}
+
+// setTarget sets where the action sends a request: exactly one of a
+// service, a redirect or routeAction.weightedBackendServices. It reports
+// false when the rule sets none of them (an error if it has a
+// routeAction, which then lacks its services).
+func (a *Action) setTarget(src, service string, ra *config.HTTPRouteAction, rd *config.HTTPRedirectAction, mi matchInfo) (bool, error) {
+	var weighted []config.WeightedBackendService
+	if ra != nil {
+		weighted = ra.WeightedBackendServices
+	}
+	set := 0
+	for _, b := range []bool{service != "", rd != nil, len(weighted) > 0} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case set == 0:
+		if ra != nil {
+			return false, fmt.Errorf("%s: a routeAction without weightedBackendServices needs a service", src)
+		}
+		return false, nil
+	case set > 1:
+		return false, fmt.Errorf("%s: set exactly one of service, urlRedirect, routeAction.weightedBackendServices", src)
+	case service != "":
+		a.Services = []WeightedService{{Name: config.RefName(service), Weight: 1}}
+	case rd != nil:
+		r, err := compileRedirect(src, rd, mi)
+		if err != nil {
+			return false, err
+		}
+		a.Redirect = r
+	default:
+		for i, w := range weighted {
+			if w.Weight < 0 || w.Weight > 1000 {
+				return false, fmt.Errorf("%s.routeAction.weightedBackendServices[%d].weight: %d is outside 0..1000", src, i, w.Weight)
+			}
+			a.Services = append(a.Services, WeightedService{Name: config.RefName(w.BackendService), Weight: w.Weight, HeaderAction: w.HeaderAction})
+		}
+	}
+	return true, nil
+}
+
+// compileRewrite compiles routeAction.urlRewrite against what the rule
+// matched (its prefix, or its path template's variables).
+func compileRewrite(src string, rw *config.URLRewrite, mi matchInfo) (*Rewrite, error) {
+	c := &Rewrite{Host: rw.HostRewrite, PathPrefix: rw.PathPrefixRewrite, PathTemplate: rw.PathTemplateRewrite, MatchedPrefix: mi.prefix, prefixLen: mi.prefixLen}
+	if c.PathPrefix != "" && c.PathTemplate != "" {
+		return nil, fmt.Errorf("%s.routeAction.urlRewrite: set only one of pathPrefixRewrite and pathTemplateRewrite", src)
+	}
+	if c.PathTemplate != "" {
+		pieces, err := compileRewriteTemplate(c.PathTemplate, mi.tmpl)
+		if err != nil {
+			return nil, fmt.Errorf("%s.routeAction.urlRewrite: %v", src, err)
+		}
+		c.match, c.pieces = mi.tmpl, pieces
+	}
+	return c, nil
 }
 
 // redirectCode maps redirectResponseCode to the status sent.

@@ -72,98 +72,137 @@ func compileTemplate(src string) (*pathTemplate, error) {
 	if strings.IndexByte(src, 0) >= 0 {
 		return nil, fmt.Errorf("path template %q contains a NUL byte", src)
 	}
-	t := &pathTemplate{src: src}
-	var (
-		lit        strings.Builder
-		segStart   = false // the previous character was '/'
-		ops        = 0
-		sawStarStr = false
-		inVar      = -1
-	)
-	flush := func() {
-		if lit.Len() > 0 {
-			t.tokens = append(t.tokens, token{kind: tokLiteral, lit: lit.String()})
-			lit.Reset()
-		}
+	tp := &templateParser{t: &pathTemplate{src: src}, src: src, inVar: -1}
+	if err := tp.parse(); err != nil {
+		return nil, err
 	}
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch c {
-		case '{':
-			if inVar >= 0 {
-				return nil, fmt.Errorf("path template %q: nested '{'", t.src)
-			}
-			end := strings.IndexByte(src[i:], '}')
-			if end < 0 {
-				return nil, fmt.Errorf("path template %q: unclosed '{'", t.src)
-			}
-			body := src[i+1 : i+end]
-			name, pattern, hasPattern := strings.Cut(body, "=")
-			if !isVarName(name) {
-				return nil, fmt.Errorf("path template %q: invalid variable name %q (want [a-zA-Z][a-zA-Z0-9_]*)", t.src, name)
-			}
-			for _, v := range t.vars {
-				if v == name {
-					return nil, fmt.Errorf("path template %q: variable %q used twice", t.src, name)
-				}
-			}
-			if !hasPattern {
-				pattern = "*"
-			}
-			if pattern == "" || strings.ContainsAny(pattern, "{}") {
-				return nil, fmt.Errorf("path template %q: invalid pattern %q for variable %q", t.src, pattern, name)
-			}
-			if !segStart {
-				return nil, fmt.Errorf("path template %q: variable %q must start a path segment", t.src, name)
-			}
-			flush()
-			inVar = len(t.vars)
-			t.vars = append(t.vars, name)
-			t.tokens = append(t.tokens, token{kind: tokVarStart, v: inVar})
-			// Splice the pattern in place of the braces: parse it with the
-			// same loop by rewriting src.
-			src = src[:i] + pattern + "\x00" + src[i+end+1:]
-			i--
-			continue
-		case 0:
-			flush()
-			t.tokens = append(t.tokens, token{kind: tokVarEnd, v: inVar})
-			inVar = -1
-			continue
-		case '}':
-			return nil, fmt.Errorf("path template %q: unmatched '}'", t.src)
-		case '*':
-			if !segStart {
-				return nil, fmt.Errorf("path template %q: '*' must start a path segment", t.src)
-			}
-			if sawStarStr {
-				return nil, fmt.Errorf("path template %q: '**' must be the last operator", t.src)
-			}
-			ops++
-			if ops > maxTemplateOps {
-				return nil, fmt.Errorf("path template %q: more than %d operators", t.src, maxTemplateOps)
-			}
-			flush()
-			kind := tokStar
-			if i+1 < len(src) && src[i+1] == '*' {
-				kind, sawStarStr = tokStarStar, true
-				i++
-			}
-			if i+1 < len(src) && src[i+1] == '*' {
-				return nil, fmt.Errorf("path template %q: '***' is not an operator", t.src)
-			}
-			t.tokens = append(t.tokens, token{kind: kind})
-			segStart = false
-			continue
-		}
-		segStart = c == '/'
-		lit.WriteByte(c)
-	}
-	flush()
+	t := tp.t
 	if len(t.vars) > maxTemplateOps {
 		return nil, fmt.Errorf("path template %q: more than %d variables", t.src, maxTemplateOps)
 	}
-	// Record, for each operator, the literal text that must follow it.
+	t.recordFollows()
+	return t, nil
+}
+
+// templateParser is compileTemplate's tokenizer: one left-to-right pass
+// over src in which a variable's braces are replaced by its pattern and a
+// NUL that ends it, so the pattern is tokenized by the same loop.
+type templateParser struct {
+	t          *pathTemplate
+	src        string // the template, variables spliced in as parsed
+	lit        strings.Builder
+	segStart   bool // the previous character was '/'
+	ops        int
+	sawStarStr bool
+	inVar      int // the variable being parsed; -1 outside one
+}
+
+// parse tokenizes the whole template into t.tokens and t.vars.
+func (p *templateParser) parse() error {
+	for i := 0; i < len(p.src); i++ {
+		var err error
+		switch c := p.src[i]; c {
+		case '{':
+			i, err = p.openVar(i)
+		case 0:
+			p.flush()
+			p.t.tokens = append(p.t.tokens, token{kind: tokVarEnd, v: p.inVar})
+			p.inVar = -1
+		case '}':
+			err = fmt.Errorf("path template %q: unmatched '}'", p.t.src)
+		case '*':
+			i, err = p.operator(i)
+		default:
+			p.segStart = c == '/'
+			p.lit.WriteByte(c)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	p.flush()
+	return nil
+}
+
+// flush ends the literal text collected so far as a token.
+func (p *templateParser) flush() {
+	if p.lit.Len() > 0 {
+		p.t.tokens = append(p.t.tokens, token{kind: tokLiteral, lit: p.lit.String()})
+		p.lit.Reset()
+	}
+}
+
+// openVar parses the variable "{name}" or "{name=pattern}" at src[i]
+// and splices its pattern (default "*") and an end marker in place of the
+// braces. It returns the index the loop continues after: the pattern is
+// parsed next.
+func (p *templateParser) openVar(i int) (int, error) {
+	t := p.t
+	if p.inVar >= 0 {
+		return i, fmt.Errorf("path template %q: nested '{'", t.src)
+	}
+	end := strings.IndexByte(p.src[i:], '}')
+	if end < 0 {
+		return i, fmt.Errorf("path template %q: unclosed '{'", t.src)
+	}
+	name, pattern, hasPattern := strings.Cut(p.src[i+1:i+end], "=")
+	if !isVarName(name) {
+		return i, fmt.Errorf("path template %q: invalid variable name %q (want [a-zA-Z][a-zA-Z0-9_]*)", t.src, name)
+	}
+	for _, v := range t.vars {
+		if v == name {
+			return i, fmt.Errorf("path template %q: variable %q used twice", t.src, name)
+		}
+	}
+	if !hasPattern {
+		pattern = "*"
+	}
+	if pattern == "" || strings.ContainsAny(pattern, "{}") {
+		return i, fmt.Errorf("path template %q: invalid pattern %q for variable %q", t.src, pattern, name)
+	}
+	if !p.segStart {
+		return i, fmt.Errorf("path template %q: variable %q must start a path segment", t.src, name)
+	}
+	p.flush()
+	p.inVar = len(t.vars)
+	t.vars = append(t.vars, name)
+	t.tokens = append(t.tokens, token{kind: tokVarStart, v: p.inVar})
+	p.src = p.src[:i] + pattern + "\x00" + p.src[i+end+1:]
+	return i - 1, nil
+}
+
+// operator parses the '*' or '**' at src[i]; it returns the index of its
+// last character.
+func (p *templateParser) operator(i int) (int, error) {
+	t := p.t
+	if !p.segStart {
+		return i, fmt.Errorf("path template %q: '*' must start a path segment", t.src)
+	}
+	if p.sawStarStr {
+		return i, fmt.Errorf("path template %q: '**' must be the last operator", t.src)
+	}
+	p.ops++
+	if p.ops > maxTemplateOps {
+		return i, fmt.Errorf("path template %q: more than %d operators", t.src, maxTemplateOps)
+	}
+	p.flush()
+	kind := tokStar
+	if i+1 < len(p.src) && p.src[i+1] == '*' {
+		kind, p.sawStarStr = tokStarStar, true
+		i++
+	}
+	if i+1 < len(p.src) && p.src[i+1] == '*' {
+		return i, fmt.Errorf("path template %q: '***' is not an operator", t.src)
+	}
+	t.tokens = append(t.tokens, token{kind: kind})
+	p.segStart = false
+	return i, nil
+}
+
+// recordFollows records, for each operator, the literal text that must
+// follow it: up to the next operator, and for '*' only up to the end of
+// its segment.
+func (t *pathTemplate) recordFollows() {
 	for i := range t.tokens {
 		k := t.tokens[i].kind
 		if k != tokStar && k != tokStarStar {
@@ -184,7 +223,6 @@ func compileTemplate(src string) (*pathTemplate, error) {
 		}
 		t.tokens[i].lit = f
 	}
-	return t, nil
 }
 
 // match reports whether path matches the template, recording variable

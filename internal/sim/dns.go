@@ -159,35 +159,67 @@ type DNSTransition struct {
 // virtual clock (members o.Down names fail them), so do the endpoints'
 // (for backendService names), and queries are counted after convergence.
 func RunDNS(p *plan.Plan, d DNS, o DNSOptions) (*DNSResult, error) {
-	if o.Name == "" {
-		return nil, fmt.Errorf("--dns needs a name, e.g. --dns api.gslb.example")
-	}
-	if o.Queries <= 0 && o.Rate <= 0 {
-		o.Queries = 1000
-	}
-	if o.Rate > 0 && o.Duration <= 0 {
-		return nil, fmt.Errorf("--rate needs --duration (for example --duration 60s)")
-	}
-	if len(o.Events) > 0 && o.Rate <= 0 {
-		return nil, fmt.Errorf("--at needs rate mode: add --rate QPS --duration D")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	s := newCore(p, o.Seed)
 	r := &dnsRun{d: d, o: o, members: d.Members(), checks: d.Checks(), base: len(p.Endpoints)}
 	r.down = make([]bool, len(r.members))
 	s.dns = r
-	for _, t := range o.Down {
-		if err := s.validateDNSTarget(t); err != nil {
-			return nil, fmt.Errorf("--down: %w", err)
+	if err := s.checkDNSTargets(o.Down, o.Events); err != nil {
+		return nil, err
+	}
+	r.newResult(config.CanonicalDNSName(o.Name))
+	s.convergeDNS()
+	if o.Rate > 0 {
+		s.runDNSRate()
+	} else {
+		for range o.Queries {
+			r.query(s.now, s.view, nil)
 		}
 	}
-	for _, ev := range o.Events {
+	r.keepShownTransitions()
+	return r.res, nil
+}
+
+// check validates o and sets its default (1,000 queries in count mode).
+func (o *DNSOptions) check() error {
+	if o.Name == "" {
+		return fmt.Errorf("--dns needs a name, e.g. --dns api.gslb.example")
+	}
+	if o.Queries <= 0 && o.Rate <= 0 {
+		o.Queries = 1000
+	}
+	if o.Rate > 0 && o.Duration <= 0 {
+		return fmt.Errorf("--rate needs --duration (for example --duration 60s)")
+	}
+	if len(o.Events) > 0 && o.Rate <= 0 {
+		return fmt.Errorf("--at needs rate mode: add --rate QPS --duration D")
+	}
+	return nil
+}
+
+// checkDNSTargets fails on the first --down or event target that names
+// no member or endpoint.
+func (s *sim) checkDNSTargets(down []string, events []Event) error {
+	for _, t := range down {
+		if err := s.validateDNSTarget(t); err != nil {
+			return fmt.Errorf("--down: %w", err)
+		}
+	}
+	for _, ev := range events {
 		for _, t := range ev.Targets {
 			if err := s.validateDNSTarget(t); err != nil {
-				return nil, fmt.Errorf("event at %s: %w", ev.At, err)
+				return fmt.Errorf("event at %s: %w", ev.At, err)
 			}
 		}
 	}
-	owner := config.CanonicalDNSName(o.Name)
+	return nil
+}
+
+// newResult starts the result for the name owner, showing owner's
+// members.
+func (r *dnsRun) newResult(owner string) {
 	r.res = &DNSResult{Name: owner, Members: map[string]int{}, Addresses: map[string]int{}, Regions: map[string]int{},
 		TTLs: map[string]int{}, Rcodes: map[string]int{"NOERROR": 0}}
 	r.shown = make([]bool, len(r.members))
@@ -196,18 +228,26 @@ func RunDNS(p *plan.Plan, d DNS, o DNSOptions) (*DNSResult, error) {
 			r.show(i)
 		}
 	}
+}
 
+// convergeDNS brings the simulation to the start of counting: every
+// check passes first (its phase spread over its interval), then the
+// --down targets fail and the virtual clock runs for the convergence
+// horizon. It records ConvergedAfter and moves the transitions' origin
+// to the start of counting.
+func (s *sim) convergeDNS() {
+	r := s.dns
 	s.warmStart()
 	for i, c := range r.checks {
 		r.d.ObserveProbe(i, true, "", s.now)
 		// Phases spread over the interval, in whole milliseconds.
 		off := time.Duration(s.rng.Int64N(max(int64(c.Interval/time.Millisecond), 1))) * time.Millisecond
-		heap.Push(&s.queue, &event{at: s.now.Add(off), kind: evDNSProbe, ep: len(p.Endpoints) + i})
+		heap.Push(&s.queue, &event{at: s.now.Add(off), kind: evDNSProbe, ep: r.base + i})
 	}
-	r.weights = d.Weights(s.now, s.view)
+	r.weights = r.d.Weights(s.now, s.view)
 	failAt := s.now
 	r.start = failAt
-	s.setDown(o.Down, true)
+	s.setDown(r.o.Down, true)
 	s.advance(s.now.Add(s.dnsHorizon()))
 	r.res.ConvergedAfter = Duration(r.lastChange.Sub(failAt))
 	if r.lastChange.IsZero() {
@@ -218,15 +258,10 @@ func RunDNS(p *plan.Plan, d DNS, o DNSOptions) (*DNSResult, error) {
 	for i := range r.res.Transitions {
 		r.res.Transitions[i].At -= Duration(s.now.Sub(failAt))
 	}
+}
 
-	if o.Rate > 0 {
-		s.runDNSRate()
-	} else {
-		for range o.Queries {
-			r.query(s.now, s.view, nil)
-		}
-	}
-	// Keep only the transitions of the members shown.
+// keepShownTransitions drops the transitions of members not shown.
+func (r *dnsRun) keepShownTransitions() {
 	kept := r.res.Transitions[:0]
 	for _, t := range r.res.Transitions {
 		for _, m := range r.res.MemberOrder {
@@ -237,7 +272,6 @@ func RunDNS(p *plan.Plan, d DNS, o DNSOptions) (*DNSResult, error) {
 		}
 	}
 	r.res.Transitions = kept
-	return r.res, nil
 }
 
 // dnsRun is the DNS part of a simulation.

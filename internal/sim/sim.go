@@ -161,24 +161,9 @@ func newSim(p *plan.Plan, o Options) (*sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("URL map %s: %w", um.Name, err)
 	}
-	client := engine.Client{Region: -1}
-	if o.ClientIP != "" {
-		a, err := netip.ParseAddr(o.ClientIP)
-		if err != nil {
-			return nil, fmt.Errorf("--client-ip %q: not an IP address (fix: give one address, such as 127.0.0.1 or ::1)", o.ClientIP)
-		}
-		client.Addr, client.HasAddr = engine.HashKey(a.Unmap().String()), true
-	}
-	region := o.ClientRegion
-	if region == "" && fe != nil {
-		region = fe.Region
-	}
-	if region != "" {
-		// Any built-in Google Cloud region may send the requests, not only
-		// the plan's regions: it joins a copy of the plan.
-		if p, client.Region, err = p.WithClientRegion(region); err != nil {
-			return nil, fmt.Errorf("--client-region: %w", err)
-		}
+	p, client, err := clientOf(p, o, fe)
+	if err != nil {
+		return nil, err
 	}
 	s := newCore(p, o.Seed)
 	s.o = o
@@ -191,30 +176,73 @@ func newSim(p *plan.Plan, o Options) (*sim, error) {
 	if s.req.Path == "" {
 		s.req.Path = "/"
 	}
-	for _, d := range o.Down {
-		if _, err := s.resolve(d); err != nil {
-			return nil, fmt.Errorf("--down: %w", err)
+	if err := s.checkTargets(o.Down, o.Events); err != nil {
+		return nil, err
+	}
+	s.res = newResult(p)
+	return s, nil
+}
+
+// clientOf returns the simulated client of o: its hash key (--client-ip)
+// and its region (--client-region, else the frontend's fe). A region
+// the plan does not have joins a copy of p, which clientOf returns.
+func clientOf(p *plan.Plan, o Options, fe *plan.Frontend) (*plan.Plan, engine.Client, error) {
+	client := engine.Client{Region: -1}
+	if o.ClientIP != "" {
+		a, err := netip.ParseAddr(o.ClientIP)
+		if err != nil {
+			return nil, client, fmt.Errorf("--client-ip %q: not an IP address (fix: give one address, such as 127.0.0.1 or ::1)", o.ClientIP)
+		}
+		client.Addr, client.HasAddr = engine.HashKey(a.Unmap().String()), true
+	}
+	region := o.ClientRegion
+	if region == "" && fe != nil {
+		region = fe.Region
+	}
+	if region != "" {
+		// Any built-in Google Cloud region may send the requests, not only
+		// the plan's regions: it joins a copy of the plan.
+		var err error
+		if p, client.Region, err = p.WithClientRegion(region); err != nil {
+			return nil, client, fmt.Errorf("--client-region: %w", err)
 		}
 	}
-	for _, ev := range o.Events {
+	return p, client, nil
+}
+
+// checkTargets fails on the first --down or event target that names
+// nothing in the plan.
+func (s *sim) checkTargets(down []string, events []Event) error {
+	for _, d := range down {
+		if _, err := s.resolve(d); err != nil {
+			return fmt.Errorf("--down: %w", err)
+		}
+	}
+	for _, ev := range events {
 		for _, t := range ev.Targets {
 			if _, err := s.resolve(t); err != nil {
-				return nil, fmt.Errorf("event at %s: %w", ev.At, err)
+				return fmt.Errorf("event at %s: %w", ev.At, err)
 			}
 		}
 	}
-	s.res = &Result{Regions: map[string]int{}, Zones: map[string]int{}, Status: map[string]int{"200": 0, "503": 0}}
+	return nil
+}
+
+// newResult returns an empty result over p's regions and zones (zones
+// sorted), with the 200 and 503 statuses present.
+func newResult(p *plan.Plan) *Result {
+	res := &Result{Regions: map[string]int{}, Zones: map[string]int{}, Status: map[string]int{"200": 0, "503": 0}}
 	seen := map[string]bool{}
 	for _, g := range p.Groups {
-		s.res.Regions[g.Region] = 0
+		res.Regions[g.Region] = 0
 		if !seen[g.Zone] {
 			seen[g.Zone] = true
-			s.res.ZoneOrder = append(s.res.ZoneOrder, g.Zone)
+			res.ZoneOrder = append(res.ZoneOrder, g.Zone)
 		}
-		s.res.Zones[g.Zone] = 0
+		res.Zones[g.Zone] = 0
 	}
-	sort.Strings(s.res.ZoneOrder)
-	return s, nil
+	sort.Strings(res.ZoneOrder)
+	return res
 }
 
 func pickURLMap(p *plan.Plan, name string) (*plan.URLMap, *plan.Frontend, error) {
