@@ -176,7 +176,7 @@ func (s *Server) check(m *dns.Msg, rq *request) *zone {
 	if !strings.HasSuffix(rq.name, ".") {
 		rq.name += "."
 	}
-	z := s.zones.find(rq.name)
+	z := s.zones.forQuestion(rq.name, qu.Qtype)
 	if z == nil {
 		m.Rcode = dns.RcodeRefused
 		return nil
