@@ -19,7 +19,7 @@ import (
 // unsupported (NOTIMP, FORMERR, BADVERS: the reply goes out as is);
 // check decides whether this server answers the question at all (CHAOS
 // identity, REFUSED, the zone); answer fills the reply from the zone;
-// finish echoes ECS and truncates for UDP. It lives on respondTo's stack;
+// finish echoes ECS and truncates for UDP (an empty TC reply). It lives on respondTo's stack;
 // the reply, the query and the Query observed are passed beside it, not
 // kept in it, so that escape analysis, which does not tell one field of
 // a request from another, does not move them to the heap with what the
@@ -248,15 +248,18 @@ func (s *Server) follow(m *dns.Msg, rq *request, z *zone, q *Query) *node {
 }
 
 // records appends node n's records of the type asked to m's answer:
-// a GSLB name's chosen addresses, every record set for ANY, the CNAME,
-// or the static record set (with in-zone glue for NS).
+// a GSLB name's chosen addresses, for ANY over UDP a synthesized HINFO
+// and over TCP every record set, the CNAME, or the static record set
+// (with in-zone glue for NS).
 func (s *Server) records(m *dns.Msg, rq *request, z *zone, n *node, q *Query) {
 	qt := rq.qu.Qtype
 	switch g := n.gslb; {
+	case qt == dns.TypeANY && !rq.tcp:
+		m.Answer = appendHINFO(m.Answer, rq.name, n)
 	case g != nil && (qt == dns.TypeA || qt == dns.TypeAAAA || qt == dns.TypeANY):
 		s.addresses(m, rq, g, q)
 	case qt == dns.TypeANY:
-		// RFC 8482 allows less; a static name has few record sets.
+		// Over TCP every set: a static name has few.
 		for _, rrs := range n.rrsets {
 			m.Answer = append(m.Answer, rrs...)
 		}
@@ -269,6 +272,25 @@ func (s *Server) records(m *dns.Msg, rq *request, z *zone, n *node, q *Query) {
 			m.Extra = s.glue(m.Extra, z, rrs)
 		}
 	}
+}
+
+// hinfoTTL is the TTL of the HINFO that answers ANY over UDP, as Knot's
+// and NSD's: it says nothing that changes.
+const hinfoTTL = 3600
+
+// appendHINFO appends to answer the reply to ANY over UDP at name, whose
+// node is n: one HINFO "RFC8482" "" (RFC 8482 §4.2) when n has records,
+// nothing (NODATA) when it is an empty non-terminal. Every record set
+// would make a ~40-byte query a large reply to a spoofed address; the
+// resolvers that need the sets ask over TCP or for each type.
+func appendHINFO(answer []dns.RR, name string, n *node) []dns.RR {
+	if len(n.rrsets) == 0 && n.gslb == nil {
+		return answer
+	}
+	return append(answer, &dns.HINFO{
+		Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeHINFO, Class: dns.ClassINET, Ttl: hinfoTTL},
+		Cpu: "RFC8482",
+	})
 }
 
 // addresses appends to m the addresses GSLB name g answers rq's client with,
@@ -330,6 +352,28 @@ func (rq *request) finish(m *dns.Msg) *dns.Msg {
 		m.Compress = len(m.Answer)+len(m.Ns)+len(m.Extra) > 1
 		return m
 	}
-	m.Truncate(rq.udpSize)
+	rq.truncate(m)
 	return m
+}
+
+// truncate makes UDP reply m fit rq's payload size: uncompressed when it
+// fits so, compressed when that is needed, and when even that does not
+// fit, TC set with the answer and authority sections empty and the OPT
+// record alone in additional, as Knot and NSD send it. A partial answer
+// (what dns.Msg.Truncate leaves) is of no use to a resolver, which asks
+// again over TCP, and only adds to the reply a spoofed query reflects.
+func (rq *request) truncate(m *dns.Msg) {
+	m.Compress = false
+	if m.Len() <= rq.udpSize {
+		return
+	}
+	m.Compress = true
+	if m.Len() <= rq.udpSize {
+		return
+	}
+	m.Truncated = true
+	m.Answer, m.Ns, m.Extra = nil, nil, nil
+	if rq.opt != nil {
+		m.Extra = []dns.RR{rq.opt}
+	}
 }
