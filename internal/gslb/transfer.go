@@ -215,7 +215,7 @@ func isTransfer(r *dns.Msg, tcp bool) bool {
 // the zone's static part when src and the request's TSIG key are allowed
 // by its transfer block, REFUSED otherwise, NOTAUTH for a name that is no
 // served zone or a request whose TSIG does not verify (RFC 8945 §5.2,
-// unsigned, with the TSIG error). An IXFR from the current serial (or a
+// with the TSIG error; signed for BADTIME only). An IXFR from the current serial (or a
 // newer one) gets the SOA alone; from any other, the whole zone, as RFC
 // 1995 §4 allows a server without history.
 func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr) {
@@ -238,9 +238,7 @@ func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr)
 	}
 	if tsig != nil && !signed {
 		s.log.Info("gslb: zone transfer with a bad TSIG", "zone", q.Name, "client", src, "key", tsig.Hdr.Name, "err", w.TsigStatus())
-		if out, err := tsigError(r, w.TsigStatus()).Pack(); err == nil {
-			_, _ = w.Write(out)
-		}
+		writeTSIGError(w, r, w.TsigStatus())
 		return
 	}
 	z := s.zones[config.CanonicalDNSName(q.Name)]
