@@ -297,6 +297,12 @@ func appendHINFO(answer []dns.RR, name string, n *node) []dns.RR {
 // noting the first member answered in q (nil: not observed).
 func (s *Server) addresses(m *dns.Msg, rq *request, g *gname, q *Query) {
 	qt := rq.qu.Qtype
+	if qt == dns.TypeA && !g.has4 || qt == dns.TypeAAAA && !g.has6 {
+		// NODATA whoever asks: placing the client would widen the ECS
+		// scope of an answer that does not depend on it (RFC 7871
+		// §7.2.1 wants scope 0 then).
+		return
+	}
 	ladder := rq.ladder(g)
 	before := len(m.Answer)
 	if qt == dns.TypeANY {
