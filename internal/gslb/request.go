@@ -100,7 +100,30 @@ func (rq *request) parse(m, r *dns.Msg) bool {
 		return false
 	}
 	rq.qu = r.Question[0]
+	if rcode := metaRcode(rq.qu.Qtype); rcode != dns.RcodeSuccess {
+		m.Rcode = rcode
+		return false
+	}
 	return rq.parseEDNS(m)
+}
+
+// metaRcode returns the RCODE of a query for a meta-QTYPE that is not
+// answered, whatever the name and class, as BIND 9.18 answers it
+// (checked against named on loopback): NOTIMP for MAILA and MAILB (RFC
+// 1035's mail queries, obsolete), FORMERR for OPT and for every type of
+// the meta range 128-255 (RFC 6895 §3.1) but ANY, AXFR and IXFR: TSIG,
+// TKEY (Spillway negotiates no keys), NXNAME (RFC 9824 §3.5) and the
+// unassigned ones. RcodeSuccess for the rest.
+func metaRcode(qtype uint16) int {
+	switch {
+	case qtype == dns.TypeMAILA || qtype == dns.TypeMAILB:
+		return dns.RcodeNotImplemented
+	case qtype == dns.TypeANY || qtype == dns.TypeAXFR || qtype == dns.TypeIXFR:
+		return dns.RcodeSuccess
+	case qtype == dns.TypeOPT || qtype >= 128 && qtype <= 255:
+		return dns.RcodeFormatError
+	}
+	return dns.RcodeSuccess
 }
 
 // malformed returns FORMERR for a QUERY whose sections Spillway does not
@@ -162,7 +185,7 @@ func (rq *request) parseEDNS(m *dns.Msg) bool {
 // check decides whether this server answers rq's question and returns
 // the zone to answer from, or nil when reply m is already decided: a
 // CHAOS identity answer, or REFUSED (a class or transfer type not served
-// here, a name outside every zone) or FORMERR (NXNAME to a signed zone).
+// here, a name outside every zone).
 func (s *Server) check(m *dns.Msg, rq *request) *zone {
 	qu := rq.qu
 	if qu.Qclass == dns.ClassCHAOS && s.chaos(m, qu) {
@@ -181,12 +204,6 @@ func (s *Server) check(m *dns.Msg, rq *request) *zone {
 		m.Rcode = dns.RcodeRefused
 		return nil
 	}
-	// RFC 9824 §3.5: an explicit query for the NXNAME meta-type gets
-	// FORMERR from a server doing compact denial.
-	if qu.Qtype == dns.TypeNXNAME && z.signer != nil {
-		m.Rcode = dns.RcodeFormatError
-		return nil
-	}
 	return z
 }
 
@@ -197,6 +214,9 @@ func (s *Server) answer(m *dns.Msg, rq *request, z *zone, q *Query) {
 	m.Authoritative = true
 	s.syncView(rq.now)
 	n := s.follow(m, rq, z, q)
+	if z.signer != nil && rq.qu.Qtype == dns.TypeRRSIG {
+		m.Answer = z.signer.signatures(m.Answer, rq.now)
+	}
 	if z.signer != nil && rq.reqOpt != nil && rq.reqOpt.Do() {
 		z.signer.sign(m, rq.opt, rq.reqOpt.Co(), rq.name, n, rq.now)
 	}
@@ -256,8 +276,10 @@ func (s *Server) records(m *dns.Msg, rq *request, z *zone, n *node, q *Query) {
 	switch g := n.gslb; {
 	case qt == dns.TypeANY && !rq.tcp:
 		m.Answer = appendHINFO(m.Answer, rq.name, n)
+	case qt == dns.TypeRRSIG && z.signer != nil:
+		s.signedSets(m, rq, n, q)
 	case g != nil && (qt == dns.TypeA || qt == dns.TypeAAAA || qt == dns.TypeANY):
-		s.addresses(m, rq, g, q)
+		s.addresses(m, rq, g, qt, q)
 	case qt == dns.TypeANY:
 		// Over TCP every set: a static name has few.
 		for _, rrs := range n.rrsets {
@@ -293,10 +315,30 @@ func appendHINFO(answer []dns.RR, name string, n *node) []dns.RR {
 	})
 }
 
-// addresses appends to m the addresses GSLB name g answers rq's client with,
-// noting the first member answered in q (nil: not observed).
-func (s *Server) addresses(m *dns.Msg, rq *request, g *gname, q *Query) {
-	qt := rq.qu.Qtype
+// signedSets appends to m's answer the record sets of node n whose
+// signatures an explicit RRSIG query to a signed zone gets (answer
+// replaces the sets by them): over TCP every set, over UDP the first in
+// type order only, as BIND's minimal-any answers RRSIG queries, so that
+// they are no way around the limit on ANY. A GSLB name's sets are the
+// addresses this query would get.
+func (s *Server) signedSets(m *dns.Msg, rq *request, n *node, q *Query) {
+	start := len(m.Answer)
+	for _, t := range setTypes(n, 0) {
+		if g := n.gslb; g != nil && (t == dns.TypeA || t == dns.TypeAAAA) {
+			s.addresses(m, rq, g, t, q)
+		} else {
+			m.Answer = append(m.Answer, n.rrsets[t]...)
+		}
+		if !rq.tcp && len(m.Answer) > start {
+			return
+		}
+	}
+}
+
+// addresses appends to m the addresses of type qt (A, AAAA or ANY for
+// both) GSLB name g answers rq's client with, noting the first member
+// answered in q (nil: not observed).
+func (s *Server) addresses(m *dns.Msg, rq *request, g *gname, qt uint16, q *Query) {
 	if qt == dns.TypeA && !g.has4 || qt == dns.TypeAAAA && !g.has6 {
 		// NODATA whoever asks: placing the client would widen the ECS
 		// scope of an answer that does not depend on it (RFC 7871
