@@ -47,11 +47,11 @@ type gname struct {
 	// region (regions by RTT, LATENCY's scaled by bias) plus a last one, a
 	// single tier, for clients whose region is unknown.
 	ladders [][][]int
-	all     []int          // every member index, in order
+	all     []int // every member index, in order
 	// has4 and has6: whether any member is IPv4, IPv6.
 	has4, has6 bool
-	table   *locationTable // GEO and LATENCY only
-	geo     *geoDB         // GEO and LATENCY with geoDatabase only
+	table      *locationTable // GEO and LATENCY only
+	geo        *geoDB         // GEO and LATENCY with geoDatabase only
 	// geoKeys maps the country and continent keys of locations to
 	// client-region ladders (GEO with geoDatabase only).
 	geoKeys map[geoKey]int
