@@ -186,7 +186,12 @@ func (z *zone) staticChunks(soa *dns.SOA) [][]dns.RR {
 			rrs = append(rrs, n.rrsets[t]...)
 		}
 	}
-	rrs = append(rrs, soa)
+	return chunkRecords(append(rrs, soa))
+}
+
+// chunkRecords splits a transfer's records into messages of about
+// xfrChunk octets (uncompressed).
+func chunkRecords(rrs []dns.RR) [][]dns.RR {
 	var chunks [][]dns.RR
 	size, from := 0, 0
 	for i, rr := range rrs {
@@ -262,8 +267,12 @@ func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr)
 			return
 		}
 	}
-	ch := make(chan *dns.Envelope, len(x.chunks))
-	for _, c := range x.chunks {
+	chunks := x.chunks
+	if z.signer != nil {
+		chunks = z.signedTransfer(x.soa, s.now()) // transfer_signed.go
+	}
+	ch := make(chan *dns.Envelope, len(chunks))
+	for _, c := range chunks {
 		ch <- &dns.Envelope{RR: c}
 	}
 	close(ch)
