@@ -187,7 +187,8 @@ func TestProtocol(t *testing.T) {
 }
 
 // TestTruncation: a large answer sets TC over UDP (512 bytes without
-// EDNS; at most 1232 with it) and comes whole over TCP.
+// EDNS; at most 1232 with it), with empty answer and authority sections,
+// and comes whole over TCP.
 func TestTruncation(t *testing.T) {
 	_, addr := start(t, zoneYAML, gslb.Options{})
 	for _, tc := range []struct {
