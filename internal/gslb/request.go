@@ -19,11 +19,12 @@ import (
 // unsupported (NOTIMP, FORMERR, BADVERS: the reply goes out as is);
 // check decides whether this server answers the question at all (CHAOS
 // identity, REFUSED, the zone); answer fills the reply from the zone;
-// finish echoes ECS and truncates for UDP (an empty TC reply). It lives on respondTo's stack;
-// the reply, the query and the Query observed are passed beside it, not
-// kept in it, so that escape analysis, which does not tell one field of
-// a request from another, does not move them to the heap with what the
-// reply's records point to (the UDP loop reuses the reply and the query).
+// finish echoes ECS and truncates for UDP (to an empty TC reply). It
+// lives on respondTo's stack; the reply, the query and the Query observed
+// are passed beside it, not kept in it, so that escape analysis, which
+// does not tell one field of a request from another, does not move them
+// to the heap with what the reply's records point to (the UDP loop
+// reuses the reply and the query).
 type request struct {
 	qu   dns.Question
 	name string // the name being answered: QNAME lowered and absolute, then each CNAME target followed
@@ -296,8 +297,8 @@ func (s *Server) records(m *dns.Msg, rq *request, z *zone, n *node, q *Query) {
 	}
 }
 
-// hinfoTTL is the TTL of the HINFO that answers ANY over UDP, as Knot's
-// and NSD's: it says nothing that changes.
+// hinfoTTL is the TTL of the HINFO that answers ANY over UDP: an hour,
+// since it says nothing that changes (Cloudflare's is about as long).
 const hinfoTTL = 3600
 
 // appendHINFO appends to answer the reply to ANY over UDP at name, whose
