@@ -76,11 +76,9 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 	}
 	v.cnameLoops(cnames)
 	cuts := v.dnsCuts(p, z)
+	// A signed zone may be transferred: the transfer carries the static
+	// part signed, with an NSEC chain (internal/gslb transfer_signed.go).
 	v.dnsTransfer(p+".transfer", z.Transfer)
-	if z.Transfer != nil && z.DNSSEC != nil && !z.DNSSEC.Disabled {
-		v.add(p+".transfer", "remove transfer (let secondaries query Spillway, or sign on the secondaries with their own keys), or set dnssec.disabled",
-			"a signed zone cannot be transferred: its signatures are made online, per answer, and never transferred, so a secondary would serve the zone unsigned under the parent's DS and validators would fail it")
-	}
 	for j := range z.GSLBNames {
 		g := &z.GSLBNames[j]
 		gp := at("%s.gslbNames[%d]", p, j)

@@ -103,15 +103,12 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 		Hdr:        dns.RR_Header{Name: name, Rrtype: dns.TypeNSEC, Class: dns.ClassINET, Ttl: soa.Header().Ttl},
 		NextDomain: `\000.` + name,
 	}
-	if n == nil {
-		nsec.TypeBitMap = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}
-		if m.Rcode == dns.RcodeNameError && !co {
-			m.Rcode = dns.RcodeSuccess
-		}
-	} else {
-		nsec.TypeBitMap = nodeTypes(n)
+	qt := m.Question[0].Qtype
+	nsec.TypeBitMap = denialTypes(n, qt)
+	if n == nil && m.Rcode == dns.RcodeNameError && !co {
+		m.Rcode = dns.RcodeSuccess
 	}
-	if m.Question[0].Qtype == dns.TypeNSEC && len(m.Answer) == 0 {
+	if qt == dns.TypeNSEC && len(m.Answer) == 0 {
 		m.Answer, m.Ns = sg.signSection([]dns.RR{nsec}, now), nil
 		return
 	}
@@ -146,29 +143,74 @@ func (sg *signer) signReferral(rrs []dns.RR, now time.Time) []dns.RR {
 	return append(ns, sg.signSection([]dns.RR{nsec}, now)...)
 }
 
+// denialTypes returns the NSEC bitmap that denies qtype at a name whose
+// node is n: for a name that does not exist (n nil) RRSIG, NSEC and
+// NXNAME (RFC 9824 §3.2), else n's types (nodeTypes). For an explicit
+// RRSIG query it leaves RRSIG out: such a NODATA is given only where the
+// name has no record set to show signatures of, and validators reject a
+// NODATA whose NSEC lists the type asked for.
+func denialTypes(n *node, qtype uint16) []uint16 {
+	var ts []uint16
+	if n == nil {
+		ts = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}
+	} else {
+		ts = nodeTypes(n)
+	}
+	if qtype == dns.TypeRRSIG {
+		ts = slices.DeleteFunc(ts, func(t uint16) bool { return t == dns.TypeRRSIG })
+	}
+	return ts
+}
+
 // nodeTypes returns the types at n for its NSEC bitmap, sorted: its
 // record sets, CNAME, the address families of a GSLB name, and RRSIG and
 // NSEC.
 func nodeTypes(n *node) []uint16 {
-	ts := make([]uint16, 0, len(n.rrsets)+4)
-	for t := range n.rrsets {
-		ts = append(ts, t)
-	}
+	ts := setTypes(n, 3)
 	if n.cname != nil {
 		ts = append(ts, dns.TypeCNAME)
-	}
-	if g := n.gslb; g != nil {
-		for i := range g.members {
-			if g.members[i].addr.Is6() {
-				ts = append(ts, dns.TypeAAAA)
-			} else {
-				ts = append(ts, dns.TypeA)
-			}
-		}
 	}
 	ts = append(ts, dns.TypeRRSIG, dns.TypeNSEC)
 	slices.Sort(ts)
 	return slices.Compact(ts)
+}
+
+// setTypes returns the types of n's record sets, a GSLB name's address
+// families included, sorted, in a slice with room for extra more.
+func setTypes(n *node, extra int) []uint16 {
+	ts := make([]uint16, 0, len(n.rrsets)+2+extra)
+	for t := range n.rrsets {
+		ts = append(ts, t)
+	}
+	if g := n.gslb; g != nil && g.has4 {
+		ts = append(ts, dns.TypeA)
+	}
+	if g := n.gslb; g != nil && g.has6 {
+		ts = append(ts, dns.TypeAAAA)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// signatures returns answer with every record set but CNAMEs replaced by
+// its RRSIG: the answer to an explicit RRSIG query (a CNAME chain on the
+// way stays, and is signed like any answer when the query set DO).
+func (sg *signer) signatures(answer []dns.RR, now time.Time) []dns.RR {
+	out := answer[:0:0]
+	for start := 0; start < len(answer); {
+		h := answer[start].Header()
+		end := start + 1
+		for end < len(answer) && answer[end].Header().Rrtype == h.Rrtype && answer[end].Header().Name == h.Name {
+			end++
+		}
+		if h.Rrtype == dns.TypeCNAME {
+			out = append(out, answer[start:end]...)
+		} else if sig := sg.signSet(answer[start:end], now); sig != nil {
+			out = append(out, sig)
+		}
+		start = end
+	}
+	return out
 }
 
 // signSection returns rrs with an RRSIG after each record set (a run of
@@ -185,7 +227,9 @@ func (sg *signer) signSection(rrs []dns.RR, now time.Time) []dns.RR {
 			end++
 		}
 		out = append(out, rrs[start:end]...)
-		if sig := sg.signSet(rrs[start:end], now); sig != nil {
+		if h.Rrtype == dns.TypeRRSIG {
+			// The answer to an RRSIG query: signatures are not signed.
+		} else if sig := sg.signSet(rrs[start:end], now); sig != nil {
 			out = append(out, sig)
 		}
 		start = end

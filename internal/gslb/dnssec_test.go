@@ -416,6 +416,9 @@ func FuzzSignedHandler(f *testing.F) {
 						set = append(set, x)
 					}
 				}
+				if len(set) == 0 && out.Question[0].Qtype == dns.TypeRRSIG {
+					continue // the answer to an RRSIG query: signatures alone
+				}
 				if err := sig.Verify(dk, set); err != nil {
 					t.Fatalf("RRSIG %v over %v: %v", sig, set, err)
 				}

@@ -54,7 +54,8 @@ func Listen(s *Server) (*Front, error) {
 			// queries (RFC 7766 §6.2.1; miekg's default closed it after
 			// 128). It still ends after miekg's 8 s idle timeout.
 			&dns.Server{Listener: ln, Handler: dns.HandlerFunc(f.serveDNS), MsgAcceptFunc: MsgAcceptFunc,
-				ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1,
+				DecorateReader: DecorateReader,
+				ReadTimeout:    10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1,
 				// TSIG keys follow the Server answering (reloads).
 				TsigProvider: frontTsig{f}})
 		f.addrs[fe.Name] = pc.LocalAddr().String()

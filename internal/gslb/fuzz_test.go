@@ -1,6 +1,7 @@
 package gslb_test
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"testing"
@@ -143,6 +144,49 @@ func fuzzHandler(f *testing.F, h dns.Handler, seeds []*dns.Msg, seedTCP bool, ch
 		}
 		if check != nil {
 			check(t, r, out, tcp)
+		}
+	})
+}
+
+// FuzzRejectShort: DecorateReader leaves a message alone unless its
+// header counts more than miekg/dns unpacks from it, and then makes the
+// unpack fail, so dns.Server answers FORMERR; the UDP loop answers the
+// same message FORMERR too.
+func FuzzRejectShort(f *testing.F) {
+	s := compile(f, zoneYAML, gslb.Options{})
+	for _, q := range []*dns.Msg{query("w.gslb.example.", dns.TypeA, 0, ""), query("geo.gslb.example.", dns.TypeA, 1232, "10.2.0.0/24")} {
+		b, err := q.Pack()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		short := bytes.Clone(b)
+		short[11]++ // one more additional record than there is
+		f.Add(short)
+	}
+	from := netip.MustParseAddrPort("127.0.0.1:5353")
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		out := gslb.RejectShort(bytes.Clone(pkt))
+		var m dns.Msg
+		err := m.Unpack(pkt)
+		if len(out) == len(pkt) {
+			if !bytes.Equal(out, pkt) {
+				t.Fatal("message changed")
+			}
+			return
+		}
+		if err != nil || len(out) != len(pkt)+1 {
+			t.Fatalf("a message that does not unpack (%v) was changed", err)
+		}
+		if m.Unpack(out) == nil {
+			t.Fatal("the rejected message unpacks")
+		}
+		if m.Response {
+			return // ignored by both
+		}
+		var r dns.Msg
+		if reply := s.AnswerUDP(pkt, from, nil); reply != nil && (r.Unpack(reply) != nil || r.Rcode != dns.RcodeFormatError) {
+			t.Fatalf("UDP loop answered %v", &r)
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package gslb
 
 import (
+	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -99,6 +101,79 @@ func MsgAcceptFunc(dh dns.Header) dns.MsgAcceptAction {
 		return dns.MsgIgnore
 	}
 	return dns.MsgAccept
+}
+
+// countsAgree reports whether m, unpacked from a message whose header is
+// dh, holds every question and record the header counts. miekg/dns stops
+// unpacking where the message ends, without an error, whatever the
+// counts promise; a query whose counts promise more than it holds (as
+// ARCOUNT=1 and no record) is malformed, and BIND answers it FORMERR.
+// Bytes after the last record counted are ignored, as BIND ignores them.
+func countsAgree(dh dns.Header, m *dns.Msg) bool {
+	return int(dh.Qdcount) == len(m.Question) && int(dh.Ancount) == len(m.Answer) &&
+		int(dh.Nscount) == len(m.Ns) && int(dh.Arcount) == len(m.Extra)
+}
+
+// DecorateReader makes a dns.Server reject a message whose header counts
+// more than it holds (countsAgree) with the FORMERR it gives a message
+// that does not unpack, the reply the UDP loop gives it (answerUDP
+// checks the counts itself). It costs a TCP query one more unpack. The
+// TCP listeners use it; a dns.Server composed with Handler should too.
+func DecorateReader(r dns.Reader) dns.Reader { return countingReader{r} }
+
+// countingReader is DecorateReader's dns.Reader.
+type countingReader struct{ dns.Reader }
+
+// ReadTCP implements dns.Reader.
+func (cr countingReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
+	msg, err := cr.Reader.ReadTCP(conn, timeout)
+	return rejectShort(msg), err
+}
+
+// ReadUDP implements dns.Reader.
+func (cr countingReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, *dns.SessionUDP, error) {
+	msg, sess, err := cr.Reader.ReadUDP(conn, timeout)
+	return rejectShort(msg), sess, err
+}
+
+// ReadPacketConn implements dns.PacketConnReader when the decorated
+// Reader does.
+func (cr countingReader) ReadPacketConn(conn net.PacketConn, timeout time.Duration) ([]byte, net.Addr, error) {
+	pr, ok := cr.Reader.(dns.PacketConnReader)
+	if !ok {
+		return nil, nil, errors.New("gslb: the decorated dns.Reader reads no net.PacketConn")
+	}
+	msg, addr, err := pr.ReadPacketConn(conn, timeout)
+	return rejectShort(msg), addr, err
+}
+
+// rejectShort returns msg, or when its header counts more than it holds,
+// msg and one octet more: the start of a compression pointer cut short,
+// on which miekg/dns's unpack fails where the first missing question or
+// record would begin, after the ones that are there (so its FORMERR
+// echoes the question, as answerUDP's and BIND's do).
+func rejectShort(msg []byte) []byte {
+	if len(msg) < msgHeaderSize {
+		return msg
+	}
+	var m dns.Msg
+	if m.Unpack(msg) != nil || countsAgree(wireHeader(msg), &m) {
+		return msg
+	}
+	return append(msg, 0xC0)
+}
+
+// wireHeader reads the header of a message of at least msgHeaderSize
+// octets.
+func wireHeader(pkt []byte) dns.Header {
+	return dns.Header{
+		Id:      binary.BigEndian.Uint16(pkt[0:]),
+		Bits:    binary.BigEndian.Uint16(pkt[2:]),
+		Qdcount: binary.BigEndian.Uint16(pkt[4:]),
+		Ancount: binary.BigEndian.Uint16(pkt[6:]),
+		Nscount: binary.BigEndian.Uint16(pkt[8:]),
+		Arcount: binary.BigEndian.Uint16(pkt[10:]),
+	}
 }
 
 // Exchange answers query r from a resolver at src as of now, exactly as

@@ -47,9 +47,11 @@ type gname struct {
 	// region (regions by RTT, LATENCY's scaled by bias) plus a last one, a
 	// single tier, for clients whose region is unknown.
 	ladders [][][]int
-	all     []int          // every member index, in order
-	table   *locationTable // GEO and LATENCY only
-	geo     *geoDB         // GEO and LATENCY with geoDatabase only
+	all     []int // every member index, in order
+	// has4 and has6: whether any member is IPv4, IPv6.
+	has4, has6 bool
+	table      *locationTable // GEO and LATENCY only
+	geo        *geoDB         // GEO and LATENCY with geoDatabase only
 	// geoKeys maps the country and continent keys of locations to
 	// client-region ladders (GEO with geoDatabase only).
 	geoKeys map[geoKey]int
@@ -157,6 +159,7 @@ func newName(z *config.DNSZone, g *config.GSLBName, cfg *config.Config, p *plan.
 	for i := range n.members {
 		m := &n.members[i]
 		m.rr, m.rrTrans = addressRR(n.owner, m.addr, n.ttl), addressRR(n.owner, m.addr, n.transTTL)
+		n.has4, n.has6 = n.has4 || m.addr.Is4(), n.has6 || m.addr.Is6()
 	}
 	n.layers = make([]Layered, len(n.members))
 	n.fleetDown = make([]bool, len(n.members))

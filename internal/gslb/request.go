@@ -19,11 +19,12 @@ import (
 // unsupported (NOTIMP, FORMERR, BADVERS: the reply goes out as is);
 // check decides whether this server answers the question at all (CHAOS
 // identity, REFUSED, the zone); answer fills the reply from the zone;
-// finish echoes ECS and truncates for UDP. It lives on respondTo's stack;
-// the reply, the query and the Query observed are passed beside it, not
-// kept in it, so that escape analysis, which does not tell one field of
-// a request from another, does not move them to the heap with what the
-// reply's records point to (the UDP loop reuses the reply and the query).
+// finish echoes ECS and truncates for UDP (to an empty TC reply). It
+// lives on respondTo's stack; the reply, the query and the Query observed
+// are passed beside it, not kept in it, so that escape analysis, which
+// does not tell one field of a request from another, does not move them
+// to the heap with what the reply's records point to (the UDP loop
+// reuses the reply and the query).
 type request struct {
 	qu   dns.Question
 	name string // the name being answered: QNAME lowered and absolute, then each CNAME target followed
@@ -100,7 +101,30 @@ func (rq *request) parse(m, r *dns.Msg) bool {
 		return false
 	}
 	rq.qu = r.Question[0]
+	if rcode := metaRcode(rq.qu.Qtype); rcode != dns.RcodeSuccess {
+		m.Rcode = rcode
+		return false
+	}
 	return rq.parseEDNS(m)
+}
+
+// metaRcode returns the RCODE of a query for a meta-QTYPE that is not
+// answered, whatever the name and class, as BIND 9.18 answers it
+// (checked against named on loopback): NOTIMP for MAILA and MAILB (RFC
+// 1035's mail queries, obsolete), FORMERR for OPT and for every type of
+// the meta range 128-255 (RFC 6895 §3.1) but ANY, AXFR and IXFR: TSIG,
+// TKEY (Spillway negotiates no keys), NXNAME (RFC 9824 §3.5) and the
+// unassigned ones. RcodeSuccess for the rest.
+func metaRcode(qtype uint16) int {
+	switch {
+	case qtype == dns.TypeMAILA || qtype == dns.TypeMAILB:
+		return dns.RcodeNotImplemented
+	case qtype == dns.TypeANY || qtype == dns.TypeAXFR || qtype == dns.TypeIXFR:
+		return dns.RcodeSuccess
+	case qtype == dns.TypeOPT || qtype >= 128 && qtype <= 255:
+		return dns.RcodeFormatError
+	}
+	return dns.RcodeSuccess
 }
 
 // malformed returns FORMERR for a QUERY whose sections Spillway does not
@@ -162,7 +186,7 @@ func (rq *request) parseEDNS(m *dns.Msg) bool {
 // check decides whether this server answers rq's question and returns
 // the zone to answer from, or nil when reply m is already decided: a
 // CHAOS identity answer, or REFUSED (a class or transfer type not served
-// here, a name outside every zone) or FORMERR (NXNAME to a signed zone).
+// here, a name outside every zone).
 func (s *Server) check(m *dns.Msg, rq *request) *zone {
 	qu := rq.qu
 	if qu.Qclass == dns.ClassCHAOS && s.chaos(m, qu) {
@@ -176,15 +200,9 @@ func (s *Server) check(m *dns.Msg, rq *request) *zone {
 	if !strings.HasSuffix(rq.name, ".") {
 		rq.name += "."
 	}
-	z := s.zones.find(rq.name)
+	z := s.zones.forQuestion(rq.name, qu.Qtype)
 	if z == nil {
 		m.Rcode = dns.RcodeRefused
-		return nil
-	}
-	// RFC 9824 §3.5: an explicit query for the NXNAME meta-type gets
-	// FORMERR from a server doing compact denial.
-	if qu.Qtype == dns.TypeNXNAME && z.signer != nil {
-		m.Rcode = dns.RcodeFormatError
 		return nil
 	}
 	return z
@@ -197,6 +215,9 @@ func (s *Server) answer(m *dns.Msg, rq *request, z *zone, q *Query) {
 	m.Authoritative = true
 	s.syncView(rq.now)
 	n := s.follow(m, rq, z, q)
+	if z.signer != nil && rq.qu.Qtype == dns.TypeRRSIG {
+		m.Answer = z.signer.signatures(m.Answer, rq.now)
+	}
 	if z.signer != nil && rq.reqOpt != nil && rq.reqOpt.Do() {
 		z.signer.sign(m, rq.opt, rq.reqOpt.Co(), rq.name, n, rq.now)
 	}
@@ -248,15 +269,20 @@ func (s *Server) follow(m *dns.Msg, rq *request, z *zone, q *Query) *node {
 }
 
 // records appends node n's records of the type asked to m's answer:
-// a GSLB name's chosen addresses, every record set for ANY, the CNAME,
-// or the static record set (with in-zone glue for NS).
+// a GSLB name's chosen addresses, for ANY over UDP a synthesized HINFO
+// and over TCP every record set, the CNAME, or the static record set
+// (with in-zone glue for NS).
 func (s *Server) records(m *dns.Msg, rq *request, z *zone, n *node, q *Query) {
 	qt := rq.qu.Qtype
 	switch g := n.gslb; {
+	case qt == dns.TypeANY && !rq.tcp:
+		m.Answer = appendHINFO(m.Answer, rq.name, n)
+	case qt == dns.TypeRRSIG && z.signer != nil:
+		s.signedSets(m, rq, n, q)
 	case g != nil && (qt == dns.TypeA || qt == dns.TypeAAAA || qt == dns.TypeANY):
-		s.addresses(m, rq, g, q)
+		s.addresses(m, rq, g, qt, q)
 	case qt == dns.TypeANY:
-		// RFC 8482 allows less; a static name has few record sets.
+		// Over TCP every set: a static name has few.
 		for _, rrs := range n.rrsets {
 			m.Answer = append(m.Answer, rrs...)
 		}
@@ -271,10 +297,55 @@ func (s *Server) records(m *dns.Msg, rq *request, z *zone, n *node, q *Query) {
 	}
 }
 
-// addresses appends to m the addresses GSLB name g answers rq's client with,
-// noting the first member answered in q (nil: not observed).
-func (s *Server) addresses(m *dns.Msg, rq *request, g *gname, q *Query) {
-	qt := rq.qu.Qtype
+// hinfoTTL is the TTL of the HINFO that answers ANY over UDP: an hour,
+// since it says nothing that changes (Cloudflare's is about as long).
+const hinfoTTL = 3600
+
+// appendHINFO appends to answer the reply to ANY over UDP at name, whose
+// node is n: one HINFO "RFC8482" "" (RFC 8482 §4.2) when n has records,
+// nothing (NODATA) when it is an empty non-terminal. Every record set
+// would make a ~40-byte query a large reply to a spoofed address; the
+// resolvers that need the sets ask over TCP or for each type.
+func appendHINFO(answer []dns.RR, name string, n *node) []dns.RR {
+	if len(n.rrsets) == 0 && n.gslb == nil {
+		return answer
+	}
+	return append(answer, &dns.HINFO{
+		Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeHINFO, Class: dns.ClassINET, Ttl: hinfoTTL},
+		Cpu: "RFC8482",
+	})
+}
+
+// signedSets appends to m's answer the record sets of node n whose
+// signatures an explicit RRSIG query to a signed zone gets (answer
+// replaces the sets by them): over TCP every set, over UDP the first in
+// type order only, as BIND's minimal-any answers RRSIG queries, so that
+// they are no way around the limit on ANY. A GSLB name's sets are the
+// addresses this query would get.
+func (s *Server) signedSets(m *dns.Msg, rq *request, n *node, q *Query) {
+	start := len(m.Answer)
+	for _, t := range setTypes(n, 0) {
+		if g := n.gslb; g != nil && (t == dns.TypeA || t == dns.TypeAAAA) {
+			s.addresses(m, rq, g, t, q)
+		} else {
+			m.Answer = append(m.Answer, n.rrsets[t]...)
+		}
+		if !rq.tcp && len(m.Answer) > start {
+			return
+		}
+	}
+}
+
+// addresses appends to m the addresses of type qt (A, AAAA or ANY for
+// both) GSLB name g answers rq's client with, noting the first member
+// answered in q (nil: not observed).
+func (s *Server) addresses(m *dns.Msg, rq *request, g *gname, qt uint16, q *Query) {
+	if qt == dns.TypeA && !g.has4 || qt == dns.TypeAAAA && !g.has6 {
+		// NODATA whoever asks: placing the client would widen the ECS
+		// scope of an answer that does not depend on it (RFC 7871
+		// §7.2.1 wants scope 0 then).
+		return
+	}
 	ladder := rq.ladder(g)
 	before := len(m.Answer)
 	if qt == dns.TypeANY {
@@ -330,6 +401,28 @@ func (rq *request) finish(m *dns.Msg) *dns.Msg {
 		m.Compress = len(m.Answer)+len(m.Ns)+len(m.Extra) > 1
 		return m
 	}
-	m.Truncate(rq.udpSize)
+	rq.truncate(m)
 	return m
+}
+
+// truncate makes UDP reply m fit rq's payload size: uncompressed when it
+// fits so, compressed when that is needed, and when even that does not
+// fit, TC set with the answer and authority sections empty and the OPT
+// record alone in additional, as Knot and NSD send it. A partial answer
+// (what dns.Msg.Truncate leaves) is of no use to a resolver, which asks
+// again over TCP, and only adds to the reply a spoofed query reflects.
+func (rq *request) truncate(m *dns.Msg) {
+	m.Compress = false
+	if m.Len() <= rq.udpSize {
+		return
+	}
+	m.Compress = true
+	if m.Len() <= rq.udpSize {
+		return
+	}
+	m.Truncated = true
+	m.Answer, m.Ns, m.Extra = nil, nil, nil
+	if rq.opt != nil {
+		m.Extra = []dns.RR{rq.opt}
+	}
 }

@@ -186,7 +186,12 @@ func (z *zone) staticChunks(soa *dns.SOA) [][]dns.RR {
 			rrs = append(rrs, n.rrsets[t]...)
 		}
 	}
-	rrs = append(rrs, soa)
+	return chunkRecords(append(rrs, soa))
+}
+
+// chunkRecords splits a transfer's records into messages of about
+// xfrChunk octets (uncompressed).
+func chunkRecords(rrs []dns.RR) [][]dns.RR {
 	var chunks [][]dns.RR
 	size, from := 0, 0
 	for i, rr := range rrs {
@@ -215,7 +220,7 @@ func isTransfer(r *dns.Msg, tcp bool) bool {
 // the zone's static part when src and the request's TSIG key are allowed
 // by its transfer block, REFUSED otherwise, NOTAUTH for a name that is no
 // served zone or a request whose TSIG does not verify (RFC 8945 §5.2,
-// unsigned, with the TSIG error). An IXFR from the current serial (or a
+// with the TSIG error; signed for BADTIME only). An IXFR from the current serial (or a
 // newer one) gets the SOA alone; from any other, the whole zone, as RFC
 // 1995 §4 allows a server without history.
 func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr) {
@@ -238,9 +243,7 @@ func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr)
 	}
 	if tsig != nil && !signed {
 		s.log.Info("gslb: zone transfer with a bad TSIG", "zone", q.Name, "client", src, "key", tsig.Hdr.Name, "err", w.TsigStatus())
-		if out, err := tsigError(r, w.TsigStatus()).Pack(); err == nil {
-			_, _ = w.Write(out)
-		}
+		writeTSIGError(w, r, w.TsigStatus())
 		return
 	}
 	z := s.zones[config.CanonicalDNSName(q.Name)]
@@ -264,8 +267,12 @@ func (s *Server) serveTransfer(w dns.ResponseWriter, r *dns.Msg, src netip.Addr)
 			return
 		}
 	}
-	ch := make(chan *dns.Envelope, len(x.chunks))
-	for _, c := range x.chunks {
+	chunks := x.chunks
+	if z.signer != nil {
+		chunks = z.signedTransfer(x.soa, s.now()) // transfer_signed.go
+	}
+	ch := make(chan *dns.Envelope, len(chunks))
+	for _, c := range chunks {
 		ch <- &dns.Envelope{RR: c}
 	}
 	close(ch)

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/miekg/dns"
@@ -12,20 +13,24 @@ import (
 // signed query gets a signed reply; one whose signature does not verify
 // gets NOTAUTH with the TSIG error. Zone transfers sign in transfer.go.
 
-// tsigError returns the reply to r, whose TSIG did not verify (status):
-// NOTAUTH, the question, and a TSIG record with the error and no MAC,
-// unsigned (RFC 8945 §5.2.1–§5.2.3). A TSIG record with no algorithm
-// name (empty RDATA) cannot be echoed, as the name is not one: that
-// query gets FORMERR without a TSIG.
-func tsigError(r *dns.Msg, status error) *dns.Msg {
+// tsigError returns the reply to r, whose TSIG did not verify (status),
+// at now: NOTAUTH, the question, and a TSIG record with the error. A
+// BADKEY or BADSIG reply carries no MAC (RFC 8945 §5.2.1, §5.2.2). A
+// BADTIME reply is for a request whose MAC did verify (miekg/dns checks
+// the time after the MAC), so it is to be signed: its TSIG has the
+// request's Time Signed and the server's time in Other Data, 48 bits
+// (§5.2.3, as BIND signs it), and sign reports that. A TSIG record with
+// no algorithm name (empty RDATA) cannot be echoed, as the name is not
+// one: that query gets FORMERR without a TSIG.
+func tsigError(r *dns.Msg, status error, now time.Time) (m *dns.Msg, sign bool) {
 	t := r.IsTsig()
+	m = new(dns.Msg)
 	if !dns.IsFqdn(t.Algorithm) {
-		m := new(dns.Msg)
 		m.SetRcodeFormatError(r)
 		if len(r.Question) > 1 {
 			m.Question = m.Question[:1]
 		}
-		return m
+		return m, false
 	}
 	code := dns.RcodeBadKey // unknown key or algorithm
 	switch {
@@ -34,23 +39,54 @@ func tsigError(r *dns.Msg, status error) *dns.Msg {
 	case errors.Is(status, dns.ErrTime):
 		code = dns.RcodeBadTime
 	}
-	m := new(dns.Msg)
 	m.SetRcode(r, dns.RcodeNotAuth)
 	if len(r.Question) > 1 {
 		m.Question = m.Question[:1]
 	}
-	m.Extra = append(m.Extra, &dns.TSIG{Hdr: dns.RR_Header{Name: t.Hdr.Name, Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
-		Algorithm: t.Algorithm, TimeSigned: t.TimeSigned, Fudge: t.Fudge, OrigId: r.Id, Error: uint16(code)})
-	return m
+	ts := &dns.TSIG{Hdr: dns.RR_Header{Name: t.Hdr.Name, Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
+		Algorithm: t.Algorithm, TimeSigned: t.TimeSigned, Fudge: t.Fudge, OrigId: r.Id, Error: uint16(code)}
+	if code == dns.RcodeBadTime {
+		ts.OtherLen, ts.OtherData = 6, fmt.Sprintf("%012x", uint64(now.Unix())&(1<<48-1))
+	}
+	m.Extra = append(m.Extra, ts)
+	return m, code == dns.RcodeBadTime
+}
+
+// writeTSIGError writes the reply to r, whose TSIG did not verify
+// (status), on TCP connection w; w signs a BADTIME reply with the
+// request's MAC.
+func writeTSIGError(w dns.ResponseWriter, r *dns.Msg, status error) {
+	m, sign := tsigError(r, status, time.Now())
+	if sign {
+		_ = w.WriteMsg(m)
+		return
+	}
+	if out, err := m.Pack(); err == nil {
+		_, _ = w.Write(out)
+	}
+}
+
+// tsigErrorUDP returns the reply to r, whose TSIG did not verify
+// (status), packed, with a BADTIME reply signed.
+func (s *Server) tsigErrorUDP(r *dns.Msg, status error) []byte {
+	m, sign := tsigError(r, status, time.Now())
+	if !sign {
+		out, _ := m.Pack()
+		return out
+	}
+	out, _, err := dns.TsigGenerateWithProvider(m, s.tsig, r.IsTsig().MAC, false)
+	if err != nil {
+		s.log.Warn("gslb: cannot sign a BADTIME reply", "qname", qname(r), "err", err)
+		return nil
+	}
+	return out
 }
 
 // serveSigned answers a TSIG-signed query on TCP; miekg's server has
 // verified it (w.TsigStatus) and signs what WriteMsg writes.
 func (s *Server) serveSigned(w dns.ResponseWriter, r *dns.Msg, m *dns.Msg) {
 	if err := w.TsigStatus(); err != nil {
-		if out, err := tsigError(r, err).Pack(); err == nil {
-			_, _ = w.Write(out)
-		}
+		writeTSIGError(w, r, err)
 		return
 	}
 	t := r.IsTsig()
@@ -69,8 +105,7 @@ func (s *Server) serveSigned(w dns.ResponseWriter, r *dns.Msg, m *dns.Msg) {
 // output; m keeps its other records.)
 func (s *Server) signUDP(m, r *dns.Msg, pkt []byte) []byte {
 	if err := dns.TsigVerifyWithProvider(pkt, s.tsig, "", false); err != nil {
-		out, _ := tsigError(r, err).Pack()
-		return out
+		return s.tsigErrorUDP(r, err)
 	}
 	t := r.IsTsig()
 	limit := dns.MinMsgSize

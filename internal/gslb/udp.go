@@ -1,7 +1,6 @@
 package gslb
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -25,10 +24,11 @@ const udpWorkers = 4
 // allocates a read buffer and a response writer per packet, which is most
 // of a weighted answer's cost; here a few long-lived workers each read,
 // answer and write in a loop. What a query gets is dns.Server's behaviour
-// (checked side by side in TestUDPLoopAnswersAsDNSServer): packets
-// shorter than a header and responses are ignored (MsgAcceptFunc),
-// messages that do not unpack get miekg's FORMERR, the rest goes to the
-// handler. With pktinfo (see askDestination) every reply leaves from the
+// with DecorateReader (checked side by side in
+// TestUDPLoopAnswersAsDNSServer): packets shorter than a header and
+// responses are ignored (MsgAcceptFunc), messages that do not unpack or
+// hold less than their header counts get miekg's FORMERR, the rest goes
+// to the handler. With pktinfo (see askDestination) every reply leaves from the
 // address its query arrived on.
 //
 // On Linux the socket leaves Go's network poller and is served by
@@ -191,19 +191,15 @@ func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte, reply *d
 	if len(pkt) < 12 {
 		return nil // not even a header: no answer (as dns.Server)
 	}
-	dh := dns.Header{
-		Id:      binary.BigEndian.Uint16(pkt[0:]),
-		Bits:    binary.BigEndian.Uint16(pkt[2:]),
-		Qdcount: binary.BigEndian.Uint16(pkt[4:]),
-		Ancount: binary.BigEndian.Uint16(pkt[6:]),
-		Nscount: binary.BigEndian.Uint16(pkt[8:]),
-		Arcount: binary.BigEndian.Uint16(pkt[10:]),
-	}
+	dh := wireHeader(pkt)
 	req := new(dns.Msg)
 	action := MsgAcceptFunc(dh)
 	if action == dns.MsgAccept {
-		if err := req.Unpack(pkt); err != nil {
-			action = dns.MsgReject // req keeps what did unpack, as with dns.Server
+		// req keeps what did unpack, as with dns.Server; a message
+		// holding less than its counts is rejected as DecorateReader
+		// has dns.Server reject it.
+		if err := req.Unpack(pkt); err != nil || !countsAgree(dh, req) {
+			action = dns.MsgReject
 		}
 	} else {
 		setHeader(req, dh)

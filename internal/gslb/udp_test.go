@@ -2,6 +2,7 @@ package gslb_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"net"
 	"testing"
@@ -25,7 +26,7 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), MsgAcceptFunc: gslb.MsgAcceptFunc, UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
+	srv := &dns.Server{PacketConn: pc, Handler: ref.Handler(), MsgAcceptFunc: gslb.MsgAcceptFunc, DecorateReader: gslb.DecorateReader, UDPSize: dns.MaxMsgSize, NotifyStartedFunc: func() { close(started) }}
 	go srv.ActivateAndServe()
 	defer srv.Shutdown()
 	<-started
@@ -58,6 +59,11 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: dns.EDNS0SUBNET, Data: data}}
 		return m
 	}
+	count := func(b []byte, off int, v uint16) []byte {
+		b = bytes.Clone(b)
+		binary.BigEndian.PutUint16(b[off:], v)
+		return b
+	}
 	notify := withOPT(q("mail.gslb.example.", dns.TypeA))
 	notify.Opcode, notify.AuthenticatedData = dns.OpcodeNotify, true
 
@@ -88,6 +94,12 @@ func TestUDPLoopAnswersAsDNSServer(t *testing.T) {
 		{"no QCLASS: FORMERR", good[:len(good)-2], dns.RcodeFormatError},
 		{"no QTYPE nor QCLASS: FORMERR", good[:len(good)-4], dns.RcodeFormatError},
 		{"trailing garbage", append(append([]byte{}, good...), 1, 2, 3), dns.RcodeSuccess},
+		{"ARCOUNT=1 without a record: FORMERR", count(good, 10, 1), dns.RcodeFormatError},
+		{"ANCOUNT=1 without a record: FORMERR", count(good, 6, 1), dns.RcodeFormatError},
+		{"QDCOUNT=2 with one question: FORMERR", count(good, 4, 2), dns.RcodeFormatError},
+		{"header only, QDCOUNT=1: FORMERR", count(good[:12], 4, 1), dns.RcodeFormatError},
+		{"ARCOUNT=2 with one OPT: FORMERR", count(pack(withOPT(q("mail.gslb.example.", dns.TypeA))), 10, 2), dns.RcodeFormatError},
+		{"ARCOUNT=0 before an OPT (ignored)", count(pack(withOPT(q("mail.gslb.example.", dns.TypeA))), 10, 0), dns.RcodeSuccess},
 		{"a response: ignored", pack(response), -1},
 		{"runt: ignored", good[:7], -1},
 	} {

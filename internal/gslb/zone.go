@@ -152,6 +152,29 @@ func (z *zone) addRecords(cz *config.DNSZone, r *config.DNSRecord) error {
 // suffix of it.
 type zoneSet map[string]*zone
 
+// forQuestion returns the zone that answers qname (canonical) for qtype,
+// or nil: the zone qname falls in, except that a DS query at a served
+// zone's apex goes to the zone above it when that one is served too. DS
+// belongs to the parent side of a cut (RFC 4035 §3.1.4.1), and the
+// child's apex would answer it with a NODATA signed by the child's key,
+// which validators take as a broken chain. BIND, Knot and NSD answer it
+// from the parent the same way.
+func (zs zoneSet) forQuestion(qname string, qtype uint16) *zone {
+	z := zs.find(qname)
+	if z == nil || qtype != dns.TypeDS || z.origin != qname || qname == "." {
+		return z
+	}
+	next, end := dns.NextLabel(qname, 0)
+	parent := zs["."]
+	if !end {
+		parent = zs.find(qname[next:])
+	}
+	if parent == nil {
+		return z
+	}
+	return parent
+}
+
 // find returns the zone qname (canonical) falls in, or nil.
 func (zs zoneSet) find(qname string) *zone {
 	for off := 0; ; {
