@@ -114,6 +114,12 @@ func (c *Config) retryWarnings() []string {
 			}
 		}
 	}
+	for i := range c.DNSZones {
+		z := &c.DNSZones[i]
+		if z.DNSSEC != nil && z.Transfer != nil {
+			w = append(w, fmt.Sprintf("dnsZones[%d].transfer: zone %s is signed, and the signatures a secondary transfers expire 7 days after they were made; secondaries transfer again only when soa.serial changes, so bump it at least every 3 days (a daily reload with a date-based serial does) or the secondaries' copy stops validating (docs/dns.md)", i, z.Name))
+		}
+	}
 	return w
 }
 

@@ -250,3 +250,18 @@ urlMaps:
 		}
 	}
 }
+
+// A signed zone with transfers warns that the secondaries' signatures
+// expire unless the serial moves.
+func TestWarningsForSignedTransfer(t *testing.T) {
+	c := &Config{DNSZones: []DNSZone{{Name: "gslb.example.", DNSSEC: &DNSZoneDNSSEC{}, Transfer: &DNSTransfer{}}, {Name: "plain.example.", Transfer: &DNSTransfer{}}}}
+	var got []string
+	for _, w := range c.Warnings() {
+		if strings.HasPrefix(w, "dnsZones[") {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "dnsZones[0].transfer") || !strings.Contains(got[0], "bump it") {
+		t.Fatalf("warnings %q, want one for dnsZones[0].transfer", got)
+	}
+}
