@@ -370,152 +370,196 @@ func staleConn(err error) bool {
 // aLongTimeAgo is a deadline in the past: setting it unblocks pending I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// exchange runs one request on c. See do.
+// exchange runs one request on c, in stages: send the request, wait
+// for the first response byte, read heads until the final one, and
+// attach the body. See do.
 func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerDeadline, deadline time.Time) (*http.Response, error) {
-	// cur is the deadline set on the connection: headerDeadline, or the
-	// probe deadline while the context is not watched yet.
-	cur := headerDeadline
-	watch := ctx.Done() != nil
-	if watch {
+	x := &exchangeState{ctx: ctx, c: c, headerDeadline: headerDeadline, deadline: deadline, watch: ctx.Done() != nil}
+	x.armDeadline()
+	if err := wr.Write(c.bw); err != nil {
+		c.bw.Reset(c.c)
+		return x.fail(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return x.fail(noResponse{err})
+	}
+	if err := x.awaitFirstByte(); err != nil {
+		return x.fail(err)
+	}
+	c.req.Method = wr.Method
+	resp, pb, r, err := x.readFinalHead(wr.Method)
+	if err != nil {
+		return x.fail(err)
+	}
+	return x.attachBody(resp, pb, r)
+}
+
+// exchangeState is one exchange on a connection: the deadline set on it
+// (cur: headerDeadline, or the probe deadline while the context is not
+// watched yet) and the cancellation callback registered (stop).
+type exchangeState struct {
+	ctx                      context.Context
+	c                        *pconn
+	headerDeadline, deadline time.Time
+	cur                      time.Time
+	watch                    bool        // ctx can be cancelled
+	stop                     func() bool // unregisters the cancellation callback
+}
+
+// armDeadline sets the connection's deadline for the request and its
+// response head: the header deadline, or sooner the probe deadline that
+// makes the exchange start watching ctx if the answer is slow.
+func (x *exchangeState) armDeadline() {
+	x.cur = x.headerDeadline
+	if x.watch {
 		now := time.Now()
-		if p := now.Add(probeInterval); cur.IsZero() || p.Before(cur) {
-			cur = p
+		if p := now.Add(probeInterval); x.cur.IsZero() || p.Before(x.cur) {
+			x.cur = p
 			// A probe deadline left by the previous attempt serves when it
 			// is still at least half an interval away: a busy connection
 			// updates its deadline about every probeInterval/2, not per
 			// request.
-			if c.dl.After(now.Add(probeInterval/2)) && !c.dl.After(cur) {
-				cur = c.dl
+			if x.c.dl.After(now.Add(probeInterval/2)) && !x.c.dl.After(x.cur) {
+				x.cur = x.c.dl
 			}
 		}
 	}
-	c.setDeadline(cur)
-	var stop func() bool // unregisters the cancellation callback
-	fail := func(err error) (*http.Response, error) {
-		if stop != nil {
-			stop()
-		}
-		c.c.Close()
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		return nil, err
+	x.c.setDeadline(x.cur)
+}
+
+// fail closes the connection and returns err, or ctx's error when ctx
+// ended.
+func (x *exchangeState) fail(err error) (*http.Response, error) {
+	if x.stop != nil {
+		x.stop()
 	}
-	if err := wr.Write(c.bw); err != nil {
-		c.bw.Reset(c.c)
-		return fail(err)
+	x.c.c.Close()
+	if cerr := x.ctx.Err(); cerr != nil {
+		return nil, cerr
 	}
-	if err := c.bw.Flush(); err != nil {
-		return fail(noResponse{err})
-	}
-	// Wait for the first response byte; when the probe deadline expires
-	// first, watch the context from now on.
+	return nil, err
+}
+
+// awaitFirstByte waits for the first response byte; when the probe
+// deadline expires first, it watches the context from then on.
+func (x *exchangeState) awaitFirstByte() error {
 	for {
-		_, err := c.br.Peek(1)
+		_, err := x.c.br.Peek(1)
 		if err == nil {
-			break
+			return nil
 		}
-		if cur.Equal(headerDeadline) || !isTimeout(err) {
-			return fail(noResponse{err})
+		if x.cur.Equal(x.headerDeadline) || !isTimeout(err) {
+			return noResponse{err}
 		}
-		if ctx.Err() != nil {
-			return fail(err)
+		if x.ctx.Err() != nil {
+			return err
 		}
-		cur = headerDeadline
-		c.setDeadline(cur)
-		stop = context.AfterFunc(ctx, c.poison)
+		x.cur = x.headerDeadline
+		x.c.setDeadline(x.cur)
+		x.stop = context.AfterFunc(x.ctx, x.c.poison)
 	}
-	c.req.Method = wr.Method
-	// All heads of the response (1xx and final) share one size budget.
+}
+
+// readFinalHead reads response heads until the final one (1xx
+// informational heads are discarded, as net/http's Transport does) and
+// returns it, its body's pooled wrapper and the reader the body follows
+// in. All heads share one size budget.
+func (x *exchangeState) readFinalHead(method string) (*http.Response, *pooledBody, *bufio.Reader, error) {
 	budget := MaxResponseHeaderBytes
 	// r is c.br until a head too big for it is read through a larger
 	// reader stacked on it (awaitHead), which may have buffered what
 	// follows: from then on every head and the body are read through it.
-	r := c.br
+	r := x.c.br
 	for {
 		n := headLen(buffered(r), 0)
 		if n == 0 {
 			// The response has started: the rest of its head gets the
 			// header deadline, not the probe's.
-			if !cur.Equal(headerDeadline) {
-				cur = headerDeadline
-				c.setDeadline(cur)
+			if !x.cur.Equal(x.headerDeadline) {
+				x.cur = x.headerDeadline
+				x.c.setDeadline(x.cur)
 			}
 			var err error
 			if r, n, err = awaitHead(r, budget); err != nil {
-				return fail(err)
+				return nil, nil, nil, err
 			}
 		}
 		if n > budget {
-			return fail(BadResponse(errHeadTooLarge))
+			return nil, nil, nil, BadResponse(errHeadTooLarge)
 		}
 		budget -= n
-		head := buffered(r)[:n]
-		var resp *http.Response
-		var pb *pooledBody
-		var fr *fastResponse
-		var te10 bool
-		if r == c.br && bytes.HasSuffix(head, []byte(crlf2)) {
-			fr = readResponseFast(c.br, head, wr.Method)
-		}
-		if fr != nil {
-			resp, pb = &fr.resp, &fr.pooled
-		} else {
-			conn := connectionValues(head)
-			te10 = http10TE(head)
-			var err error
-			// The whole head is buffered: an error here is the
-			// response's, not the connection's.
-			if resp, err = http.ReadResponse(r, &c.req); err != nil {
-				return fail(BadResponse(err))
-			}
-			restoreConnection(resp, conn)
-			pb = new(pooledBody)
+		resp, pb, err := x.parseHead(r, buffered(r)[:n], method)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			// 1xx informational: discarded (as net/http's Transport
-			// does); the final response follows, within what is left
-			// of the budget.
-			continue
+			continue // within what is left of the budget
 		}
-		// textproto accepts a space in a field name ("Content-Length :
-		// 5"); readResponseFast takes only tokens. It takes no HTTP/1.0
-		// response either, and http.ReadResponse ignores an HTTP/1.0
-		// one's Transfer-Encoding.
-		if fr == nil {
-			if err := checkFieldNames(resp.Header); err != nil {
-				return fail(BadResponse(err))
-			}
-			if te10 {
-				return fail(BadResponse(errHTTP10TE))
-			}
-		}
-		resp.Request = nil
-		// A body already in the buffer needs neither a deadline nor
-		// cancellation; one still to be read gets both.
-		inBuffer := resp.Body == http.NoBody ||
-			(resp.ContentLength >= 0 && int64(r.Buffered()) >= resp.ContentLength)
-		if !inBuffer {
-			if !cur.Equal(deadline) {
-				if stop != nil && !stop() {
-					resp.Body.Close()
-					stop = nil
-					return fail(context.Canceled)
-				}
-				c.setDeadline(deadline)
-				stop = nil
-			}
-			if stop == nil && watch {
-				stop = context.AfterFunc(ctx, c.poison)
-			}
-		}
-		// A head too big for c.br was read through a larger reader, which
-		// may hold bytes c.br no longer has: such a connection is not
-		// reused.
-		*pb = pooledBody{rc: resp.Body, c: c, stop: stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols && r == c.br}
-		resp.Body = pb
-		return resp, nil
+		return resp, pb, r, nil
 	}
+}
+
+// parseHead parses one buffered response head: through the fast path
+// when it is the connection's own reader and a head it takes, else
+// through net/http with the checks net/http does not make.
+func (x *exchangeState) parseHead(r *bufio.Reader, head []byte, method string) (*http.Response, *pooledBody, error) {
+	if r == x.c.br && bytes.HasSuffix(head, []byte(crlf2)) {
+		if fr := readResponseFast(x.c.br, head, method); fr != nil {
+			return &fr.resp, &fr.pooled, nil
+		}
+	}
+	conn := connectionValues(head)
+	te10 := http10TE(head)
+	// The whole head is buffered: an error here is the response's, not
+	// the connection's.
+	resp, err := http.ReadResponse(r, &x.c.req)
+	if err != nil {
+		return nil, nil, BadResponse(err)
+	}
+	restoreConnection(resp, conn)
+	if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		return resp, nil, nil
+	}
+	// textproto accepts a space in a field name ("Content-Length :
+	// 5"); readResponseFast takes only tokens. It takes no HTTP/1.0
+	// response either, and http.ReadResponse ignores an HTTP/1.0 one's
+	// Transfer-Encoding.
+	if err := checkFieldNames(resp.Header); err != nil {
+		return nil, nil, BadResponse(err)
+	}
+	if te10 {
+		return nil, nil, BadResponse(errHTTP10TE)
+	}
+	return resp, new(pooledBody), nil
+}
+
+// attachBody wraps the final response's body for reuse of the
+// connection. A body already in the buffer needs neither a deadline nor
+// cancellation; one still to be read gets both.
+func (x *exchangeState) attachBody(resp *http.Response, pb *pooledBody, r *bufio.Reader) (*http.Response, error) {
+	resp.Request = nil
+	inBuffer := resp.Body == http.NoBody ||
+		(resp.ContentLength >= 0 && int64(r.Buffered()) >= resp.ContentLength)
+	if !inBuffer {
+		if !x.cur.Equal(x.deadline) {
+			if x.stop != nil && !x.stop() {
+				resp.Body.Close()
+				x.stop = nil
+				return x.fail(context.Canceled)
+			}
+			x.c.setDeadline(x.deadline)
+			x.stop = nil
+		}
+		if x.stop == nil && x.watch {
+			x.stop = context.AfterFunc(x.ctx, x.c.poison)
+		}
+	}
+	// A head too big for c.br was read through a larger reader, which
+	// may hold bytes c.br no longer has: such a connection is not
+	// reused.
+	*pb = pooledBody{rc: resp.Body, c: x.c, stop: x.stop, reuse: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols && r == x.c.br}
+	resp.Body = pb
+	return resp, nil
 }
 
 // errHeadTooLarge fails an attempt whose response heads (any 1xx and the
