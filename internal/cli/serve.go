@@ -276,7 +276,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.StringVar(&c.embeddedClient, "fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
 	fs.StringVar(&c.fleetData, "fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME, which a reboot clears: give a persistent one in production)")
 	fs.StringVar(&c.embeddedState, "fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
-	fs.StringVar(&c.etcdLog, "fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
+	fs.StringVar(&c.etcdLog, "fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: only what exits the process; what etcd logs while the instance closes its member is dropped)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
