@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spillwaylb/spillway/internal/config"
 )
 
 const usage = `spillway: a self-hostable global load balancer with Google Cloud's traffic model.
@@ -71,7 +73,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	}
-	fmt.Fprintf(stderr, "spillway %s: %v\n", cmd, err)
+	// A config's errors come with their source lines (config.Explain).
+	fmt.Fprintf(stderr, "spillway %s: %s\n", cmd, strings.TrimRight(config.Explain(err), "\n"))
 	return 1
 }
 

@@ -16,7 +16,7 @@ func TestDNSSECConfig(t *testing.T) {
 	}
 	bad := strings.Replace(dnsBase, "  nameServers: [ns1.gslb.example.]\n", "  nameServers: [ns1.gslb.example.]\n  dnssec: {disabled: false}\n", 1)
 	_, err = Parse([]byte(bad), "dns.yaml")
-	if err == nil || !strings.Contains(err.Error(), "dnsZones[0].dnssec.keyFile: a signed zone needs a key file") ||
+	if err == nil || !strings.Contains(err.Error(), "dnsZones[gslb.example.].dnssec.keyFile: a signed zone needs a key file") ||
 		!strings.Contains(err.Error(), "spillway dnssec keygen") {
 		t.Fatalf("missing keyFile: %v", err)
 	}
@@ -32,7 +32,7 @@ func TestDNSSECWithTransferIsRefused(t *testing.T) {
 			"  nameServers: [ns1.gslb.example.]\n  dnssec: {keyFile: /etc/spillway/gslb.example.key"+dnssec+"}\n  transfer: {allow: [192.0.2.0/24]}\n", 1)
 	}
 	_, err := Parse([]byte(with("")), "dns.yaml")
-	if err == nil || !strings.Contains(err.Error(), "dnsZones[0].transfer:") || !strings.Contains(err.Error(), "signatures are made online") {
+	if err == nil || !strings.Contains(err.Error(), "dnsZones[gslb.example.].transfer:") || !strings.Contains(err.Error(), "signatures are made online") {
 		t.Fatalf("dnssec with transfer: %v", err)
 	}
 	if _, err := Parse([]byte(with(", disabled: true")), "dns.yaml"); err != nil {
