@@ -26,6 +26,7 @@ urlMaps:
     - priority: 2
       service: bs
       matchRules: [{prefixMatch: /}]
+frontends: [{name: web, address: "127.0.0.1:8080", urlMap: um}]
 `), "w.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -247,6 +248,38 @@ urlMaps:
 			t.Errorf("%s, [%s]: warned %q, want none", tc.match, tc.conds, got)
 		case tc.want && (len(got) != 1 || !strings.HasPrefix(got[0], path) || !strings.Contains(got[0], "POST")):
 			t.Errorf("%s, [%s]: warnings %q, want one starting %q", tc.match, tc.conds, got, path)
+		}
+	}
+}
+
+// A config with no frontends is valid (simulate and validate use such
+// configs), but spillway serve would listen on its admin address only:
+// it is warned, first. One frontend, HTTP or DNS, serves something.
+func TestWarningNothingServed(t *testing.T) {
+	const backends = `
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}]
+backendServices: [{name: bs, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 10}]}]
+urlMaps: [{name: um, defaultService: bs}]
+`
+	for _, tc := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"empty file", "", true},
+		{"comments only", "# nothing yet\n", true},
+		{"backends, no frontend", backends, true},
+		{"HTTP frontend", backends + "frontends: [{name: web, address: '127.0.0.1:8080', urlMap: um}]\n", false},
+		{"DNS frontend", "frontends: [{name: dns, address: '127.0.0.1:5353', protocol: DNS}]\n" +
+			"dnsZones: [{name: example.com., nameServers: [ns1.example.com.], records: [{name: www, type: A, rrdatas: [192.0.2.1]}]}]\n", false},
+	} {
+		c, err := Parse([]byte(tc.yaml), "w.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		w := c.Warnings()
+		got := len(w) > 0 && strings.HasPrefix(w[0], "frontends: nothing is served")
+		if got != tc.want {
+			t.Errorf("%s: warnings %q; want the nothing-served warning first: %v", tc.name, w, tc.want)
 		}
 	}
 }
