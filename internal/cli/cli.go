@@ -8,7 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/config"
 )
 
 const usage = `spillway: a self-hostable global load balancer with Google Cloud's traffic model.
@@ -31,7 +37,8 @@ Commands:
 Configs use Google Cloud's REST field names (weightedBackendServices,
 preference, maxRatePerInstance, autoCapacityDrain, ...), so exported resources
 load as they are. Run 'spillway <command> --help' for a command's flags and
-examples; docs/ in the repository explains the model.
+examples, --help-all for every flag and topic; docs/ in the repository
+explains the model.
 `
 
 // Main runs the command line and returns the exit code.
@@ -57,7 +64,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = run(ctx, rest, stdout, stderr)
 			break
 		}
-		fmt.Fprintf(stderr, "spillway: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintln(stderr, unknownCommand(cmd))
 		return 2
 	}
 	var ec exitCode
@@ -71,7 +78,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	}
-	fmt.Fprintf(stderr, "spillway %s: %v\n", cmd, err)
+	// A config's errors come with their source lines (config.Explain).
+	fmt.Fprintf(stderr, "spillway %s: %s\n", cmd, strings.TrimRight(config.Explain(err), "\n"))
 	return 1
 }
 
@@ -83,8 +91,6 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) 
 
 var errUsage = errors.New("usage")
 
-// newFlags returns a FlagSet whose --help prints text (the command's
-// teaching help) followed by the flag defaults.
 // givenFlags returns the names of the flags given on the command line.
 func givenFlags(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
@@ -92,30 +98,184 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
+// commandNames are the commands, as the usage lists them.
+var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dnssec", "config", "get-health", "version"}
+
+// unknownCommand says that cmd is not a command, with the nearest one.
+func unknownCommand(cmd string) string {
+	if strings.HasPrefix(cmd, "-") {
+		return fmt.Sprintf("spillway: %q is a flag; flags come after the command, e.g. spillway serve --config FILE (spillway help lists the commands)", cmd)
+	}
+	if c := config.Closest(cmd, append(commandNames, "sim", "help")); c != "" {
+		return fmt.Sprintf("spillway: unknown command %q; did you mean %q? (spillway help lists the commands)", cmd, c)
+	}
+	return fmt.Sprintf("spillway: unknown command %q; the commands are %s (spillway help explains them)", cmd, strings.Join(commandNames, ", "))
+}
+
+// help is a command's --help: its text, then its flags, or only the
+// common ones when more is set; --help-all then prints more (the topics)
+// and every flag.
+type help struct {
+	text, more string
+	common     []string
+}
+
+// helpAll is the --help-all flag: a bool that parseFlags answers.
+type helpAll struct {
+	set   bool
+	print func()
+}
+
+func (h *helpAll) String() string   { return strconv.FormatBool(h.set) }
+func (h *helpAll) IsBoolFlag() bool { return true }
+func (h *helpAll) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	h.set = b
+	return err
+}
+
+// newFlags returns a FlagSet whose --help prints text (the command's
+// teaching help) followed by the flags.
 func newFlags(name, text string, out io.Writer) *flag.FlagSet {
+	return newFlagsHelp(name, help{text: text}, out)
+}
+
+// newFlagsHelp returns a FlagSet whose --help prints h.text and the flags
+// (the common ones only when h.more is set) and whose --help-all prints
+// h.text, h.more and every flag.
+func newFlagsHelp(name string, h help, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprint(out, strings.TrimLeft(text, "\n"))
+	all := func() {
+		fmt.Fprint(out, strings.TrimLeft(h.text, "\n"))
+		fmt.Fprint(out, h.more)
 		fmt.Fprintln(out, "\nFlags:")
-		fs.PrintDefaults()
+		printFlags(out, fs, nil)
 	}
+	fs.Usage = all
+	if h.more != "" {
+		fs.Usage = func() {
+			fmt.Fprint(out, strings.TrimLeft(h.text, "\n"))
+			fmt.Fprintln(out, "\nCommon flags:")
+			printFlags(out, fs, h.common)
+			fmt.Fprintf(out, "\nEvery flag and topic: spillway %s --help-all\n", name)
+		}
+	}
+	fs.Var(&helpAll{print: all}, "help-all", "print the whole help: every flag and topic")
 	return fs
+}
+
+// printFlags prints fs's flags (only those named, unless only is nil):
+// "--name ARG" and its help, with the default unless the help already
+// tells it.
+func printFlags(w io.Writer, fs *flag.FlagSet, only []string) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "help-all" || only != nil && !slices.Contains(only, f.Name) {
+			return
+		}
+		arg, text := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + arg
+		}
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			if !strings.Contains(text, "(default") {
+				text += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+		}
+		fmt.Fprintf(w, "  --%s%s\n        %s\n", f.Name, arg, text)
+	})
 }
 
 // parse parses flags and rejects positional arguments.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "spillway %s: unexpected argument %q (flags start with --)\n", fs.Name(), fs.Arg(0))
 		return errUsage
 	}
 	return nil
+}
+
+// parseFlags runs fs.Parse without the flag package's own messages: -h
+// and --help print the command's help, --help-all the whole help
+// (flag.ErrHelp), and a mistake is one line naming it, with the nearest
+// flag for an unknown one (errUsage).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		fmt.Fprintf(out, "spillway %s: %s\n", fs.Name(), flagError(fs, err, args))
+		return errUsage
+	}
+	if h, ok := fs.Lookup("help-all").Value.(*helpAll); ok && h.set {
+		h.print()
+		return flag.ErrHelp
+	}
+	return nil
+}
+
+// flagError rewords an error of the flag package for fs, naming a flag
+// as args wrote it (-x or --x).
+func flagError(fs *flag.FlagSet, err error, args []string) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		for _, a := range args {
+			if typed, _, _ := strings.Cut(a, "="); strings.TrimLeft(typed, "-") == strings.TrimLeft(name, "-") {
+				name = typed
+				break
+			}
+		}
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := fmt.Sprintf("(spillway %s --help lists the flags)", fs.Name())
+		if c := config.Closest(strings.TrimLeft(name, "-"), names); c != "" {
+			return fmt.Sprintf("unknown flag %s; did you mean --%s? %s", name, c, hint)
+		}
+		return fmt.Sprintf("unknown flag %s %s", name, hint)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		arg := "VALUE"
+		if f := fs.Lookup(name); f != nil {
+			if a, _ := flag.UnquoteUsage(f); a != "" {
+				arg = a
+			}
+		}
+		return fmt.Sprintf("--%s needs a value: --%s %s", name, name, arg)
+	}
+	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("--%s %q: %s%s", m[2], m[1], m[3], valueHint(fs.Lookup(m[2])))
+	}
+	return msg
+}
+
+// invalidValue matches the flag package's `invalid value "soon" for flag
+// -watch: parse error` and `invalid boolean value "x" for -pprof: …`.
+var invalidValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
+
+// valueHint says what a flag takes, for an invalid value.
+func valueHint(f *flag.Flag) string {
+	if f == nil {
+		return ""
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return " (want true or false)"
+	}
+	if _, err := time.ParseDuration(f.DefValue); err == nil && f.DefValue != "0" {
+		return " (want a duration such as 1s)"
+	}
+	return ""
 }
 
 // listFlag is a comma-separated, repeatable list flag.

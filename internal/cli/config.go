@@ -235,11 +235,8 @@ func firstLine(s string) string {
 func parseWithArgs(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	var pos []string
 	for range len(args) + 1 {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, errUsage
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			break

@@ -174,7 +174,7 @@ func TestServeFleetEmbeddedMemberStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb, err := embedded.Start(embedded.Options{Name: "lb-b", Cluster: peers, ClientURL: cbu, Dir: filepath.Join(t.TempDir(), "b"), LogLevel: "fatal"})
+	mb, err := embedded.Start(embedded.Options{Name: "lb-b", Cluster: peers, ClientURL: cbu, Dir: filepath.Join(t.TempDir(), "b"), Logger: fleettest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

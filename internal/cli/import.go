@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -114,11 +113,8 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	// Flags may come after files: parse, take a file, parse the rest.
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return errUsage
+		if err := parseFlags(fs, args); err != nil {
+			return err
 		}
 		if fs.NArg() == 0 {
 			break

@@ -34,8 +34,22 @@ Usage: spillway serve --config FILE [flags]
 Run the load balancer: every frontends[] entry listens (HTTP/1.1 and HTTP/2;
 h2c on cleartext, ALPN on TLS), each request goes through the URL map and the
 decision engine to an endpoint, and active health checks, auto-capacity drain
-and failover act live.
+and failover act live. Saving the file, SIGHUP or POST /reload reloads the
+config; one that fails validation is rejected and the running one keeps
+serving. The admin listener (loopback) serves /health, /metrics and the live
+dashboard /ui/. With --fleet or --fleet-embedded, instances share one config
+through etcd (docs/fleet.md).
 
+Examples:
+  spillway serve --config examples/seed-70-30/with-policy.yaml
+  spillway get-health --admin 127.0.0.1:9901
+  spillway serve --fleet etcd://10.0.0.5:2379 --instance lb-use1-a --region us-east1 \
+      --config /etc/spillway/last-resort.yaml
+`
+
+// serveHelpTopics is what spillway serve --help-all adds: hot reload,
+// TLS, the admin API, limits, CPUs, fleet mode and the embedded etcd.
+const serveHelpTopics = `
 Hot reload: send SIGHUP, POST /reload on the admin address, or just save the
 file (it is polled every second, and reloaded whenever its content differs
 from the config in force, however that config was applied). A config that
@@ -155,10 +169,7 @@ storage errors (a failed write to its WAL or database, e.g. a full disk); its
 last log line, at level fatal, says why. Members speak plain HTTP: use them
 on a trusted network, or run etcd yourself with TLS.
 
-Examples:
-  spillway serve --config examples/seed-70-30/with-policy.yaml
-  spillway get-health --admin 127.0.0.1:9901
-
+More examples:
   spillway config push spillway.yaml --fleet etcd://10.0.0.5:2379
   spillway serve --fleet etcd://10.0.0.5:2379,10.0.0.6:2379,10.0.0.7:2379 \
       --instance lb-use1-a --region us-east1 --config /etc/spillway/last-resort.yaml
@@ -174,6 +185,9 @@ Examples:
       --admin 127.0.0.1:9903 --config spillway.yaml &
   spillway config push spillway.yaml --fleet etcd://127.0.0.1:2379
 `
+
+// serveCommonFlags are the flags spillway serve --help lists.
+var serveCommonFlags = []string{"config", "admin", "admin-token-file", "log-level", "log-format", "watch", "fleet", "fleet-embedded", "instance", "region"}
 
 // checkFleetLease checks a --fleet-lease value: etcd leases count whole
 // seconds, and a lease kept alive every third of its TTL needs 2 s or
@@ -256,12 +270,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 // parseServeFlags defines and parses spillway serve's flags.
 func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	c := &serveCmd{}
-	fs := newFlags("serve", serveHelp, stderr)
+	fs := newFlagsHelp("serve", help{text: serveHelp, more: serveHelpTopics, common: serveCommonFlags}, stderr)
 	fs.StringVar(&c.cfgPath, "config", "", "config `FILE` (YAML or JSON)")
 	fs.StringVar(&c.admin, "admin", "127.0.0.1:9901", "admin listener `ADDR` (empty to disable)")
-	fs.StringVar(&c.level, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "process log format: text (key=value) or json (one JSON object a line)")
-	fs.DurationVar(&c.watch, "watch", time.Second, "poll interval of the config file and the TLS certificate, key and CA files (0 disables the watch)")
+	fs.StringVar(&c.level, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "process log `FORMAT`: text (key=value) or json (one JSON object a line)")
+	fs.DurationVar(&c.watch, "watch", time.Second, "poll `INTERVAL` of the config file and the TLS certificate, key and CA files (0 disables the watch)")
 	fs.StringVar(&c.procs, "procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	fs.StringVar(&c.tokenFile, "admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
@@ -278,7 +292,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.StringVar(&c.embeddedClient, "fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
 	fs.StringVar(&c.fleetData, "fleet-data", "", "--fleet-embedded: this member's data `DIR` (default $TMPDIR/spillway-etcd-NAME, which a reboot clears: give a persistent one in production)")
 	fs.StringVar(&c.embeddedState, "fleet-embedded-state", "new", "--fleet-embedded: etcd's initial cluster `STATE`, used only while --fleet-data is empty: new (bootstrap the cluster with the --fleet-embedded members) or existing (join a running cluster that lists this member already: etcdctl member add, e.g. to replace a member that lost its data directory)")
-	fs.StringVar(&c.etcdLog, "fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: a member that stops logs its closing listeners as errors)")
+	fs.StringVar(&c.etcdLog, "fleet-embedded-log-level", "fatal", "--fleet-embedded: etcd's own log `LEVEL` on stderr, in etcd's JSON: debug, info, warn, error or fatal (default fatal: only what exits the process; what etcd logs while the instance closes its member is dropped)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}

@@ -6,8 +6,10 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/spillwaylb/spillway/internal/armor"
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/lint"
 	"github.com/spillwaylb/spillway/internal/route"
 )
@@ -21,7 +23,10 @@ then every URL map's tests[] (host, path, headers → expected service,
 expectedOutputUrl, expectedRedirectResponseCode).
 
 Exit status 0 when the config is valid and every test passes; 1 otherwise,
-with one line per problem naming the file, the field or test, and the fix.
+with each problem's file, line and column, field (list elements by name:
+backendServices[bs-web].backends[mig-a]), source line with a caret under
+the mistake, and fix; a mistake repeated in several elements is one error
+listing the places.
 
 It also prints, without failing:
   warning: what Google Cloud's global external Application Load Balancer
@@ -52,7 +57,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	p, err := loadPlan(*cfgPath)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, strings.TrimRight(config.Explain(err), "\n"))
 		return exitCode(1)
 	}
 	if _, err := armor.Compile(p.Config, newWAF()); err != nil {

@@ -66,3 +66,45 @@ func TestValidateReportsFailingTest(t *testing.T) {
 		t.Errorf("%d FAIL lines, want 1:\n%s", n, out)
 	}
 }
+
+// TestNothingServedWarned: an empty config is valid, but validate and
+// serve say that it serves nothing (serve runs, on its admin address
+// only).
+func TestNothingServedWarned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(path, []byte("# nothing yet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runMain(t, "validate", "--config", path)
+	if code != 0 || !strings.Contains(out, "warning: "+path+": frontends: nothing is served") || !strings.Contains(out, "valid") {
+		t.Errorf("validate: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 0, valid, with the nothing-served warning", code, out, errOut)
+	}
+	_, logs := startServe(t, "--config", path, "--watch", "0")
+	waitFor(t, "the nothing-served warning", func() bool {
+		return strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "frontends: nothing is served")
+	}, logs)
+}
+
+// TestValidateExplainsSyntaxError: validate shows a YAML mistake at its
+// line and column, under the source line.
+func TestValidateExplainsSyntaxError(t *testing.T) {
+	data, err := os.ReadFile("../../examples/seed-70-30/baseline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[21] = " zone: us-south1-b\n" // one space short
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runMain(t, "validate", "--config", path)
+	want := path + ":22:2: invalid YAML: did not find expected key\n" +
+		"   |\n" +
+		"21 | - name: mig-us-south1-b\n" +
+		"22 |  zone: us-south1-b\n" +
+		"   |  ^^^^\n"
+	if code != 1 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "= fix: indent this line") {
+		t.Errorf("validate: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 and stderr starting\n%s", code, out, errOut, want)
+	}
+}

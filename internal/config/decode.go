@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -26,8 +27,10 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes a YAML or JSON configuration strictly and validates it.
 // file names the source in error messages. On failure the error is an
-// Errors value listing up to 20 problems with file, line, field path and a
-// fix; decoding problems (unknown fields, wrong types, duplicate keys) are
+// Errors value listing up to 20 problems with file, line, column, field
+// path (elements named, see FieldError.Path), a fix and the source line
+// (for Explain), a mistake repeated in several list elements reported
+// once with its other places; decoding problems (unknown fields, wrong types, duplicate keys) are
 // reported without validating, because a half-decoded file would only add
 // follow-on noise. Parse does not fill in defaults: absent fields stay at
 // their zero value (see defaults.go).
@@ -36,14 +39,31 @@ func Parse(data []byte, file string) (*Config, error) {
 	d := &decoder{file: file, pos: map[string]position{}, budget: aliasBudget}
 	d.document(data, cfg)
 	if len(d.errs) > 0 {
-		return nil, sortAndCap(d.errs)
+		errs := sortAndCap(d.errs)
+		newNamer(cfg).errors(errs)
+		return nil, withSource(errs, data)
 	}
 	cfg.File = file
 	shortenResourceNames(cfg)
 	if errs := validate(cfg, d.pos); len(errs) > 0 {
-		return nil, errs
+		return nil, withSource(errs, data)
 	}
 	return cfg, nil
+}
+
+// withSource sets each error's Source from data, its line, unless it has
+// one (a syntax error's shows the line before it too).
+func withSource(es Errors, data []byte) Errors {
+	lines := strings.Split(string(data), "\n")
+	for _, e := range es {
+		if e.Line < 1 || e.Line > len(lines) {
+			continue
+		}
+		if e.Source == nil {
+			e.Source = []string{strings.TrimRight(lines[e.Line-1], "\r")}
+		}
+	}
+	return es
 }
 
 // shortenResourceNames reduces the full resource names that describe
@@ -120,7 +140,7 @@ func (d *decoder) document(data []byte, cfg *Config) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if !errors.Is(err, io.EOF) {
-			d.syntaxError(err)
+			d.syntaxError(data, err)
 		}
 		return // an empty file is an empty configuration
 	}
@@ -131,7 +151,7 @@ func (d *decoder) document(data []byte, cfg *Config) {
 			"the file holds more than one YAML document (a second one starts here)")
 		return
 	case !errors.Is(err, io.EOF):
-		d.syntaxError(err)
+		d.syntaxError(data, err)
 		return
 	}
 	root := &doc
@@ -146,41 +166,75 @@ func (d *decoder) document(data []byte, cfg *Config) {
 }
 
 // syntaxError turns a YAML parser error ("yaml: line 3: did not find …")
-// into a FieldError with a line number.
-func (d *decoder) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if num, tail, ok := strings.Cut(rest, ": "); ok {
-			if n, convErr := strconv.Atoi(num); convErr == nil {
-				line, msg = n, tail
-			}
-		}
+// into a FieldError at the line and column where the file stops being
+// YAML (see locateSyntaxError; yaml.v3's own line is often that of the
+// enclosing collection's start).
+func (d *decoder) syntaxError(data []byte, err error) {
+	msg := bareMessage(err.Error())
+	line, col := locateSyntaxError(data, err)
+	e := &FieldError{File: d.file, Line: line, Column: col, Msg: "invalid YAML: " + msg}
+	// The line before shows the indentation the culprit breaks.
+	lines := strings.Split(string(data), "\n")
+	for i := max(line-2, 0); i < line && i < len(lines); i++ {
+		e.Source = append(e.Source, strings.TrimRight(lines[i], "\r"))
 	}
-	if isParserError(msg) {
-		// yaml.v3 reports the lines of parser (not scanner) errors
-		// 0-based, and leaves out line 0.
-		line++
+	if len(e.Source) > 0 {
+		e.Column, e.Fix = syntaxFix(msg, e.Source[len(e.Source)-1], col)
 	}
-	d.errs = append(d.errs, &FieldError{
-		File: d.file, Line: line, Msg: "invalid YAML: " + msg,
-		Fix: "check indentation, quoting and brackets near this line",
-	})
+	d.errs = append(d.errs, e)
 }
 
-// isParserError reports whether msg is one of the errors of the YAML
-// parser stage (parserc.go), whose line numbers yaml.v3 reports 0-based.
-func isParserError(msg string) bool {
-	switch msg {
-	case "did not find expected <stream-start>", "did not find expected <document start>",
-		"found undefined tag handle", "did not find expected node content",
-		"did not find expected '-' indicator", "did not find expected key",
-		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
-		"found duplicate %YAML directive", "found incompatible YAML document",
-		"found duplicate %TAG directive":
-		return true
+// syntaxFix says how to fix the YAML syntax error msg found at column
+// col of line text, and moves the column to the culprit's start: the
+// token before a space that decided the error, the line's first token
+// where its indentation is wrong, the key before the ':' where a ','
+// was missing.
+func syntaxFix(msg, text string, col int) (int, string) {
+	const indent = "indent this line as its siblings are: the keys of one mapping, and the items of one list, start in the same column"
+	line := []rune(text)
+	at := min(col, len(line)) - 1 // 0-based; -1 for an empty line
+	for at > 0 && (line[at] == ' ' || line[at] == '\t') {
+		at--
 	}
-	return false
+	first := firstNonBlank([]byte(text))
+	switch {
+	case indentationError(msg):
+		return first, indent
+	case msg == "mapping values are not allowed in this context":
+		// "key: value" whose key is the line's first token, indented
+		// deeper than the line above: YAML reads it as more of the value
+		// above, where a ':' cannot follow. Else a plain value holds ": ".
+		if key, _, ok := strings.Cut(string(line[first-1:]), ":"); ok && at+1 == first+utf8.RuneCountInString(key) {
+			return first, "this line is indented deeper than the keys above it, so YAML reads it as more of the value above: indent it as its siblings are"
+		}
+		return at + 1, `quote the value: a plain value cannot hold ": " (e.g. description: "a: b")`
+	case strings.Contains(msg, "tab character"):
+		return at + 1, "indent with spaces: YAML does not allow tabs in indentation"
+	case strings.HasPrefix(msg, "did not find expected ','") && at > 0 && line[at] == ':':
+		return tokenStart(line, at-1) + 1, "put a ',' between two entries, and close each '[' with ']' and '{' with '}'"
+	}
+	return at + 1, "check indentation, quoting and brackets near this line"
+}
+
+// tokenStart is the 0-based start of the token that ends at or before
+// line[i] (spaces skipped): a quoted string, or a run of characters up to
+// a space or a flow indicator.
+func tokenStart(line []rune, i int) int {
+	for i > 0 && line[i] == ' ' {
+		i--
+	}
+	if q := line[i]; q == '"' || q == '\'' {
+		for j := i - 1; j >= 0; j-- {
+			if line[j] == q {
+				return j
+			}
+		}
+		return i
+	}
+	for i > 0 && !strings.ContainsRune(" \t,[]{}", line[i-1]) {
+		i--
+	}
+	return i
 }
 
 // value decodes n into v (which must be settable); path is v's field path.

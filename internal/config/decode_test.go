@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -162,81 +163,81 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"unknown field with suggestion",
 			"urlMaps:\n- name: um\n  defaultRouteAction:\n    weightedBackendServices:\n    - {backendService: a, weight: 1}\n    - {backendService: b, weigth: 1}\n",
-			`test.yaml:6: urlMaps[0].defaultRouteAction.weightedBackendServices[1]: unknown field "weigth" (fix: did you mean "weight"?)`},
+			`test.yaml:6:27: urlMaps[um].defaultRouteAction.weightedBackendServices[b]: unknown field "weigth" (fix: did you mean "weight"?)`},
 		{"snake case field",
 			"backendServices:\n- name: b\n  timeout_sec: 5\n",
-			`test.yaml:3: backendServices[0]: unknown field "timeout_sec" (fix: did you mean "timeoutSec"?)`},
+			`test.yaml:3:3: backendServices[b]: unknown field "timeout_sec" (fix: did you mean "timeoutSec"?)`},
 		{"wrong case field",
 			"healthChecks:\n- Name: hc\n",
-			`test.yaml:2: healthChecks[0]: unknown field "Name" (fix: did you mean "name"?)`},
+			`test.yaml:2:3: healthChecks[0]: unknown field "Name" (fix: did you mean "name"?)`},
 		{"unknown top-level field",
 			"backendService: []\n",
-			`test.yaml:1: unknown field "backendService" (fix: did you mean "backendServices"?)`},
+			`test.yaml:1:1: unknown field "backendService" (fix: did you mean "backendServices"?)`},
 		{"unknown field without suggestion",
 			"spillway: {colour: blue}\n",
-			`test.yaml:1: spillway: unknown field "colour" (fix: remove it; fields here are: undrainHoldSec, demandWindowSec, undrainRampSec, secondLayerProxies, http1Server, normalizePath, mergeSlashes, pathWithEscapedSlashesAction, accessLog, requestMetrics, dnsIdentity)`},
+			`test.yaml:1:12: spillway: unknown field "colour" (fix: remove it; fields here are: undrainHoldSec, demandWindowSec, undrainRampSec, secondLayerProxies, http1Server, normalizePath, mergeSlashes, pathWithEscapedSlashesAction, accessLog, requestMetrics, dnsIdentity)`},
 		{"unsupported Google Cloud field",
 			"backendServices:\n- name: b\n  corsPolicy: {}\n",
-			`test.yaml:3: backendServices[0]: field "corsPolicy" is a Google Cloud field that Spillway does not support yet (fix: remove it)`},
+			`test.yaml:3:3: backendServices[b]: field "corsPolicy" is a Google Cloud field that Spillway does not support yet (fix: remove it)`},
 		{"number given text",
 			"regions:\n- name: r\n  latitude: abc\n",
-			`test.yaml:3: regions[0].latitude: want a number, got "abc" (fix: write a number such as 0.5)`},
+			`test.yaml:3:13: regions[r].latitude: want a number, got "abc" (fix: write a number such as 0.5)`},
 		{"integer given a fraction",
 			"spillway:\n  undrainHoldSec: 1.5\n",
-			`test.yaml:2: spillway.undrainHoldSec: want an integer, got 1.5 (fix: write a whole number such as 30)`},
+			`test.yaml:2:19: spillway.undrainHoldSec: want an integer, got 1.5 (fix: write a whole number such as 30)`},
 		{"integer given a fraction as text",
 			"spillway:\n  undrainHoldSec: \"1.5\"\n",
-			`test.yaml:2: spillway.undrainHoldSec: want an integer, got "1.5" (fix: write a whole number such as 30)`},
+			`test.yaml:2:19: spillway.undrainHoldSec: want an integer, got "1.5" (fix: write a whole number such as 30)`},
 		{"int32 overflow",
 			"backendServices:\n- name: b\n  outlierDetection: {interval: {nanos: 3000000000}}\n",
-			`test.yaml:3: backendServices[0].outlierDetection.interval.nanos: 3000000000 does not fit in a 32-bit integer (fix: use a smaller number)`},
+			`test.yaml:3:40: backendServices[b].outlierDetection.interval.nanos: 3000000000 does not fit in a 32-bit integer (fix: use a smaller number)`},
 		{"bool given text",
 			"serviceLbPolicies:\n- name: p\n  autoCapacityDrain: {enable: \"yes\"}\n",
-			`test.yaml:3: serviceLbPolicies[0].autoCapacityDrain.enable: want true or false, got "yes" (fix: write true or false, without quotes)`},
+			`test.yaml:3:31: serviceLbPolicies[p].autoCapacityDrain.enable: want true or false, got "yes" (fix: write true or false, without quotes)`},
 		{"list given a scalar",
 			"backendServices:\n- name: b\n  healthChecks: hc\n",
-			"test.yaml:3: backendServices[0].healthChecks: want a list, got \"hc\" (fix: write each item on its own line starting with `- `, or as [a, b])"},
+			"test.yaml:3:17: backendServices[b].healthChecks: want a list, got \"hc\" (fix: write each item on its own line starting with `- `, or as [a, b])"},
 		{"struct given a list",
 			"spillway: [1, 2]\n",
-			"test.yaml:1: spillway: want a mapping of fields, got a list (fix: write the fields indented under the key, one `name: value` per line)"},
+			"test.yaml:1:11: spillway: want a mapping of fields, got a list (fix: write the fields indented under the key, one `name: value` per line)"},
 		{"string given a mapping",
 			"urlMaps:\n- name: {a: b}\n",
-			`test.yaml:2: urlMaps[0].name: want a string, got a mapping (fix: write a single value, quoted if it contains special characters)`},
+			`test.yaml:2:9: urlMaps[0].name: want a string, got a mapping (fix: write a single value, quoted if it contains special characters)`},
 		{"map value of the wrong type",
 			"regions:\n- name: r\n  rttMs: {a: fast}\n",
-			`test.yaml:3: regions[0].rttMs.a: want a number, got "fast" (fix: write a number such as 0.5)`},
+			`test.yaml:3:14: regions[r].rttMs.a: want a number, got "fast" (fix: write a number such as 0.5)`},
 		{"infinite number",
 			"regions:\n- name: r\n  latitude: .inf\n",
-			`test.yaml:3: regions[0].latitude: want a number, got .inf (fix: write a number such as 0.5)`},
+			`test.yaml:3:13: regions[r].latitude: want a number, got .inf (fix: write a number such as 0.5)`},
 		{"duplicate key",
 			"regions:\n- name: r\n  name: s\n",
-			`test.yaml:3: regions[0].name: duplicate key (first set on line 2) (fix: keep only one "name")`},
+			`test.yaml:3:3: regions[r].name: duplicate key (first set on line 2) (fix: keep only one "name")`},
 		{"duplicate map key",
 			"serviceLbPolicies:\n- name: p\n  labels:\n    a: x\n    a: y\n",
-			`test.yaml:5: serviceLbPolicies[0].labels.a: duplicate key (first set on line 4) (fix: keep only one "a")`},
+			`test.yaml:5:5: serviceLbPolicies[p].labels.a: duplicate key (first set on line 4) (fix: keep only one "a")`},
 		{"syntax error",
 			"regions:\n- name: [r\n",
-			`test.yaml:2: invalid YAML: did not find expected ',' or ']' (fix: check indentation, quoting and brackets near this line)`},
+			`test.yaml:2:10: invalid YAML: did not find expected ',' or ']' (fix: check indentation, quoting and brackets near this line)`},
 		{"two documents",
 			"regions: []\n---\nregions: []\n",
-			`test.yaml:2: the file holds more than one YAML document (a second one starts here) (fix: keep one configuration per file, or merge the documents)`},
+			`test.yaml:2:1: the file holds more than one YAML document (a second one starts here) (fix: keep one configuration per file, or merge the documents)`},
 		{"bad indentation",
 			"regions:\n- name: a\n  latitude: 1\n longitude: 2\n",
-			`test.yaml:4: invalid YAML: did not find expected key (fix: check indentation, quoting and brackets near this line)`},
+			`test.yaml:4:2: invalid YAML: did not find expected key (fix: indent this line as its siblings are: the keys of one mapping, and the items of one list, start in the same column)`},
 		{"tab indentation",
 			"regions:\n\t- name: a\n",
-			`test.yaml:2: invalid YAML: found character that cannot start any token (fix: check indentation, quoting and brackets near this line)`},
+			`test.yaml:2:1: invalid YAML: found character that cannot start any token (fix: check indentation, quoting and brackets near this line)`},
 		{"merge cycle",
 			"regions: [&a {name: r, <<: *a}]\n",
-			`test.yaml:1: regions[0]: merge key refers back to the mapping that contains it (fix: do not merge a mapping into itself)`},
+			`test.yaml:1:11: regions[r]: merge key refers back to the mapping that contains it (fix: do not merge a mapping into itself)`},
 		{"top-level list",
 			"- a\n- b\n",
-			"test.yaml:1: want a mapping of fields, got a list (fix: write the fields indented under the key, one `name: value` per line)"},
+			"test.yaml:1:1: want a mapping of fields, got a list (fix: write the fields indented under the key, one `name: value` per line)"},
 		{"several errors, in file order",
 			"spillway: {undrainHoldSec: x}\nregions:\n- name: r\n  latitude: y\n  lat: 1\n",
-			"test.yaml:1: spillway.undrainHoldSec: want an integer, got \"x\" (fix: write a whole number such as 30)\n" +
-				"test.yaml:4: regions[0].latitude: want a number, got \"y\" (fix: write a number such as 0.5)\n" +
-				`test.yaml:5: regions[0]: unknown field "lat" (fix: remove it; fields here are: name, latitude, longitude, rttMs)`},
+			"test.yaml:1:28: spillway.undrainHoldSec: want an integer, got \"x\" (fix: write a whole number such as 30)\n" +
+				"test.yaml:4:13: regions[r].latitude: want a number, got \"y\" (fix: write a number such as 0.5)\n" +
+				`test.yaml:5:3: regions[r]: unknown field "lat" (fix: remove it; fields here are: name, latitude, longitude, rttMs)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,8 +292,8 @@ regions:
 func TestErrorCap(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("regions:\n")
-	for range 50 {
-		b.WriteString("- {name: r, latitude: x}\n")
+	for i := range 50 {
+		fmt.Fprintf(&b, "- {name: r%d, latitude: x%d}\n", i, i)
 	}
 	_, err := Parse([]byte(b.String()), "test.yaml")
 	var errs Errors
@@ -338,7 +339,7 @@ func TestLoad(t *testing.T) {
 	}
 	_, err = Load(path)
 	var fe *FieldError
-	if !errors.As(err, &fe) || fe.File != path || fe.Line != 1 || fe.Path != "regions[0].latitude" {
-		t.Errorf("Load(invalid) = %v, want a FieldError at %s:1 regions[0].latitude", err, path)
+	if !errors.As(err, &fe) || fe.File != path || fe.Line != 1 || fe.Column != 21 || fe.Path != "regions[r].latitude" {
+		t.Errorf("Load(invalid) = %v, want a FieldError at %s:1:21 regions[r].latitude", err, path)
 	}
 }

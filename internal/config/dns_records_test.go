@@ -32,22 +32,22 @@ func TestDNSRecordsInvalid(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"occluded record", "{name: ns1.sub, type: A,", "{name: www.sub, type: TXT,",
-			`dnsZones[0].records[6].name: "www.sub.gslb.example." is below the delegation of sub.gslb.example. at dnsZones[0].records[4]`},
+			`dnsZones[gslb.example.].records[www.sub].name: "www.sub.gslb.example." is below the delegation of sub.gslb.example. at dnsZones[gslb.example.].records[4]`},
 		{"occluded at cut", "{name: ns1.sub, type: A,", "{name: sub, type: A,",
-			`dnsZones[0].records[6].name: "sub.gslb.example." is delegated by dnsZones[0].records[4]`},
+			`dnsZones[gslb.example.].records[6].name: "sub.gslb.example." is delegated by dnsZones[gslb.example.].records[4]`},
 		{"GSLB name below cut", `{name: "*.svc2",`, `{name: "x.sub",`,
-			`dnsZones[0].gslbNames[0].name: "x.sub.gslb.example." is below the delegation of sub.gslb.example.`},
+			`dnsZones[gslb.example.].gslbNames[x.sub].name: "x.sub.gslb.example." is below the delegation of sub.gslb.example.`},
 		{"DS without cut", "{name: sub, type: NS, rrdatas: [ns1.sub.gslb.example., ns.other.example.]}", "{name: subx, type: TXT, rrdatas: [x]}",
-			`dnsZones[0].records[5].type: a DS record set belongs at a delegation`},
+			`dnsZones[gslb.example.].records[sub].type: a DS record set belongs at a delegation`},
 		{"NS at apex", `{name: sub, type: NS,`, `{name: "@", type: NS,`,
-			`dnsZones[0].records[4].name: the apex's NS records are nameServers`},
+			`dnsZones[gslb.example.].records[4].name: the apex's NS records are nameServers`},
 		{"wildcard not leftmost", `{name: "*.wild",`, `{name: "a.*.wild",`,
-			`dnsZones[0].records[2].name: "a.*.wild" is not a domain name`},
+			`dnsZones[gslb.example.].records[a.*.wild].name: "a.*.wild" is not a domain name`},
 		{"NS at wildcard", `{name: sub, type: NS,`, `{name: "*.sub", type: NS,`,
-			`dnsZones[0].records[4].name: a wildcard cannot be delegated`},
+			`dnsZones[gslb.example.].records[*.sub].name: a wildcard cannot be delegated`},
 		{"bad CAA", `"0 issue \"letsencrypt.org\""`, `"issue letsencrypt.org"`,
-			`dnsZones[0].records[7].rrdatas[0]: "issue letsencrypt.org" is not valid CAA data`},
-		{"bad PTR", `PTR, rrdatas: [www.gslb.example.]}`, `PTR, rrdatas: ["192.0.2.1 x"]}`, `dnsZones[1].records[0].rrdatas[0]: "192.0.2.1 x" is not valid PTR data`},
+			`dnsZones[gslb.example.].records[@].rrdatas[0]: "issue letsencrypt.org" is not valid CAA data`},
+		{"bad PTR", `PTR, rrdatas: [www.gslb.example.]}`, `PTR, rrdatas: ["192.0.2.1 x"]}`, `dnsZones[2.0.192.in-addr.arpa.].records[0].rrdatas[0]: "192.0.2.1 x" is not valid PTR data`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(dnsRecordsBase, tc.old) {

@@ -25,15 +25,15 @@ func TestDNSTransferInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name, old, new, want string
 	}{
-		{"host bits", "allow: [127.0.0.0/8,", "allow: [127.0.0.1/8,", `dnsZones[0].transfer.allow[0]: "127.0.0.1/8" has host bits set (127.0.0.0/8 is the subnet)`},
-		{"not an address", "allow: [127.0.0.0/8,", "allow: [localhost,", `dnsZones[0].transfer.allow[0]: "localhost" is not an address or a CIDR (fix: write a subnet or an address`},
+		{"host bits", "allow: [127.0.0.0/8,", "allow: [127.0.0.1/8,", `dnsZones[gslb.example.].transfer.allow[0]: "127.0.0.1/8" has host bits set (127.0.0.0/8 is the subnet)`},
+		{"not an address", "allow: [127.0.0.0/8,", "allow: [localhost,", `dnsZones[gslb.example.].transfer.allow[0]: "localhost" is not an address or a CIDR (fix: write a subnet or an address`},
 		{"nobody", "    allow: [127.0.0.0/8, \"::1\"]\n", "", ""},
-		{"bad secret", `secret: "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"`, `secret: "not base64!"`, `dnsZones[0].transfer.tsigKeys[0].secret: the secret is not base64`},
-		{"no secret", `, secretFile: /etc/spillway/xfr.key}`, `}`, `dnsZones[0].transfer.tsigKeys[1].secret: a secret is required`},
-		{"both secrets", `, secretFile: /etc/spillway/xfr.key}`, `, secretFile: /x, secret: eA==}`, `dnsZones[0].transfer.tsigKeys[1]: secret and secretFile are exclusive`},
-		{"algorithm", "algorithm: hmac-sha256", "algorithm: hmac-md5", `dnsZones[0].transfer.tsigKeys[0].algorithm: unknown value "hmac-md5"`},
-		{"duplicate key", "name: file-key,", "name: xfr-key,", `dnsZones[0].transfer.tsigKeys[1].name: "xfr-key." is already tsigKeys[0]`},
-		{"notify", `"127.0.0.2:5353"`, `"ns2.example:53"`, `dnsZones[0].transfer.notify[1]: "ns2.example:53" is not an address or address:port`},
+		{"bad secret", `secret: "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"`, `secret: "not base64!"`, `dnsZones[gslb.example.].transfer.tsigKeys[xfr-key.].secret: the secret is not base64`},
+		{"no secret", `, secretFile: /etc/spillway/xfr.key}`, `}`, `dnsZones[gslb.example.].transfer.tsigKeys[file-key].secret: a secret is required`},
+		{"both secrets", `, secretFile: /etc/spillway/xfr.key}`, `, secretFile: /x, secret: eA==}`, `dnsZones[gslb.example.].transfer.tsigKeys[file-key]: secret and secretFile are exclusive`},
+		{"algorithm", "algorithm: hmac-sha256", "algorithm: hmac-md5", `dnsZones[gslb.example.].transfer.tsigKeys[xfr-key.].algorithm: unknown value "hmac-md5"`},
+		{"duplicate key", "name: file-key,", "name: xfr-key,", `dnsZones[gslb.example.].transfer.tsigKeys[xfr-key].name: "xfr-key." is already tsigKeys[xfr-key.]`},
+		{"notify", `"127.0.0.2:5353"`, `"ns2.example:53"`, `dnsZones[gslb.example.].transfer.notify[1]: "ns2.example:53" is not an address or address:port`},
 		{"identity too long", "version: spillway", "version: " + strings.Repeat("v", 256), "spillway.dnsIdentity.version: a TXT string holds at most 255 bytes, not 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestDNSTransferInvalid(t *testing.T) {
 		})
 	}
 	nobody := strings.Replace(dnsBase, "  gslbNames:\n", "  transfer: {notify: [127.0.0.1]}\n  gslbNames:\n", 1)
-	if _, err := Parse([]byte(nobody), "dns.yaml"); err == nil || !strings.Contains(err.Error(), "dnsZones[0].transfer: nobody may transfer the zone") {
+	if _, err := Parse([]byte(nobody), "dns.yaml"); err == nil || !strings.Contains(err.Error(), "dnsZones[gslb.example.].transfer: nobody may transfer the zone") {
 		t.Fatalf("transfer without allow or keys: %v", err)
 	}
 }

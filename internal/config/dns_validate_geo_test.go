@@ -50,10 +50,10 @@ func TestDNSLatencyPolicy(t *testing.T) {
 	}{
 		{"bias", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: -40}", ""},
 		{"bias bounds", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: 99}", ""},
-		{"bias out of range", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: 100}", "members[0].bias: bias 100 is out of range (fix: use -99 to 99"},
+		{"bias out of range", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: 100}", "members[a].bias: bias 100 is out of range (fix: use -99 to 99"},
 		{"bias too low", "LATENCY", "{name: a, address: 192.0.2.1, region: us-east1, bias: -100}", "bias -100 is out of range"},
-		{"bias needs LATENCY", "GEO", "{name: a, address: 192.0.2.1, region: us-east1, bias: 10}", "members[0].bias: bias is only used by the LATENCY policy (fix: set policy: LATENCY"},
-		{"LATENCY needs regions", "LATENCY", "{name: a, address: 192.0.2.1}", "members[0].region: the LATENCY policy needs a region for every member"},
+		{"bias needs LATENCY", "GEO", "{name: a, address: 192.0.2.1, region: us-east1, bias: 10}", "members[a].bias: bias is only used by the LATENCY policy (fix: set policy: LATENCY"},
+		{"LATENCY needs regions", "LATENCY", "{name: a, address: 192.0.2.1}", "members[a].region: the LATENCY policy needs a region for every member"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := strings.Replace(dnsBase, member, tc.member, 1)

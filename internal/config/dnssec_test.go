@@ -16,7 +16,7 @@ func TestDNSSECConfig(t *testing.T) {
 	}
 	bad := strings.Replace(dnsBase, "  nameServers: [ns1.gslb.example.]\n", "  nameServers: [ns1.gslb.example.]\n  dnssec: {disabled: false}\n", 1)
 	_, err = Parse([]byte(bad), "dns.yaml")
-	if err == nil || !strings.Contains(err.Error(), "dnsZones[0].dnssec.keyFile: a signed zone needs a key file") ||
+	if err == nil || !strings.Contains(err.Error(), "dnsZones[gslb.example.].dnssec.keyFile: a signed zone needs a key file") ||
 		!strings.Contains(err.Error(), "spillway dnssec keygen") {
 		t.Fatalf("missing keyFile: %v", err)
 	}

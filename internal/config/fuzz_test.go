@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParse checks that Parse never panics, and that its results keep
@@ -45,6 +47,39 @@ func FuzzParse(f *testing.F) {
 			if e.File != "fuzz.yaml" || e.Msg == "" {
 				t.Fatalf("error without file or message: %+v", e)
 			}
+		}
+	})
+}
+
+// FuzzLocateSyntaxError checks that locating a YAML syntax error never
+// panics and always names a place in the file: a line of it, and a
+// column on that line or just past its end.
+func FuzzLocateSyntaxError(f *testing.F) {
+	for _, name := range []string{"indent-after-comments.yaml", "indent-deeper.yaml", "missing-comma.json", "tab.yaml", "value-with-colon.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "errors", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("a: [b,\n  'c''d', \"e\\\"f\n"))
+	f.Add([]byte("a: |\n  [x\nb: {c: [d}\n"))
+	f.Add([]byte("a: &x !t [b]\n- c\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := yamlError(data)
+		if err == nil {
+			return
+		}
+		line, col := locateSyntaxError(data, err)
+		lines := strings.Split(string(data), "\n")
+		if line < 1 || line > len(lines) {
+			t.Fatalf("line %d of a file of %d lines (%v)", line, len(lines), err)
+		}
+		if n := utf8.RuneCountInString(lines[line-1]); col < 1 || col > n+1 {
+			t.Fatalf("column %d on line %d of %d characters (%v)", col, line, n, err)
+		}
+		if _, err := Parse(data, "fuzz.yaml"); err == nil {
+			t.Fatalf("Parse accepts what yaml.v3 rejects: %v", yamlError(data))
 		}
 	})
 }

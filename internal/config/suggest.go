@@ -95,3 +95,8 @@ func oneOf(value string, allowed []string) string {
 	}
 	return hint
 }
+
+// Closest returns the candidate nearest to s for a "did you mean" hint,
+// or "" when none is close enough to be a typo: the rule of the config's
+// errors, which the command line uses for commands and flags too.
+func Closest(s string, candidates []string) string { return closest(s, candidates) }

@@ -40,7 +40,9 @@ func validate(c *Config, pos map[string]position) Errors {
 	if len(v.errs) == 0 {
 		return nil
 	}
-	return sortAndCap(v.errs)
+	errs := sortAndCap(v.errs)
+	newNamer(c).errors(errs)
+	return errs
 }
 
 // validator collects the problems of one configuration.

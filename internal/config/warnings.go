@@ -13,8 +13,28 @@ import (
 // non-idempotent requests; and settings both accept that leave
 // a backend service unable to serve; and fields that are set and accepted
 // but have no effect in Spillway (or less than in Google Cloud), with what
-// Google Cloud would do. Each entry names the field path.
+// Google Cloud would do. Each entry starts with the field path, its
+// elements named as in FieldError.Path.
+//
+// A config with no frontends is valid (simulate and validate need none)
+// but serves nothing: that warning comes first.
 func (c *Config) Warnings() []string {
+	var w []string
+	if len(c.Frontends) == 0 {
+		w = append(w, "frontends: nothing is served: the config has no frontends, so spillway serve listens on its admin address only; add an HTTP frontend, e.g. frontends: [{name: web, address: 0.0.0.0:8080, urlMap: URL_MAP}], or a DNS frontend with dnsZones (docs/extensions.md)")
+	}
+	w = append(w, c.warnings()...)
+	n := newNamer(c)
+	for i, s := range w {
+		if path, rest, ok := strings.Cut(s, ": "); ok && !strings.Contains(path, " ") {
+			w[i] = n.path(path) + ": " + rest
+		}
+	}
+	return w
+}
+
+// warnings lists the warnings, their paths with indexes.
+func (c *Config) warnings() []string {
 	var w []string
 	// Every backend at capacityScaler 0 is how a whole service is drained,
 	// so it is valid, but the service then has no capacity at all. A single

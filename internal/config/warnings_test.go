@@ -26,15 +26,16 @@ urlMaps:
     - priority: 2
       service: bs
       matchRules: [{prefixMatch: /}]
+frontends: [{name: web, address: "127.0.0.1:8080", urlMap: um}]
 `), "w.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := c.Warnings()
 	want := []string{
-		"urlMaps[0].pathMatchers[0].routeRules[0].matchRules[0].regexMatch:",
-		"urlMaps[0].pathMatchers[0].routeRules[0].matchRules[0].headerMatches[0].regexMatch:",
-		"urlMaps[0].pathMatchers[0].routeRules[0].matchRules[0].queryParameterMatches[0].regexMatch:",
+		"urlMaps[um].pathMatchers[pm].routeRules[priority=1].matchRules[0].regexMatch:",
+		"urlMaps[um].pathMatchers[pm].routeRules[priority=1].matchRules[0].headerMatches[0].regexMatch:",
+		"urlMaps[um].pathMatchers[pm].routeRules[priority=1].matchRules[0].queryParameterMatches[q].regexMatch:",
 	}
 	if len(w) != len(want) {
 		t.Fatalf("got %d warnings, want %d: %q", len(w), len(want), w)
@@ -103,8 +104,8 @@ urlMaps: [{name: um, defaultService: bs}]
 		scaler string
 		want   []string
 	}{
-		{"0", []string{"backendServices[1].backends: every backend of backend service bs has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0"}},
-		{"0.0", []string{"backendServices[1].backends: every backend of backend service bs has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0"}},
+		{"0", []string{"backendServices[bs].backends: every backend of backend service bs has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0"}},
+		{"0.0", []string{"backendServices[bs].backends: every backend of backend service bs has capacityScaler 0, so every request routed to it gets 503 until a capacityScaler is raised above 0"}},
 		{"0.5", nil},
 	} {
 		c, err := Parse([]byte(strings.Replace(base, "%s", tc.scaler, 1)), "w.yaml")
@@ -134,23 +135,23 @@ func TestWarningsForIgnoredFields(t *testing.T) {
 	}{
 		{"nothing ignored", nil, nil},
 		{"draining shorter than the timeout", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  connectionDraining: {drainingTimeoutSec: 10}\n"}},
-			[]string{"backendServices[0].connectionDraining.drainingTimeoutSec: Spillway does not cut requests in flight"}},
+			[]string{"backendServices[bs-east-pref].connectionDraining.drainingTimeoutSec: Spillway does not cut requests in flight"}},
 		{"draining as long as the timeout", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  timeoutSec: 30\n  connectionDraining: {drainingTimeoutSec: 300}\n"}}, nil},
 		{"header variables", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  customRequestHeaders: [\"X-Geo: {client_region},{client_city}\", \"X-TLS: {tls_version}\", \"X-Odd: {colour}\"]\n  customResponseHeaders: [\"X-RTT: {client_rtt_msec}\"]\n"}},
 			[]string{
-				"backendServices[0].customRequestHeaders[0]: Spillway cannot know {client_region}, {client_city}",
-				"backendServices[0].customRequestHeaders[2]: {colour} is not a Google Cloud header variable",
-				"backendServices[0].customResponseHeaders[0]: Spillway cannot know {client_rtt_msec}",
+				"backendServices[bs-east-pref].customRequestHeaders[0]: Spillway cannot know {client_region}, {client_city}",
+				"backendServices[bs-east-pref].customRequestHeaders[2]: {colour} is not a Google Cloud header variable",
+				"backendServices[bs-east-pref].customResponseHeaders[0]: Spillway cannot know {client_rtt_msec}",
 			}},
 		{"logging", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  logConfig: {enable: true}\n"}, {"- name: hc-web\n", "- name: hc-web\n  logConfig: {enable: true}\n"}},
-			[]string{"healthChecks[0].logConfig.enable:", "backendServices[0].logConfig.enable:"}},
+			[]string{"healthChecks[hc-web].logConfig.enable:", "backendServices[bs-east-pref].logConfig.enable:"}},
 		{"logging off", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  logConfig: {enable: false}\n"}}, nil},
 		{"isolation", []edit{{"  failoverConfig: {failoverHealthThreshold: 70}\n", "  failoverConfig: {failoverHealthThreshold: 70}\n  isolationConfig: {isolationGranularity: REGION, isolationMode: NEAREST}\n"}},
-			[]string{"serviceLbPolicies[0].isolationConfig: accepted and not enforced"}},
+			[]string{"serviceLbPolicies[policy-web].isolationConfig: accepted and not enforced"}},
 		{"failover backend", []edit{{"    maxRatePerEndpoint: 100\n  - group: neg-south\n", "    maxRatePerEndpoint: 100\n    failover: true\n  - group: neg-south\n"}},
-			[]string{"backendServices[0].backends[0].failover:"}},
+			[]string{"backendServices[bs-east-pref].backends[neg-east].failover:"}},
 		{"weighted round robin", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  localityLbPolicy: WEIGHTED_ROUND_ROBIN\n"}},
-			[]string{"backendServices[0].localityLbPolicy: WEIGHTED_ROUND_ROBIN"}},
+			[]string{"backendServices[bs-east-pref].localityLbPolicy: WEIGHTED_ROUND_ROBIN"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,7 +217,7 @@ urlMaps:
       matchRules: [MATCH]
       routeAction: {retryPolicy: {retryConditions: [CONDS]}}
 `
-	const path = "urlMaps[0].pathMatchers[0].routeRules[0].routeAction.retryPolicy: "
+	const path = "urlMaps[um].pathMatchers[pm].routeRules[priority=1].routeAction.retryPolicy: "
 	get := "{prefixMatch: /, headerMatches: [{headerName: ':method', exactMatch: GET}]}"
 	for _, tc := range []struct {
 		match, conds string
@@ -261,7 +262,39 @@ func TestWarningsForSignedTransfer(t *testing.T) {
 			got = append(got, w)
 		}
 	}
-	if len(got) != 1 || !strings.Contains(got[0], "dnsZones[0].transfer") || !strings.Contains(got[0], "bump it") {
-		t.Fatalf("warnings %q, want one for dnsZones[0].transfer", got)
+	if len(got) != 1 || !strings.Contains(got[0], "dnsZones[gslb.example.].transfer") || !strings.Contains(got[0], "bump it") {
+		t.Fatalf("warnings %q, want one for dnsZones[gslb.example.].transfer", got)
+	}
+}
+
+// A config with no frontends is valid (simulate and validate use such
+// configs), but spillway serve would listen on its admin address only:
+// it is warned, first. One frontend, HTTP or DNS, serves something.
+func TestWarningNothingServed(t *testing.T) {
+	const backends = `
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: 10.0.0.1, port: 80}]}]
+backendServices: [{name: bs, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 10}]}]
+urlMaps: [{name: um, defaultService: bs}]
+`
+	for _, tc := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"empty file", "", true},
+		{"comments only", "# nothing yet\n", true},
+		{"backends, no frontend", backends, true},
+		{"HTTP frontend", backends + "frontends: [{name: web, address: '127.0.0.1:8080', urlMap: um}]\n", false},
+		{"DNS frontend", "frontends: [{name: dns, address: '127.0.0.1:5353', protocol: DNS}]\n" +
+			"dnsZones: [{name: example.com., nameServers: [ns1.example.com.], records: [{name: www, type: A, rrdatas: [192.0.2.1]}]}]\n", false},
+	} {
+		c, err := Parse([]byte(tc.yaml), "w.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		w := c.Warnings()
+		got := len(w) > 0 && strings.HasPrefix(w[0], "frontends: nothing is served")
+		if got != tc.want {
+			t.Errorf("%s: warnings %q; want the nothing-served warning first: %v", tc.name, w, tc.want)
+		}
 	}
 }

@@ -22,7 +22,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // DefaultClientURL is the client URL of a member when none is given.
@@ -118,8 +121,11 @@ type Options struct {
 	// Dir is the data directory (created if missing).
 	Dir string
 	// LogLevel is etcd's own log level (default "error"): etcd logs to
-	// stderr in its own JSON format.
+	// stderr in its own JSON format. It does not apply with Logger.
 	LogLevel string
+	// Logger, when set, receives etcd's own log instead of stderr; its
+	// core decides the level (e.g. a test's log, errors only).
+	Logger *zap.Logger
 	// ClusterState is etcd's initial cluster state, used (as Cluster)
 	// only the first time a data directory is used: "new" (the
 	// default) bootstraps a new cluster with the Cluster members;
@@ -187,6 +193,12 @@ func Start(o Options) (*Member, error) {
 	cfg.Name = o.Name
 	cfg.Dir = o.Dir
 	cfg.LogLevel = o.LogLevel
+	m := &Member{client: o.ClientURL.Host, stopped: make(chan struct{})}
+	lg, err := etcdLogger(o, &m.closing)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	cfg.ListenClientUrls = []url.URL{*o.ClientURL}
 	cfg.AdvertiseClientUrls = []url.URL{*o.ClientURL}
 	cfg.ListenPeerUrls = []url.URL{o.Cluster[i].URL}
@@ -202,12 +214,52 @@ func Start(o Options) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd member %s (client %s, peer %s, data %s, cluster state %s): %w (%s)", o.Name, o.ClientURL.Host, o.Cluster[i].URL.Host, o.Dir, o.ClusterState, err, startFix(err, o))
 	}
-	m := &Member{e: e, client: o.ClientURL.Host, stopped: make(chan struct{})}
+	m.e = e
 	if len(e.Clients) > 0 {
 		m.client = e.Clients[0].Addr().String()
 	}
 	go m.watch(o)
 	return m, nil
+}
+
+// etcdLogger is etcd's logger for o: o.Logger, or JSON lines on stderr
+// at o.LogLevel as etcd's own default. Either way it drops what etcd
+// logs below fatal while the member is closed on purpose (closing is
+// set): etcd logs each listener it closes as an error ("setting up
+// serving from embedded etcd failed"), which says nothing wrong.
+func etcdLogger(o Options, closing *atomic.Bool) (*zap.Logger, error) {
+	lg := o.Logger
+	if lg == nil {
+		lcfg := logutil.DefaultZapLoggerConfig
+		lcfg.Level = zap.NewAtomicLevelAt(logutil.ConvertToZapLevel(o.LogLevel))
+		var err error
+		if lg, err = lcfg.Build(); err != nil {
+			return nil, fmt.Errorf("embedded etcd: logger: %w", err)
+		}
+	}
+	return lg.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return quietClose{Core: c, closing: closing}
+	})), nil
+}
+
+// quietClose is a zap core that drops entries below fatal while closing
+// is set.
+type quietClose struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+// With keeps the filter on the derived core.
+func (q quietClose) With(fields []zapcore.Field) zapcore.Core {
+	return quietClose{Core: q.Core.With(fields), closing: q.closing}
+}
+
+// Check drops the entry while closing unless it is fatal (or worse).
+func (q quietClose) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Level < zapcore.FatalLevel && q.closing.Load() {
+		return ce
+	}
+	return q.Core.Check(e, ce)
 }
 
 // watch waits for the member to stop: a listener that fails, or the
@@ -333,9 +385,8 @@ func StartSingle(ctx context.Context, name, dir string, timeout time.Duration) (
 		if err != nil {
 			return nil, err
 		}
-		// etcd's own log stays quiet ("fatal"): closing a member logs its
-		// listeners' closing as errors, and a lab's real failures come
-		// back as errors from its clients.
+		// etcd's own log stays quiet ("fatal"): a lab's real failures
+		// come back as errors from its clients.
 		m, err := Start(Options{Name: name, Cluster: []Peer{{Name: name, URL: *peer}}, ClientURL: client, Dir: dir, LogLevel: "fatal"})
 		if err != nil {
 			lastErr = err

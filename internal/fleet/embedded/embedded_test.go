@@ -12,6 +12,10 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/embedded"
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func freeURL(t *testing.T) *url.URL {
@@ -37,7 +41,7 @@ func TestThreeMembers(t *testing.T) {
 	dir := t.TempDir()
 	var ms []*embedded.Member
 	for i, p := range peers {
-		m, err := embedded.Start(embedded.Options{Name: p.Name, Cluster: peers, ClientURL: clients[i], Dir: filepath.Join(dir, p.Name), LogLevel: "fatal"})
+		m, err := embedded.Start(embedded.Options{Name: p.Name, Cluster: peers, ClientURL: clients[i], Dir: filepath.Join(dir, p.Name), Logger: fleettest.Logger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,5 +163,32 @@ func TestStoppedByClose(t *testing.T) {
 	}
 	if err := m.Err(); err != nil {
 		t.Errorf("Err after Close: %v; want nil", err)
+	}
+}
+
+// TestLoggerQuietOnClose: etcd's log goes to Options.Logger, and closing
+// the member on purpose logs no error (etcd logs each listener it closes
+// as "setting up serving from embedded etcd failed", three per member,
+// which flooded the test output), while what etcd logs as it runs still
+// arrives.
+func TestLoggerQuietOnClose(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	peer, client := freeURL(t), freeURL(t)
+	m, err := embedded.Start(embedded.Options{Name: "a", Cluster: []embedded.Peer{{Name: "a", URL: *peer}}, ClientURL: client, Dir: filepath.Join(t.TempDir(), "a"), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Ready(ctx); err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	if logs.Len() == 0 {
+		t.Error("etcd logged nothing to Options.Logger while starting; want its info lines there")
+	}
+	m.Close()
+	for _, e := range logs.FilterLevelExact(zapcore.ErrorLevel).All() {
+		t.Errorf("closing the member logged an error: %s %v", e.Message, e.ContextMap())
 	}
 }

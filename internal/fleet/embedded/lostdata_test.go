@@ -11,6 +11,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/embedded"
+	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 )
 
 // TestLostDataDir: a member whose data directory was lost (the default
@@ -28,7 +29,7 @@ func TestLostDataDir(t *testing.T) {
 	}
 	dir := t.TempDir()
 	start := func(i int, state string) (*embedded.Member, error) {
-		return embedded.Start(embedded.Options{Name: peers[i].Name, Cluster: peers, ClientURL: clients[i], Dir: filepath.Join(dir, peers[i].Name), LogLevel: "fatal", ClusterState: state})
+		return embedded.Start(embedded.Options{Name: peers[i].Name, Cluster: peers, ClientURL: clients[i], Dir: filepath.Join(dir, peers[i].Name), Logger: fleettest.Logger(t), ClusterState: state})
 	}
 	var ms []*embedded.Member
 	for i := range peers {

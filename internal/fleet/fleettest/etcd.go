@@ -24,6 +24,7 @@ type Etcd struct {
 	peer       url.URL
 	e          *embed.Etcd
 	tls        *TLSFiles
+	log        *testLog
 	ClientAddr string // host:port of the client listener
 }
 
@@ -43,7 +44,7 @@ func StartTLS(t testing.TB, f TLSFiles) *Etcd {
 
 func start(t testing.TB, f *TLSFiles) *Etcd {
 	t.Helper()
-	ce := &Etcd{t: t, dir: t.TempDir(), tls: f}
+	ce := &Etcd{t: t, dir: t.TempDir(), tls: f, log: newTestLog(t)}
 	ce.client = url.URL{Scheme: "http", Host: freeAddr(t)}
 	if f != nil {
 		ce.client.Scheme = "https"
@@ -71,7 +72,10 @@ func (ce *Etcd) Restart() {
 	cfg := embed.NewConfig()
 	cfg.Name = "fleettest"
 	cfg.Dir = ce.dir
+	// etcd's errors go to the test's log, not stderr (see testLog).
 	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(ce.log.logger())
+	ce.log.mute(false)
 	cfg.ListenClientUrls = []url.URL{ce.client}
 	cfg.AdvertiseClientUrls = []url.URL{ce.client}
 	cfg.ListenPeerUrls = []url.URL{ce.peer}
@@ -100,9 +104,11 @@ func (ce *Etcd) Restart() {
 	}
 }
 
-// Stop stops the etcd (idempotent).
+// Stop stops the etcd (idempotent). What etcd logs while it closes is
+// dropped: it logs each listener it closes as an error.
 func (ce *Etcd) Stop() {
 	if ce.e != nil {
+		ce.log.mute(true)
 		ce.e.Close()
 		ce.e = nil
 	}
