@@ -90,6 +90,9 @@ type Policy struct {
 	rules []*rule
 	// userIP are the headers holding the client's address.
 	userIP []string
+	// ips, when the policy has at most 64 source-range rules, holds them
+	// all: one walk per request answers every one (rule.ipBit).
+	ips *policyTrie
 }
 
 // rule is one compiled rule.
@@ -98,6 +101,8 @@ type rule struct {
 	action   string // the configured action, lower case as written
 	preview  bool
 	ips      *ipTrie
+	ipBit    uint64   // the rule's bit in Policy.ips (0: not there)
+	ranges   []string // srcIpRanges
 	expr     *program
 	status   int    // deny status
 	location string // redirect target
@@ -256,7 +261,29 @@ func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, e
 		p.rules = append(p.rules, r)
 	}
 	slices.SortFunc(p.rules, func(a, b *rule) int { return int(a.priority - b.priority) })
+	p.indexIPs(sp)
 	return p, nil
+}
+
+// indexIPs puts the source ranges of up to 64 rules in one trie.
+func (p *Policy) indexIPs(sp *config.SecurityPolicy) {
+	var ipRules []*rule
+	for _, r := range p.rules {
+		if r.ips != nil {
+			ipRules = append(ipRules, r)
+		}
+	}
+	if len(ipRules) == 0 || len(ipRules) > 64 {
+		return
+	}
+	p.ips = &policyTrie{}
+	for i, r := range ipRules {
+		r.ipBit = 1 << i
+		for _, s := range r.ranges {
+			pfx, _ := config.ParseSrcIPRange(s) // checked by compileRule
+			p.ips.add(pfx, r.ipBit)
+		}
+	}
 }
 
 func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool) (*rule, error) {
@@ -284,7 +311,7 @@ func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool
 		}
 		r.expr = prg
 	default:
-		r.ips = &ipTrie{}
+		r.ips, r.ranges = &ipTrie{}, m.Config.SrcIPRanges
 		for _, s := range m.Config.SrcIPRanges {
 			pfx, err := config.ParseSrcIPRange(s)
 			if err != nil {
@@ -307,7 +334,12 @@ type activation struct {
 	p      *Policy
 	vals   [numAttrs]ref.Val
 	userIP netip.Addr
+	ip     string // userIP as text, once asked for
 	wafIDs []string
+	// ipSet is the policy trie's answer for the client's address, once
+	// ipsDone.
+	ipSet   uint64
+	ipsDone bool
 }
 
 // The attributes' indexes in activation.vals.
@@ -351,7 +383,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case attrHeaders:
 		v = types.NewStringStringMap(types.DefaultTypeAdapter, a.headers())
 	case attrIP:
-		v = types.String(a.clientIP().String())
+		v = types.String(a.ipString())
 	case attrRegion:
 		v = types.String(a.r.RegionCode)
 	}
@@ -392,6 +424,43 @@ func lowerName(k string) string {
 		return l
 	}
 	return strings.ToLower(k)
+}
+
+// ipString is the client's address as text (origin.ip).
+func (a *activation) ipString() string {
+	if a.ip == "" {
+		a.ip = a.clientIP().String()
+	}
+	return a.ip
+}
+
+// header returns the value of request.headers[name] as CEL sees it (name
+// in lower case; several values joined by commas; host from the request
+// when no Host header), false when there is none.
+func (a *activation) header(name string) (string, bool) {
+	if strings.ToLower(name) != name {
+		return "", false // the map's keys are lower case
+	}
+	vs, ok := a.r.Header[textproto.CanonicalMIMEHeaderKey(name)]
+	if !ok {
+		// A name net/http left as it came (not a valid token).
+		for k, v := range a.r.Header {
+			if strings.EqualFold(k, name) {
+				vs, ok = v, true
+				break
+			}
+		}
+	}
+	if !ok {
+		if name == "host" && a.r.Host != "" {
+			return a.r.Host, true
+		}
+		return "", false
+	}
+	if len(vs) == 1 {
+		return vs[0], true
+	}
+	return strings.Join(vs, ","), true
 }
 
 // Parent returns nil: an activation has no parent.
@@ -451,6 +520,12 @@ func (p *Policy) Evaluate(r *Request, now time.Time) Decision {
 }
 
 func (ru *rule) matches(a *activation) bool {
+	if ru.ipBit != 0 {
+		if !a.ipsDone {
+			a.ipSet, a.ipsDone = a.p.ips.match(a.clientIP()), true
+		}
+		return a.ipSet&ru.ipBit != 0
+	}
 	if ru.ips != nil {
 		return ru.ips.contains(a.clientIP())
 	}

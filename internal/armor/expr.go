@@ -144,6 +144,9 @@ func utf8ToUnicode(s string) string {
 type program struct {
 	prg  cel.Program
 	wafs map[string]WAFMatcher // by the call's canonical key
+	// native evaluates the expression without the CEL interpreter when
+	// it has a shape native.go covers (nil otherwise).
+	native nfn
 }
 
 // compileExpr checks an expression against the language and compiles
@@ -181,11 +184,18 @@ func compileExpr(env *cel.Env, src string, waf WAF) (*program, error) {
 	if p.prg, err = env.Program(checked, cel.EvalOptions(cel.OptOptimize)); err != nil {
 		return nil, err
 	}
+	if p.wafs == nil {
+		p.native = compileNative(checked.NativeRep())
+	}
 	return p, nil
 }
 
 // eval runs the program on a request.
 func (p *program) eval(a *activation) bool {
+	if p.native != nil {
+		v := p.native(a)
+		return !v.err && v.b
+	}
 	var act interpreter.Activation = a
 	if p.wafs != nil {
 		fa, err := cel.FunctionVars(a, map[string]cel.LateBoundFunction{
