@@ -188,7 +188,7 @@ func (d setDef) parseSignature(s string) (signature, error) {
 		return signature{}, fmt.Errorf("signature %q: unknown category %q; it ends in the rule's category, as in %q", s, catName, want)
 	}
 	if id/1000 != cat.prefix {
-		return signature{}, fmt.Errorf("signature %q: rule %d is not a %s rule (those are %d000-%d999)", s, id, cat.name, cat.prefix, cat.prefix)
+		return signature{}, fmt.Errorf("signature %q: rule %d is not in category %s (%d000-%d999)", s, id, cat.name, cat.prefix, cat.prefix)
 	}
 	return signature{id: id, cat: cat}, nil
 }
