@@ -195,3 +195,34 @@ func (d setDef) parseSignature(s string) (signature, error) {
 
 // errCall is the start of every ParseCall error.
 var errCall = errors.New("preconfigured WAF call")
+
+// Expression renders r as Cloud Armor's rules language writes it, the
+// form ParseCall reads: evaluatePreconfiguredWaf with the sensitivity and
+// whichever signature list is set.
+func (r SetRef) Expression() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(%s, {%s: %d", FuncWaf, quote(r.Set), quote(keySensitivity), r.Sensitivity)
+	for _, l := range []struct {
+		key string
+		ids []string
+	}{{keyOptOut, r.OptOut}, {keyOptIn, r.OptIn}} {
+		if len(l.ids) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, ", %s: [", quote(l.key))
+		for i, id := range l.ids {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(quote(id))
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("})")
+	return b.String()
+}
+
+// quote writes s as a single-quoted string ParseCall reads back.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}

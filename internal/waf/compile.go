@@ -21,8 +21,10 @@ const crsSetupVersion = "4250"
 const (
 	DefaultMaxBodyBytes = 8 << 10  // Google's default requestBodyInspectionSize
 	MaxMaxBodyBytes     = 64 << 10 // Google's largest requestBodyInspectionSize
-	DefaultMaxHeadBytes = 64 << 10 // above h1.MaxHeaderBytes, so nothing the proxy accepts is cut
+	DefaultMaxHeadBytes = 16 << 10 // a 16 KiB value costs Coraza twice an 8 KiB body
 	MaxMaxHeadBytes     = 1 << 20
+	DefaultMaxValues    = 200 // AWS WAF's count for headers and cookies; Coraza's cost per value grows faster than linearly
+	MaxMaxValues        = 4096
 	jsonDepthLimit      = 1024 // Coraza's recommended SecRequestBodyJsonDepthLimit
 )
 
@@ -33,10 +35,16 @@ type Options struct {
 	// requestBodyInspectionSize). Bytes past it are not inspected.
 	MaxBodyBytes int
 	// MaxHeadBytes bounds the request target and headers inspected
-	// together: 0 means 65,536, at most 1 MiB. Past it, headers are
-	// inspected in name order until it is spent and Result.HeadTruncated
-	// is set.
+	// together: 0 means 16,384, at most 1 MiB. Past it, headers are
+	// inspected in name order until it is spent (a longer target is cut)
+	// and Result.HeadTruncated is set.
 	MaxHeadBytes int
+	// MaxValues bounds the values of each kind inspected: query
+	// arguments, body arguments (form fields, JSON values, multipart
+	// fields), cookies and header lines. 0 means 200, at most 4,096. Those
+	// past it are not inspected and Result.ArgsTruncated (arguments) or
+	// HeadTruncated (cookies, header lines) is set.
+	MaxValues int
 	// JSONParsing reads application/json and application/*+json bodies
 	// as JSON, each value an argument (Google's advancedOptionsConfig
 	// jsonParsing STANDARD). Off (Google's default), such a body is
@@ -51,6 +59,12 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.MaxHeadBytes == 0 {
 		o.MaxHeadBytes = DefaultMaxHeadBytes
+	}
+	if o.MaxValues == 0 {
+		o.MaxValues = DefaultMaxValues
+	}
+	if o.MaxValues < 0 || o.MaxValues > MaxMaxValues {
+		return o, fmt.Errorf("WAF value limit %d: it takes 1 to %d (0 for the default %d)", o.MaxValues, MaxMaxValues, DefaultMaxValues)
 	}
 	if o.MaxBodyBytes < 0 || o.MaxBodyBytes > MaxMaxBodyBytes {
 		return o, fmt.Errorf("WAF body inspection size %d: it takes 1 to %d bytes (0 for the default %d)", o.MaxBodyBytes, MaxMaxBodyBytes, DefaultMaxBodyBytes)
@@ -194,7 +208,7 @@ func (c *Compiler) waf(levels map[int]int, opts Options) (coraza.WAF, string, er
 	for _, p := range prefixes {
 		fmt.Fprintf(&key, "%d:%d,", p, levels[p])
 	}
-	fmt.Fprintf(&key, "body=%d,head=%d,json=%t", opts.MaxBodyBytes, opts.MaxHeadBytes, opts.JSONParsing)
+	fmt.Fprintf(&key, "body=%d,head=%d,values=%d,json=%t", opts.MaxBodyBytes, opts.MaxHeadBytes, opts.MaxValues, opts.JSONParsing)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w, ok := c.wafs[key.String()]; ok {
@@ -209,6 +223,10 @@ func (c *Compiler) waf(levels map[int]int, opts Options) (coraza.WAF, string, er
 	c.wafs[key.String()] = w
 	return w, key.String(), nil
 }
+
+// ruleArgsLimit is the rule that matches when arguments were dropped
+// (SecArgumentsLimit).
+const ruleArgsLimit = 900020
 
 // directivesFor writes the Coraza configuration: detection only (the
 // Engine decides), the body limits, CRS's initialization, then each
@@ -229,12 +247,15 @@ SecRequestBodyLimitAction ProcessPartial
 SecRequestBodyJsonDepthLimit %[2]d
 SecArgumentsLimit %[3]d
 SecResponseBodyAccess Off
+SecAuditEngine Off
 SecDefaultAction "phase:1,log,pass"
 SecDefaultAction "phase:2,log,pass"
 SecAction "id:900990,phase:1,pass,nolog,setvar:tx.crs_setup_version=%[4]s"
 SecAction "id:900000,phase:1,pass,nolog,setvar:tx.blocking_paranoia_level=%[5]d"
 SecAction "id:900001,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=%[5]d"
-`, opts.MaxBodyBytes, jsonDepthLimit, opts.MaxHeadBytes+opts.MaxBodyBytes, crsSetupVersion, top)
+SecRule ARGUMENTS_LIMIT_REACHED|TX:%[7]s "@eq 1" "id:%[6]d,phase:2,pass,nolog"
+SecRule REQBODY_PROCESSOR "@streq MULTIPART" "id:900011,phase:1,pass,nolog,ctl:requestBodyProcessor=%[8]s"
+`, opts.MaxBodyBytes, jsonDepthLimit, opts.MaxValues, crsSetupVersion, top, ruleArgsLimit, txArgsCut, multipartProcessor)
 	if opts.JSONParsing {
 		b.WriteString(`SecRule REQUEST_HEADERS:Content-Type "@rx ^application/(?:[a-z0-9.-]+[+])?json" "id:900010,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
 `)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/types"
@@ -42,12 +43,16 @@ func (e *Engine) Options() Options { return e.opts }
 type Result struct {
 	// Sets holds one entry per rule set, in Engine.Sets order.
 	Sets []SetResult
-	// HeadTruncated says the request target and headers were larger than
-	// Options.MaxHeadBytes and only part of them was inspected.
+	// HeadTruncated says only part of the request target and headers
+	// was inspected: they were larger than Options.MaxHeadBytes, or had
+	// more header lines or cookies than Options.MaxValues.
 	HeadTruncated bool
 	// BodyTruncated says the body was larger than what was inspected
 	// (Options.MaxBodyBytes, or the prefix Evaluate was given).
 	BodyTruncated bool
+	// ArgsTruncated says query or body arguments past Options.MaxValues
+	// were not inspected.
+	ArgsTruncated bool
 	// Err is an error Coraza reported while reading the request; the
 	// sets' results hold what was found before it.
 	Err error
@@ -74,8 +79,8 @@ func (r Result) Matched(i int) bool {
 // (RequestURI, else URL), protocol, Host, headers, transfer encodings and
 // RemoteAddr; never r.Body. The body's Content-Type decides how
 // bodyPrefix is parsed; of it, at most Options.MaxBodyBytes are read.
-// The work is linear in the bytes inspected: at most MaxHeadBytes of head
-// and MaxBodyBytes of body.
+// The work is bounded by the Options: at most MaxHeadBytes of head,
+// MaxBodyBytes of body and MaxValues values of each kind.
 func (e *Engine) Evaluate(r *http.Request, bodyPrefix []byte) Result {
 	res := Result{Sets: make([]SetResult, len(e.sets))}
 	if e.waf == nil {
@@ -85,18 +90,7 @@ func (e *Engine) Evaluate(r *http.Request, bodyPrefix []byte) Result {
 	defer func() { _ = tx.Close() }()
 	e.head(tx, r, &res)
 	tx.ProcessRequestHeaders()
-	body := bodyPrefix
-	if len(body) > e.opts.MaxBodyBytes {
-		body = body[:e.opts.MaxBodyBytes]
-	}
-	if len(body) < len(bodyPrefix) || r.ContentLength > int64(len(body)) {
-		res.BodyTruncated = true
-	}
-	if len(body) > 0 {
-		if _, _, err := tx.WriteRequestBody(body); err != nil {
-			res.Err = err
-		}
-	}
+	e.body(tx, r, bodyPrefix, &res)
 	if _, err := tx.ProcessRequestBody(); err != nil && res.Err == nil {
 		res.Err = err
 	}
@@ -105,7 +99,7 @@ func (e *Engine) Evaluate(r *http.Request, bodyPrefix []byte) Result {
 }
 
 // head feeds the connection, request line and headers, within
-// MaxHeadBytes.
+// MaxHeadBytes and MaxValues.
 func (e *Engine) head(tx types.Transaction, r *http.Request, res *Result) {
 	if host, port, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		p, _ := strconv.Atoi(port)
@@ -129,27 +123,36 @@ func (e *Engine) head(tx types.Transaction, r *http.Request, res *Result) {
 		tx.AddRequestHeader("Transfer-Encoding", te)
 		budget -= len("Transfer-Encoding") + len(te)
 	}
-	size := 0
+	size, lines := 0, 0
 	for k, vs := range r.Header {
 		for _, v := range vs {
 			size += len(k) + len(v)
+			lines++
 		}
 	}
-	if size <= budget {
+	h := headerFeed{tx: tx, bytes: budget, lines: e.opts.MaxValues, cookies: e.opts.MaxValues}
+	if size <= budget && lines <= e.opts.MaxValues {
 		for k, vs := range r.Header {
 			for _, v := range vs {
-				tx.AddRequestHeader(k, v)
+				h.add(k, v)
 			}
 		}
-		return
+	} else {
+		h.addSorted(r.Header)
 	}
-	res.HeadTruncated = true
-	addHeadersWithin(tx, r.Header, budget)
+	res.HeadTruncated = res.HeadTruncated || h.cut
 }
 
-// addHeadersWithin adds headers in name order until budget bytes (names
-// and values) are spent; the value that crosses it is cut.
-func addHeadersWithin(tx types.Transaction, h http.Header, budget int) {
+// headerFeed adds headers to a transaction within a budget of bytes,
+// header lines and cookies.
+type headerFeed struct {
+	tx                    types.Transaction
+	bytes, lines, cookies int
+	cut                   bool
+}
+
+// addSorted adds h in name order until the budget is spent.
+func (f *headerFeed) addSorted(h http.Header) {
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
@@ -157,16 +160,62 @@ func addHeadersWithin(tx types.Transaction, h http.Header, budget int) {
 	sort.Strings(names)
 	for _, k := range names {
 		for _, v := range h[k] {
-			if budget <= len(k) {
-				return
-			}
-			budget -= len(k)
-			if len(v) > budget {
-				v = v[:budget]
-			}
-			budget -= len(v)
-			tx.AddRequestHeader(k, v)
+			f.add(k, v)
 		}
+	}
+}
+
+// add adds one header line, cut to what is left of the budget.
+func (f *headerFeed) add(k, v string) {
+	if f.lines == 0 || f.bytes <= len(k) {
+		f.cut = true
+		return
+	}
+	f.lines--
+	f.bytes -= len(k)
+	if len(v) > f.bytes {
+		v, f.cut = v[:f.bytes], true
+	}
+	if k == "Cookie" {
+		v = f.capCookies(v)
+	}
+	f.bytes -= len(v)
+	f.tx.AddRequestHeader(k, v)
+}
+
+// capCookies cuts a Cookie value after the cookies left in the budget.
+func (f *headerFeed) capCookies(v string) string {
+	n := strings.Count(v, ";") + 1
+	if n <= f.cookies {
+		f.cookies -= n
+		return v
+	}
+	f.cut = true
+	end := 0
+	for range f.cookies {
+		end += strings.IndexByte(v[end:], ';') + 1
+	}
+	f.cookies = 0
+	return v[:max(end-1, 0)]
+}
+
+// body feeds the first MaxBodyBytes of the body to Coraza, which parses
+// forms, multipart/form-data (with multipartBodyProcessor), JSON when
+// Options.JSONParsing, and else inspects it whole and split as a form
+// (CRS's forceRequestBodyVariable).
+func (e *Engine) body(tx types.Transaction, r *http.Request, prefix []byte, res *Result) {
+	body := prefix
+	if len(body) > e.opts.MaxBodyBytes {
+		body = body[:e.opts.MaxBodyBytes]
+	}
+	if len(body) < len(prefix) || r.ContentLength > int64(len(body)) {
+		res.BodyTruncated = true
+	}
+	if len(body) == 0 {
+		return
+	}
+	if _, _, err := tx.WriteRequestBody(body); err != nil {
+		res.Err = err
 	}
 }
 
@@ -174,6 +223,9 @@ func addHeadersWithin(tx types.Transaction, h http.Header, budget int) {
 func (e *Engine) collect(tx types.Transaction, res *Result) {
 	for _, m := range tx.MatchedRules() {
 		id := m.Rule().ID()
+		if id == ruleArgsLimit {
+			res.ArgsTruncated = true
+		}
 		for i := range e.sets {
 			gid, ok := e.sets[i].enabled[id]
 			if !ok {

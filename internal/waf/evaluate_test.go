@@ -100,8 +100,8 @@ func TestOrdinaryRequestsNeverMatch(t *testing.T) {
 		srv := serve(t, compileT(t, c, refs, Options{JSONParsing: jsonParsing}))
 		for _, tc := range ordinaryRequests() {
 			v := do(t, srv, newReq(t, srv, tc.method, tc.target, tc.body, tc.headers...))
-			if len(v.Matched) > 0 || v.Head || v.Body {
-				t.Errorf("%s (JSON parsing %t): matched %v (truncated head %t, body %t)", tc.name, jsonParsing, v.Matched, v.Head, v.Body)
+			if len(v.Matched) > 0 || v.Head || v.Body || v.Args {
+				t.Errorf("%s (JSON parsing %t): matched %v (truncated head %t, body %t, args %t)", tc.name, jsonParsing, v.Matched, v.Head, v.Body, v.Args)
 			}
 		}
 	}
@@ -159,8 +159,8 @@ func TestRepresentativeAttacksMatch(t *testing.T) {
 		def, _ := lookupSet(a.set)
 		wantID := def.googleID(a.want)
 		v := do(t, srv, newReq(t, srv, a.method, a.target, a.body, a.headers...))
-		if !containsString(v.Matched[a.set], wantID) {
-			t.Errorf("%s %s %s: %s reported %v, want %s among them (all: %v)", a.method, a.target, a.body, a.set, v.Matched[a.set], wantID, v.Matched)
+		if !containsString(v.of(a.set), wantID) {
+			t.Errorf("%s %s %s: %s reported %v, want %s among them (all: %v)", a.method, a.target, a.body, a.set, v.of(a.set), wantID, v.Matched)
 		}
 	}
 }
@@ -173,7 +173,7 @@ func TestPUTIsMethodEnforcement(t *testing.T) {
 	srv := serve(t, compileT(t, c, refsAt(t, 1, "methodenforcement-v33-stable"), Options{}))
 	for _, m := range []string{"PUT", "PATCH", "DELETE"} {
 		v := do(t, srv, newReq(t, srv, m, "/api/v1/items/7", "", apiHeaders...))
-		if got := v.Matched["methodenforcement-v33-stable"]; len(got) != 1 || got[0] != "owasp-crs-v030301-id911100-methodenforcement" {
+		if got := v.of("methodenforcement-v33-stable"); len(got) != 1 || got[0] != "owasp-crs-v030301-id911100-methodenforcement" {
 			t.Errorf("%s: %v", m, v.Matched)
 		}
 	}

@@ -59,9 +59,26 @@ func newCompilerT(t testing.TB) *Compiler {
 
 // verdict is a Result as the loopback server reports it.
 type verdict struct {
-	Matched map[string][]string // set name → signature IDs, matched sets only
+	Matched map[string][]string // "set@sensitivity" → signature IDs, matched sets only
 	Head    bool
 	Body    bool
+	Args    bool
+}
+
+// of returns what the set named set reported (at whichever sensitivity
+// it was compiled; use at for a set compiled at several).
+func (v verdict) of(set string) []string {
+	for k, ids := range v.Matched {
+		if strings.HasPrefix(k, set+"@") {
+			return ids
+		}
+	}
+	return nil
+}
+
+// at returns what set reported at sensitivity s.
+func (v verdict) at(set string, s int) []string {
+	return v.Matched[fmt.Sprintf("%s@%d", set, s)]
 }
 
 // verdictHeader carries the loopback server's verdict.
@@ -79,10 +96,10 @@ func serve(t testing.TB, e *Engine) *httptest.Server {
 			return
 		}
 		res := e.Evaluate(r, prefix)
-		v := verdict{Matched: map[string][]string{}, Head: res.HeadTruncated, Body: res.BodyTruncated}
+		v := verdict{Matched: map[string][]string{}, Head: res.HeadTruncated, Body: res.BodyTruncated, Args: res.ArgsTruncated}
 		for i, s := range e.Sets() {
 			if res.Sets[i].Matched {
-				v.Matched[s.Set] = res.Sets[i].IDs
+				v.Matched[fmt.Sprintf("%s@%d", s.Set, s.Sensitivity)] = res.Sets[i].IDs
 			}
 		}
 		b, _ := json.Marshal(v)

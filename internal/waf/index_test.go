@@ -34,7 +34,7 @@ func TestIndexAgreesWithCoraza(t *testing.T) {
 			}
 		}
 	})
-	if _, err := coraza.NewWAF(cfg.WithRootFS(coreruleset.FS).WithDirectives(directivesFor(prefixes, levels, Options{MaxBodyBytes: 1, MaxHeadBytes: 1}))); err != nil {
+	if _, err := coraza.NewWAF(cfg.WithRootFS(coreruleset.FS).WithDirectives(directivesFor(prefixes, levels, Options{MaxBodyBytes: 1, MaxHeadBytes: 1, MaxValues: 1}))); err != nil {
 		t.Fatal(err)
 	}
 	if len(observed) < 200 {

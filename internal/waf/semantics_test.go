@@ -186,7 +186,7 @@ func TestBodyInspectionLimit(t *testing.T) {
 	}
 	for _, tc := range cases {
 		v := do(t, tc.srv, newReq(t, tc.srv, "POST", "/comment", tc.body, form...))
-		if _, m := v.Matched["xss-v33-stable"]; m != tc.match || v.Body != tc.trun {
+		if m := v.of("xss-v33-stable") != nil; m != tc.match || v.Body != tc.trun {
 			t.Errorf("%s: matched %v, body truncated %t; want match %t, truncated %t", tc.name, v.Matched, v.Body, tc.match, tc.trun)
 		}
 	}
