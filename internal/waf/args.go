@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -46,7 +47,13 @@ const (
 func ParseWaf(set string, opts map[string]any) (SetRef, error) {
 	ref := SetRef{Set: set, Sensitivity: DefaultSensitivity}
 	_, hasSensitivity := opts[keySensitivity]
-	for k, v := range opts {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the same error for the same map, every time
+	for _, k := range keys {
+		v := opts[k]
 		var err error
 		switch k {
 		case keySensitivity:

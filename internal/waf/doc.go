@@ -10,4 +10,13 @@
 // Armor decides; CRS anomaly scores play no part. docs/security-policies.md
 // ("Preconfigured WAF rules") gives the names, the sensitivity mapping,
 // the limits and what differs from Google.
+//
+// Typical use, at config load and per request:
+//
+//	ref, err := waf.ParseWaf("sqli-v33-stable", map[string]any{"sensitivity": int64(1)})
+//	engine, err := compiler.Compile([]waf.SetRef{ref, ...}, waf.Options{})
+//	res := engine.Evaluate(req, bodyPrefix) // res.Sets[i].Matched, .IDs
+//
+// Importing the package registers one Coraza body processor
+// ("spillwaymultipart", see multipart.go) in Coraza's plugin registry.
 package waf
