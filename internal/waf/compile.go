@@ -218,7 +218,7 @@ func (c *Compiler) waf(levels map[int]int, opts Options) (coraza.WAF, string, er
 		WithRootFS(coreruleset.FS).
 		WithDirectives(directivesFor(prefixes, levels, opts)))
 	if err != nil {
-		return nil, "", fmt.Errorf("loading the CRS into Coraza: %w", err)
+		return nil, "", fmt.Errorf("loading the CRS into Coraza (it needs a writable temporary directory, $TMPDIR, at load): %w", err)
 	}
 	c.wafs[key.String()] = w
 	return w, key.String(), nil

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	"github.com/corazawaf/coraza/v3"
 )
 
 // tautology matches 942100 (paranoia level 1) and several level-2 rules.
@@ -290,5 +293,39 @@ func TestEvaluateConcurrently(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestParanoiaLevelPerFile: each CRS file runs at its own level, so a set
+// at sensitivity 1 costs level-1 work even beside a set at 4 (the level-2
+// SQL rules do not run at all).
+func TestParanoiaLevelPerFile(t *testing.T) {
+	opts, err := Options{}.normalized()
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := map[int]int{941: 4, 942: 1}
+	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithRootFS(coreruleset.FS).WithDirectives(directivesFor([]int{941, 942}, levels, opts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := w.NewTransaction()
+	defer tx.Close()
+	tx.ProcessURI(tautology+"&x=%3Cscript%3Ealert(1)%3C%2Fscript%3E", "GET", "HTTP/1.1")
+	tx.ProcessRequestHeaders()
+	if _, err := tx.ProcessRequestBody(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCompilerT(t)
+	ran := map[int]bool{}
+	for _, m := range tx.MatchedRules() {
+		id := m.Rule().ID()
+		ran[id] = true
+		if l := c.index[id]; id/1000 == 942 && l > 1 {
+			t.Errorf("SQL rule %d of level %d ran with SQL at level 1", id, l)
+		}
+	}
+	if !ran[942100] || !ran[941100] {
+		t.Errorf("942100 (SQL, level 1) and 941100 (XSS, level 1) should match: %v", ran)
 	}
 }
