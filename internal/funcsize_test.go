@@ -14,7 +14,7 @@ import (
 
 // sizeChecked lists the packages whose functions must stay small enough to
 // read: at most maxFuncLines lines and cyclomatic complexity maxFuncComplexity.
-var sizeChecked = []string{"proxy", "gslb", "plan", "engine", "config", "cli", "fleet", "control", "probe", "route", "sim", "lab", "armor", "serve", "serve/admin", "serve/dashboard", "serve/report", "serve/accesslog", "serve/tlsreload", "serve/connlimit", "serve/servetest", "health", "outlier", "lint", "dnssec", "netcut", "procs"}
+var sizeChecked = []string{"proxy", "gslb", "plan", "engine", "config", "cli", "fleet", "control", "probe", "route", "sim", "lab", "armor", "serve", "serve/admin", "serve/dashboard", "serve/report", "serve/accesslog", "serve/tlsreload", "serve/connlimit", "serve/servetest", "health", "outlier", "lint", "dnssec", "netcut", "procs", "waf"}
 
 const (
 	maxFuncLines      = 80
