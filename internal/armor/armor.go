@@ -32,6 +32,9 @@ import (
 // Request is what rules see of a request.
 type Request struct {
 	Method, Path, Query, Scheme string
+	// Target is the request target as the client sent it (the WAF
+	// inspects it undecoded); "" to build it from Path and Query.
+	Target string
 	// Host is the request's host; SNI the TLS server name ("" for
 	// cleartext).
 	Host, SNI string

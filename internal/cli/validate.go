@@ -12,6 +12,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/lint"
 	"github.com/spillwaylb/spillway/internal/route"
+	"github.com/spillwaylb/spillway/internal/waf"
 )
 
 const validateHelp = `
@@ -93,5 +94,5 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // newWAF returns the preconfigured WAF rule sets security policies can
-// call (nil while this build has none).
-func newWAF() armor.WAF { return nil }
+// call (the OWASP CRS through Coraza; built on the first call).
+func newWAF() armor.WAF { return waf.ForArmor(waf.Options{}) }

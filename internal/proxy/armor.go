@@ -26,7 +26,7 @@ func (h *handler) enforce(m *matched, svc *plan.Service, w http.ResponseWriter, 
 	if edge == nil && backend == nil {
 		return true
 	}
-	ar := armor.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Scheme: h.scheme(r), Host: r.Host, Header: r.Header}
+	ar := armor.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Target: r.RequestURI, Scheme: h.scheme(r), Host: r.Host, Header: r.Header}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		ar.Peer = ap.Addr().Unmap()
 	}

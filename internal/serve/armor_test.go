@@ -17,6 +17,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
+	"github.com/spillwaylb/spillway/internal/waf"
 )
 
 // armorConfig is one service behind a backend policy (deny /admin,
@@ -238,5 +239,59 @@ func checkArmorLog(t *testing.T, path string) {
 	}
 	if len(seen) < 3 {
 		t.Errorf("access log: found %v of deny, preview and throttle entries", seen)
+	}
+}
+
+// A rule calling the preconfigured WAF blocks a SQL injection with the
+// CRS signature in the access log, and lets an ordinary request through.
+func TestSecurityPolicyWAF(t *testing.T) {
+	var hits atomic.Int64
+	be := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go be.Serve(ln)
+	t.Cleanup(func() { be.Close() })
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	y := fmt.Sprintf(`
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}]
+backendServices: [{name: bs, securityPolicy: waf, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 100000}]}]
+securityPolicies:
+- name: waf
+  rules:
+  - {priority: 1000, action: deny(403), match: {expr: {expression: "evaluatePreconfiguredWaf('sqli-v33-stable', {'sensitivity': 1})"}}}
+  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}
+urlMaps: [{name: um, defaultService: bs}]
+frontends: [{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}]
+spillway: {accessLog: {enable: true, path: %s, format: JSON}}
+`, host, port, logPath)
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1, WAF: waf.ForArmor(waf.Options{})})
+	front := "http://" + s.FrontendAddr("fe")
+	get := func(path string) int {
+		resp, err := http.Get(front + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/products?id=1%27%20OR%20%271%27%3D%271"); code != 403 || hits.Load() != 0 {
+		t.Fatalf("SQL injection: %d, %d backend hits; want 403 and none", code, hits.Load())
+	}
+	if code := get("/products?id=42&sort=price"); code != 200 || hits.Load() != 1 {
+		t.Fatalf("ordinary request: %d, %d backend hits; want 200 and 1", code, hits.Load())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), `"preconfiguredExprIds":["owasp-crs-v`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the access log has no preconfiguredExprIds:\n%s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -1,0 +1,63 @@
+package waf
+
+import (
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/spillwaylb/spillway/internal/armor"
+)
+
+// ForArmor returns the WAF that security policies' expressions call
+// (evaluatePreconfiguredWaf, evaluatePreconfiguredExpr): each call's rule
+// set compiled with opts on one Compiler, made on the first call (a
+// config without WAF calls pays nothing) and kept across reloads, so a
+// reload reuses the Coraza WAFs it already built.
+func ForArmor(opts Options) armor.WAF {
+	return &armorWAF{opts: opts}
+}
+
+type armorWAF struct {
+	opts Options
+	once sync.Once
+	c    *Compiler
+	err  error
+}
+
+// Compile compiles one call's rule set.
+func (w *armorWAF) Compile(set string, sensitivity int, optOut []string) (armor.WAFMatcher, error) {
+	w.once.Do(func() { w.c, w.err = NewCompiler() })
+	if w.err != nil {
+		return nil, w.err
+	}
+	ref, err := ParseWaf(set, map[string]any{keySensitivity: sensitivity, keyOptOut: optOut})
+	if err != nil {
+		return nil, err
+	}
+	e, err := w.c.Compile([]SetRef{ref}, w.opts)
+	if err != nil {
+		return nil, err
+	}
+	return armorMatcher{e}, nil
+}
+
+// armorMatcher runs one compiled set on a policy's request.
+type armorMatcher struct{ e *Engine }
+
+// Match runs the set over the request and its body prefix.
+func (m armorMatcher) Match(r *armor.Request) ([]string, bool) {
+	target := r.Target
+	if target == "" {
+		target = (&url.URL{Path: r.Path, RawQuery: r.Query}).RequestURI()
+	}
+	hr := &http.Request{Method: r.Method, RequestURI: target, URL: &url.URL{Path: r.Path, RawQuery: r.Query},
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: r.Host, Header: r.Header}
+	if r.Peer.IsValid() {
+		hr.RemoteAddr = r.Peer.String() + ":0"
+	}
+	res := m.e.Evaluate(hr, r.Body)
+	if len(res.Sets) == 0 {
+		return nil, false
+	}
+	return res.Sets[0].IDs, res.Sets[0].Matched
+}
