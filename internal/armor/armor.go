@@ -135,11 +135,11 @@ func (h *ruleHits) count(result string) {
 
 // RuleCount is how many requests one rule decided with one result.
 type RuleCount struct {
-	Policy   string
-	Priority int64
-	Preview  bool
-	Result   string
-	Count    uint64
+	Policy   string `json:"policy"`
+	Priority int64  `json:"priority"`
+	Preview  bool   `json:"preview,omitempty"`
+	Result   string `json:"result"`
+	Count    uint64 `json:"count"`
 }
 
 // Counts lists every rule's counts by result (zero counts left out),

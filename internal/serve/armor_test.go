@@ -175,6 +175,25 @@ func checkArmorMetrics(t *testing.T, admin string) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	// The dashboard's state lists the rules hit most; the throttle's
+	// 20+ exceeded requests come first.
+	resp, err = http.Get("http://" + admin + "/ui/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		SecurityRules []struct {
+			Policy   string `json:"policy"`
+			Priority int64  `json:"priority"`
+			Result   string `json:"result"`
+			Count    uint64 `json:"count"`
+		} `json:"securityRules"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || len(st.SecurityRules) == 0 || st.SecurityRules[0].Priority != 500 || st.SecurityRules[0].Result != "DENY" || st.SecurityRules[0].Count < 20 {
+		t.Errorf("/ui/state securityRules = %+v (%v), want the throttle's DENY first", st.SecurityRules, err)
+	}
 	for _, want := range []string{
 		`spillway_security_policy_requests_total{policy="armor-web",preview="false",priority="100",result="DENY"} 1`,
 		`spillway_security_policy_requests_total{policy="armor-web",preview="true",priority="300",result="DENY"} 1`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
@@ -148,6 +149,12 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 			return nil
 		},
 		Counts: s.requestCounts,
-		Now:    s.now,
+		Security: func() []armor.RuleCount {
+			if snap := s.snap.Load(); snap != nil {
+				return snap.Armor.Counts()
+			}
+			return nil
+		},
+		Now: s.now,
 	})
 }

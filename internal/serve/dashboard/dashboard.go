@@ -7,6 +7,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/spillwaylb/spillway/internal/armor"
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/gslb"
 	"github.com/spillwaylb/spillway/internal/plan"
@@ -41,6 +44,7 @@ const (
 	dashHistory     = 300
 	dashTransitions = 200
 	dashShareWindow = 10
+	dashTopRules    = 10
 )
 
 // Source is what the dashboard reads: published, read-only state of the
@@ -56,6 +60,8 @@ type Source struct {
 	DNS func() DNS
 	// Counts are the cumulative request counts per backend service.
 	Counts func() map[string]BackendCounts
+	// Security are the security policy rules' counts (nil: none).
+	Security func() []armor.RuleCount
 	// Now is the clock.
 	Now func() time.Time
 }
@@ -114,6 +120,9 @@ type DashState struct {
 	Regions     []DashRegion  `json:"regions"`
 	Transitions []Transition  `json:"transitions"`
 	DNS         []DashName    `json:"dns,omitempty"`
+	// SecurityRules are the security policy rules that decided the most
+	// requests, most first (at most dashTopRules).
+	SecurityRules []armor.RuleCount `json:"securityRules,omitempty"`
 	// Fleet is the instance's fleet status (as in /health), absent when
 	// standalone.
 	Fleet *control.FleetStatus `json:"fleet,omitempty"`
@@ -405,7 +414,19 @@ func (d *Dashboard) state() *DashState {
 	}
 	sort.Slice(st.Regions, func(i, j int) bool { return st.Regions[i].Name < st.Regions[j].Name })
 	st.DNS = d.dnsAnswers()
+	st.SecurityRules = topRules(d.src.Security)
 	return st
+}
+
+// topRules returns the dashTopRules rules with the most requests, the
+// default rules (which decide whatever no rule matched) left out.
+func topRules(counts func() []armor.RuleCount) []armor.RuleCount {
+	if counts == nil {
+		return nil
+	}
+	rs := slices.DeleteFunc(counts(), func(r armor.RuleCount) bool { return r.Priority == config.DefaultRulePriority })
+	slices.SortStableFunc(rs, func(a, b armor.RuleCount) int { return cmp.Compare(b.Count, a.Count) })
+	return rs[:min(len(rs), dashTopRules)]
 }
 
 // backendState names a backend's state for the page.

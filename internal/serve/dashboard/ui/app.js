@@ -99,6 +99,20 @@ function renderDNS(names) {
       el("td", { class: "num", text: String(n.members) }))));
 }
 
+// renderSecurity lists the security policy rules that decided the most
+// requests (preview rules marked: they would have).
+function renderSecurity(rules) {
+  const sec = document.getElementById("security-section");
+  sec.hidden = !rules || rules.length === 0;
+  if (sec.hidden) return;
+  document.querySelector("#security tbody").replaceChildren(...rules.map((r) =>
+    el("tr", { "data-rule": `${r.policy}/${r.priority}/${r.result}` },
+      el("td", { text: r.policy }),
+      el("td", { class: "num", text: String(r.priority) }),
+      el("td", { text: r.preview ? `${r.result} (preview)` : r.result }),
+      el("td", { class: "num", text: String(r.count) }))));
+}
+
 function renderTransitions(ts) {
   const box = document.getElementById("transitions");
   if (!ts.length) {
@@ -136,6 +150,7 @@ async function tick() {
     renderRegions(st.regions || []);
     renderServices(st.backendServices || [], st.step);
     renderDNS(st.dns);
+    renderSecurity(st.securityRules);
     renderTransitions(st.transitions || []);
     renderFleet(st.fleet);
     status.dataset.state = "live";
