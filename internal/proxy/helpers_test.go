@@ -23,6 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/netutil"
+
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
@@ -30,7 +33,6 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
-	"golang.org/x/net/netutil"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -154,7 +156,11 @@ func newLabServer(t testing.TB, yamlText string, tlsCfg *tls.Config, ls labServe
 		}
 		routes[name] = tbl
 	}
-	l.snap.Store(&proxy.Snapshot{Plan: p, View: engine.NewView(l.state), Routes: routes, Demand: proxy.NewDemand(len(p.Services), len(p.Regions))})
+	policies, err := armor.Compile(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.snap.Store(&proxy.Snapshot{Plan: p, View: engine.NewView(l.state), Routes: routes, Demand: proxy.NewDemand(len(p.Services), len(p.Regions)), Armor: policies})
 	cfg := proxy.Config{
 		Frontend: p.Frontends[0],
 		Snapshot: l.snap.Load,

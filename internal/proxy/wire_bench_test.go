@@ -3,7 +3,9 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/spillwaylb/spillway/internal/proxy"
@@ -62,11 +64,34 @@ func BenchmarkWireRecorded(b *testing.B) {
 	benchWire(b, func(r *proxy.Record) { n += r.Status })
 }
 
-func benchWire(b *testing.B, record func(*proxy.Record)) {
+// BenchmarkWirePolicy is BenchmarkWire through a backend security policy
+// of 20 rules (10 source-range, 10 expression rules), none of which
+// matches: the cost of evaluating every rule on each request.
+func BenchmarkWirePolicy(b *testing.B) {
+	var rules strings.Builder
+	rules.WriteString("securityPolicies:\n- name: sp\n  rules:\n")
+	for i := range 10 {
+		fmt.Fprintf(&rules, "  - {priority: %d, action: deny(403), match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['198.51.%d.0/24', '2001:db8:%x::/48']}}}\n", 10+i, i, i)
+	}
+	for i, e := range []string{
+		"request.path.startsWith('/admin')", "request.headers['user-agent'].lower().contains('sqlmap')",
+		"request.method == 'TRACE'", "inIpRange(origin.ip, '203.0.113.0/24')", "request.query.contains('union select')",
+		"request.headers['x-forwarded-host'] == 'evil.example'", "request.path.matches('.*[.]php$')",
+		"origin.region_code == 'ZZ'", "request.headers['referer'].contains('spam.example')", "request.scheme == 'https' && request.path == '/login'",
+	} {
+		fmt.Fprintf(&rules, "  - {priority: %d, action: deny(403), match: {expr: {expression: \"%s\"}}}\n", 100+i, e)
+	}
+	rules.WriteString("  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}\n")
+	benchWireConfig(b, nil, "  securityPolicy: sp\n", rules.String())
+}
+
+func benchWire(b *testing.B, record func(*proxy.Record)) { benchWireConfig(b, record, "", "") }
+
+func benchWireConfig(b *testing.B, record func(*proxy.Record), bsExtra, extra string) {
 	body := `{"zone":"eu-west-1a","port":18081}` + "\n"
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 35\r\nDate: Mon, 30 Nov 2026 19:00:00 GMT\r\n\r\n" + body)
 	be := rawBackend(b, resp)
-	l := newLab(b, basic("", "", be), nil, func(c *proxy.Config) { c.Observe, c.Record = nil, record })
+	l := newLab(b, basic(bsExtra, "", be)+extra, nil, func(c *proxy.Config) { c.Observe, c.Record = nil, record })
 	c, err := net.Dial("tcp", l.addr)
 	if err != nil {
 		b.Fatal(err)
