@@ -51,8 +51,8 @@ func tokenAdmin(t *testing.T) string {
 	case <-s.Ready():
 	case err := <-done:
 		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
+	case <-time.After(30 * time.Second):
+		t.Fatal("server not ready after 30 s")
 	}
 	_, port, _ := net.SplitHostPort(s.AdminAddr())
 	return net.JoinHostPort("127.0.0.1", port)

@@ -126,12 +126,12 @@ func TestExportShapedConfigServes(t *testing.T) {
 	case <-s.Ready():
 	case err := <-done:
 		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
+	case <-time.After(30 * time.Second):
+		t.Fatal("server not ready after 30 s")
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	var body string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		resp, err := client.Get("http://" + s.FrontendAddr("fe-http") + "/")
 		if err != nil {
 			t.Fatal(err)
