@@ -134,10 +134,10 @@ func startServe(t *testing.T, args ...string) (string, *syncBuffer) {
 
 func waitFor(t *testing.T, what string, cond func() bool, logs *syncBuffer) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(45 * time.Second) // generous: a loaded machine
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 15 s, still waiting for %s; log:\n%s", what, logs)
+			t.Fatalf("after 45 s, still waiting for %s; log:\n%s", what, logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -24,7 +24,7 @@ func TestFleetOverTLSWithAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	for _, step := range []func() error{
 		func() error { _, err := admin.UserAdd(ctx, "root", "root-pw"); return err },

@@ -197,7 +197,7 @@ func TestServeFleetEmbeddedMemberStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	ml, err := cl.MemberList(ctx)
 	if err != nil {

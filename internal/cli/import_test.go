@@ -117,7 +117,7 @@ func TestExportShapedConfigServes(t *testing.T) {
 	s := servetest.Run(t, cfg, serve.Options{WatchInterval: -1})
 	client := &http.Client{Timeout: 5 * time.Second}
 	var body string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		resp, err := client.Get("http://" + s.FrontendAddr("fe-http") + "/")
 		if err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func startInstance(t *testing.T, e *fleettest.Etcd, name, fallback string) *inst
 	}
 	ag, err := fleet.NewAgent(st, srv, fleet.AgentOptions{
 		Instance: name, Region: "us-east1", Initial: status, Logger: log,
-		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		LeaseTTL: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	})
 	if err != nil {
@@ -78,8 +78,8 @@ func startInstance(t *testing.T, e *fleettest.Etcd, name, fallback string) *inst
 	})
 	select {
 	case <-srv.Ready():
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
+	case <-time.After(eventuallyBound):
+		t.Fatalf("server not ready after %v", eventuallyBound)
 	}
 	return &instance{name: name, srv: srv}
 }
@@ -146,6 +146,13 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 // eventuallyBound bounds eventually's wait.
 const eventuallyBound = 45 * time.Second
 
+// checkTimeout bounds the test instances' etcd calls (checks, writes,
+// lease grants): 2 s rather than a tighter 500 ms, because on a loaded
+// 2-core machine running several tests' etcds an answer can take longer,
+// and a timed-out check drops the instance's session, which then
+// rewrites its keys (the write-counting tests failed that way).
+const checkTimeout = 2 * time.Second
+
 // servesFrom waits until every instance answers from backend body at
 // fleet revision rev.
 func servesFrom(t *testing.T, rev int64, body string, ins ...*instance) {
@@ -173,6 +180,7 @@ func push(t *testing.T, st *fleet.Store, yaml string) *fleet.Record {
 // leaves both on the last good one, reported per instance; a rollback is
 // applied like a push.
 func TestFleetFollowsPushes(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "")
 	a, b, c := backend(t, "A"), backend(t, "B"), backend(t, "C")
@@ -258,6 +266,7 @@ func eventuallyReports(t *testing.T, st *fleet.Store, ok func([]fleet.InstanceRe
 // it is stale in /health and /metrics, and picks up a config pushed after
 // etcd is back, without a restart.
 func TestFleetStaleAndRejoin(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "")
 	a, b := backend(t, "A"), backend(t, "B")
@@ -313,6 +322,7 @@ func grepFleet(m string) string {
 // --config FILE (stale) or fails with an error naming the fix; with an
 // empty fleet, it starts from the file.
 func TestStartFallback(t *testing.T) {
+	t.Parallel()
 	dead := fleet.NewStore(mustDial(t, freeLoopback(t)), "")
 	log := slog.New(slog.DiscardHandler)
 	_, _, err := fleet.Start(context.Background(), dead, "", 300*time.Millisecond, log)
@@ -373,12 +383,13 @@ func (w *syncBuffer) String() string {
 // TestAgentNameInUse: a second instance given a live instance's name says
 // so in its log, with the fix; the first one does not.
 func TestAgentNameInUse(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	run := func(name string, cl *clientv3.Client) (*syncBuffer, func()) {
 		buf := &syncBuffer{}
 		ag, err := fleet.NewAgent(fleet.NewStore(cl, ""), sinkTarget{}, fleet.AgentOptions{
 			Instance: name, Logger: slog.New(slog.NewTextHandler(buf, nil)),
-			CheckInterval: 100 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+			CheckInterval: 100 * time.Millisecond, CheckTimeout: checkTimeout,
 			LeaseTTL: 2 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		})
 		if err != nil {

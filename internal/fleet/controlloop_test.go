@@ -199,6 +199,7 @@ func oneLeader(t *testing.T, ins []*loopInstance) *loopInstance {
 // another is elected, which continues the undrain hold the first one had
 // started, without an undrain or a redrain on any instance.
 func TestControlLoopFailover(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var ins []*loopInstance
@@ -311,6 +312,7 @@ func TestControlLoopFailover(t *testing.T) {
 // last to publish, carries on from its local state (no redrain) and
 // publishes it.
 func TestControlLoopWithoutEtcd(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ins := []*loopInstance{startLoop(t, e, "i1", t0), startLoop(t, e, "i2", t0)}
@@ -450,6 +452,7 @@ func startNode(t *testing.T, e *fleettest.Etcd, name string, probers int) *node 
 // server applies it; when the leader stops, the other server leads with
 // the zone still drained, and undrains it once it recovers.
 func TestControlLoopServers(t *testing.T) {
+	// Not parallel: see TestMain.
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "")
 	var zoneA, zoneB []*hcBackend
@@ -535,6 +538,7 @@ func TestControlLoopServers(t *testing.T) {
 // else is overwritten by the leader, which otherwise writes nothing while
 // nothing changes.
 func TestControlLoopRewritesForeignDrain(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	cl := dial(t, e)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -67,6 +67,7 @@ func (w *endableWatcher) End() {
 // and the other instances keep counting its rate while it reconnects.
 // (Found in review: the session revoked on every exit.)
 func TestDemandKeptOnTransientError(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	cl := dial(t, e)
 	ew := &endableWatcher{Watcher: clientv3.NewWatcher(cl)}
@@ -74,7 +75,7 @@ func TestDemandKeptOnTransientError(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", "a")
 	a, err := fleet.NewDemandShare(fleet.NewStore(cl, ""), fleet.DemandShareOptions{
 		Instance: "a", Logger: log, LeaseTTL: 10 * time.Second,
-		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second,
 	})
 	if err != nil {
@@ -88,8 +89,12 @@ func TestDemandKeptOnTransientError(t *testing.T) {
 	remoteIs(t, "seeing a's 1500", 1500, b)
 
 	admin := dial(t, e)
-	wch := admin.Watch(ctx, "/spillway/demand/a")
-	time.Sleep(100 * time.Millisecond)
+	wch := admin.Watch(ctx, "/spillway/demand/a", clientv3.WithCreatedNotify())
+	select { // the watch is in place before a's is ended
+	case <-wch:
+	case <-time.After(eventuallyBound):
+		t.Fatalf("the test's own watch not created after %v", eventuallyBound)
+	}
 	ew.End() // etcd is fine, a is alive: only its watch ended
 	ended := time.Now()
 	var minRemote float64 = 1500
@@ -121,7 +126,7 @@ func startBareDemand(t *testing.T, e *fleettest.Etcd, name string, ttl, maxBacko
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
 	s, err := fleet.NewDemandShare(fleet.NewStore(cl, ""), fleet.DemandShareOptions{
 		Instance: name, Logger: log, LeaseTTL: ttl,
-		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: maxBackoff,
 	})
 	if err != nil {
@@ -140,6 +145,7 @@ func startBareDemand(t *testing.T, e *fleettest.Etcd, name string, ttl, maxBacko
 // the time to reconnect too (found in review: it was dropped at once, so
 // the protection ended exactly when it was still needed).
 func TestDemandRejoinKeepsPeerInBackoff(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	// --fleet-lease 2s (allowed by serve) and the default backoff, which
 	// was up to 10 s, longer than the lease, and is now capped at a third
@@ -186,6 +192,7 @@ func (k deniedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption
 // in the log, with the fix, and in its stats (found in review: it retried
 // silently, counting RATE against this instance's demand alone).
 func TestDemandShareNeverConnectsLogs(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	cl := dial(t, e)
 	cl.KV = deniedKV{cl.KV}

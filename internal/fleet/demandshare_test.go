@@ -69,7 +69,7 @@ func startDemander(t *testing.T, e *fleettest.Etcd, name string) *demander {
 	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("in", name)
 	share, err := fleet.NewDemandShare(fleet.NewStore(cl, ""), fleet.DemandShareOptions{
 		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
-		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	})
 	if err != nil {
@@ -150,6 +150,7 @@ func seed001Split(t *testing.T, rps float64) map[string]float64 {
 // is undone; an instance cut off from etcd stops counting once its
 // lease expires.
 func TestDemandShareSeed001(t *testing.T) {
+	// Not parallel: see TestMain.
 	e := fleettest.Start(t)
 	ds := []*demander{startDemander(t, e, "i1"), startDemander(t, e, "i2"), startDemander(t, e, "i3")}
 	for _, d := range ds {
@@ -248,6 +249,7 @@ func TestDemandShareSeed001(t *testing.T) {
 // each publishes again under a new lease and sees what the other
 // measured meanwhile.
 func TestDemandShareWithoutEtcd(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	a, b := startDemander(t, e, "a"), startDemander(t, e, "b")
 	a.window(100)
@@ -278,9 +280,12 @@ func TestDemandShareWithoutEtcd(t *testing.T) {
 	e.Restart()
 	remoteIs(t, "seeing a's rate written while etcd was down, once it is back", 300, b)
 	remoteIs(t, "seeing b's rate again", 200, a)
-	if w := demandWrites(a, b) - w0; w < 2 {
-		t.Errorf("%d writes on rejoin, want each instance to publish again (2)", w)
-	}
+	// b's record from before the outage may still be there (etcd keeps
+	// leases across a restart), so a can see b's rate before b wrote.
+	eventually(t, "each instance publishing again on rejoin (2 writes)", func() (bool, string) {
+		w := demandWrites(a, b) - w0
+		return w >= 2, fmt.Sprintf("%d writes", w)
+	})
 }
 
 // rateConfig is seed 001 scaled down by 30: europe-west1 and us-east1,
@@ -338,7 +343,7 @@ func startRateInstance(t *testing.T, e *fleettest.Etcd, name string) *rateInstan
 	in := &rateInstance{name: name, cut: cut}
 	in.share, err = fleet.NewDemandShare(st, fleet.DemandShareOptions{
 		Instance: name, Logger: log, LeaseTTL: 2 * time.Second,
-		CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	})
 	if err != nil {
@@ -359,8 +364,8 @@ func startRateInstance(t *testing.T, e *fleettest.Etcd, name string) *rateInstan
 	wg.Go(func() { in.share.Run(ctx) })
 	select {
 	case <-in.srv.Ready():
-	case <-time.After(5 * time.Second):
-		t.Fatal("server not ready")
+	case <-time.After(eventuallyBound):
+		t.Fatalf("server not ready after %v", eventuallyBound)
 	}
 	wg.Go(func() { in.load(ctx) })
 	stopped := false
@@ -468,13 +473,15 @@ func rateWrites(ins []*rateInstance) int64 {
 // us-east1 (100 / 50 fleet-wide), measured at the backends, within 0.05:
 // each instance's published rate may be up to 5% off its current one
 // (it is written again only past 5%), and the control state keeps a
-// demand within 5% too. Without the
-// share each would count its 50 rps alone and send nothing to us-east1,
+// demand within 5% too (on a loaded machine whose clients fall short of
+// 50 rps, the share expected is that of the rate they did send). Without
+// the share each would count its 50 rps alone and send nothing to us-east1,
 // so the fleet would take 150 rps in europe-west1. Then one instance's
 // load halves (the others follow within a window or two), and an
 // instance is cut off from etcd: its demand leaves the fleet's once its
 // lease expires.
 func TestFleetRateServers(t *testing.T) {
+	// Not parallel: see TestMain.
 	e := fleettest.Start(t)
 	var eu, us []string
 	for range 10 {
@@ -499,36 +506,49 @@ func TestFleetRateServers(t *testing.T) {
 	euN, usN := measured(ins, steady)
 	steadyWrites := rateWrites(ins) - w0
 	var euAll, usAll int64
+	for i := range ins {
+		euAll, usAll = euAll+euN[i], usAll+usN[i]
+	}
+	// The share to spill is the fleet's demand over the 100 rps of
+	// capacity: a third at 150 rps. On a loaded machine the clients may
+	// send less than their 50 rps each; the fleet's split then follows
+	// the demand they did send.
+	secs := steady.Seconds()
+	sent := float64(euAll+usAll) / secs
+	want := max(0, 1-100/sent)
+	t.Logf("fleet-wide: %.1f rps to europe-west1, %.1f rps to us-east1 (capacity 100 each): %.1f rps sent, so %.3f to spill; etcd writes in %v of steady load: %d (%.2f/s for 3 instances)",
+		float64(euAll)/secs, float64(usAll)/secs, sent, want, steady, steadyWrites, float64(steadyWrites)/secs)
 	for i, in := range ins {
 		share := float64(usN[i]) / float64(euN[i]+usN[i])
 		t.Logf("%s over %v: %d to europe-west1, %d to us-east1 (%.3f); engine share %.4f for a fleet demand of %.1f rps",
 			in.name, steady, euN[i], usN[i], share, in.usShare(), in.offered())
-		if got := in.offered(); math.Abs(got-150) > 0.1*150 {
-			t.Errorf("%s: offered rate %.1f in /health, want the fleet's 150 rps within the two 5%% bands", in.name, got)
+		// One window's rate, which a stall of the load's goroutine on a
+		// loaded machine can push out of the band for a moment.
+		eventually(t, in.name+" reporting an offered rate of 150 rps (the fleet's) within the two 5% bands in /health", func() (bool, string) {
+			got := in.offered()
+			return math.Abs(got-150) <= 0.1*150, fmt.Sprintf("%.1f rps", got)
+		})
+		if math.Abs(share-want) > 0.05 {
+			t.Errorf("%s sent %.3f of its requests to us-east1, want %.3f ± 0.05 (1/3 at 150 rps)", in.name, share, want)
 		}
-		if math.Abs(share-1.0/3) > 0.05 {
-			t.Errorf("%s sent %.3f of its requests to us-east1, want 1/3 ± 0.05", in.name, share)
-		}
-		euAll, usAll = euAll+euN[i], usAll+usN[i]
 	}
-	secs := steady.Seconds()
-	t.Logf("fleet-wide: %.1f rps to europe-west1, %.1f rps to us-east1 (capacity 100 each); etcd writes in %v of steady load: %d (%.2f/s for 3 instances)",
-		float64(euAll)/secs, float64(usAll)/secs, steady, steadyWrites, float64(steadyWrites)/secs)
-	if got := float64(usAll) / float64(euAll+usAll); math.Abs(got-1.0/3) > 0.03 {
-		t.Errorf("fleet-wide share of us-east1 %.3f, want 1/3", got)
+	if got := float64(usAll) / float64(euAll+usAll); math.Abs(got-want) > 0.03 {
+		t.Errorf("fleet-wide share of us-east1 %.3f, want %.3f ± 0.03 (1/3 at 150 rps)", got, want)
 	}
 	for _, in := range ins {
 		if f := in.failures.Load(); f > 0 {
 			t.Errorf("%s: %d requests failed", in.name, f)
 		}
-		// /health and /metrics name the peers whose demand counts.
-		var r report.Health
-		if err := json.Unmarshal([]byte(adminGet(t, in.srv, "/health")), &r); err != nil {
-			t.Fatal(err)
-		}
-		if d := r.Fleet.Demand; d == nil || !d.Connected || len(d.Peers) != 2 || slices.Contains(d.Peers, in.name) {
-			t.Errorf("%s: /health fleet.demand %+v, want connected with the 2 other instances", in.name, d)
-		}
+		// /health and /metrics name the peers whose demand counts (once
+		// connected: a loaded machine may have cost a session).
+		eventually(t, in.name+" connected with the 2 other instances in /health fleet.demand", func() (bool, string) {
+			var r report.Health
+			if err := json.Unmarshal([]byte(adminGet(t, in.srv, "/health")), &r); err != nil {
+				t.Fatal(err)
+			}
+			d := r.Fleet.Demand
+			return d != nil && d.Connected && len(d.Peers) == 2 && !slices.Contains(d.Peers, in.name), fmt.Sprintf("%+v", d)
+		})
 		if m := adminGet(t, in.srv, "/metrics"); !strings.Contains(m, "spillway_fleet_demand_peers 2") {
 			t.Errorf("%s: /metrics lacks spillway_fleet_demand_peers 2:\n%s", in.name, grepFleet(m))
 		}
@@ -566,13 +586,18 @@ func TestFleetRateServers(t *testing.T) {
 // window only, so they write at most once a window each rather than in a
 // loop.
 func TestDemandShareSameName(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	a, b := startDemander(t, e, "dup"), startDemander(t, e, "dup")
 	a.window(100)
 	b.window(200)
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, "both dup instances writing their first record", func() (bool, string) {
+		n := demandWrites(a, b)
+		return n >= 2, fmt.Sprintf("%d writes", n)
+	})
 	w0 := demandWrites(a, b)
 	const windows = 20
+	start := time.Now()
 	for range windows {
 		a.window(100)
 		b.window(200)
@@ -580,8 +605,12 @@ func TestDemandShareSameName(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	w := demandWrites(a, b) - w0
-	t.Logf("two instances named dup: %d writes over %d windows", w, windows)
-	if w > 2*windows+2 {
-		t.Errorf("%d writes over %d windows, want at most one a window each", w, windows)
+	// A record overwritten by the other is written again with the next
+	// window or the next check (every 200 ms), whichever comes first: on
+	// a loaded machine the windows come late and the checks count too.
+	checks := int64(time.Since(start)/(200*time.Millisecond)) + 1
+	t.Logf("two instances named dup: %d writes over %d windows and %d checks", w, windows, checks)
+	if w > 2*(windows+checks)+2 {
+		t.Errorf("%d writes over %d windows and %d checks, want at most one a window or check each", w, windows, checks)
 	}
 }

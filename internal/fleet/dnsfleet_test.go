@@ -19,6 +19,7 @@ import (
 // never probes it) stops answering the US frontend for a US client, and
 // answers it again once the backend recovers.
 func TestDNSFromFleetView(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "")
 	us, eu := newHCBackend(t, "127.0.0.41"), newHCBackend(t, "127.0.0.42")

@@ -42,7 +42,7 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 	}
 	inst, err := fleet.NewInstance(st, fleet.InstanceOptions{
 		Instance: name, Region: "us-east1", Probers: 1, Rate: true, Logger: log,
-		LeaseTTL: 2 * time.Second, CheckInterval: 200 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
+		LeaseTTL: 2 * time.Second, CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	})
 	if err != nil {
@@ -64,9 +64,9 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 	go func() { srvDone <- srv.Run(ctx) }()
 	select {
 	case <-srv.Ready():
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventuallyBound):
 		cancel()
-		t.Fatal("server not ready")
+		t.Fatalf("server not ready after %v", eventuallyBound)
 	}
 	go func() { instDone <- inst.Run(ctx, srv, status) }()
 	in := &fullInstance{name: name, srv: srv, inst: inst}
@@ -127,6 +127,7 @@ func fleetKeys(t *testing.T, cl *clientv3.Client) map[string]map[string]clientv3
 // (Before the shared session each component granted its own: 4 leases
 // per instance.)
 func TestInstanceOneSession(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	cl := dial(t, e)
 	st := fleet.NewStore(cl, "")
@@ -203,6 +204,7 @@ func TestInstanceOneSession(t *testing.T) {
 // no new lease is granted, none is revoked, its keys stay under the same
 // lease throughout, and the fleet keeps one leader.
 func TestInstanceMemberFailureKeepsSession(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	cl := dial(t, e)
 	st := fleet.NewStore(cl, "")

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -43,6 +44,47 @@ func countWrites(t *testing.T, cl *clientv3.Client) *writeCounter {
 	return w
 }
 
+// sum is the number of writes counted since the last take.
+func (w *writeCounter) sum() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return total(w.n)
+}
+
+// quiet waits until no write has been counted for a second: the writes
+// a change caused have all landed (instead of sleeping for a guess).
+func (w *writeCounter) quiet(t *testing.T, what string) {
+	t.Helper()
+	last, since := -1, time.Now()
+	eventually(t, what+", then no etcd write for 1 s", func() (bool, string) {
+		if n := w.sum(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= time.Second, fmt.Sprintf("%d writes since the last phase, the last %v ago", last, time.Since(since).Round(time.Millisecond))
+	})
+}
+
+// verdictsAre waits until every prober's verdict for key in etcd says
+// ok (or, with ok false, says not ok).
+func verdictsAre(t *testing.T, cl *clientv3.Client, key string, probers int, ok bool) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d verdicts ok=%v for %s", probers, ok, key), func() (bool, string) {
+		resp, err := cl.Get(ctxT(t), fleet.DefaultPrefix+"health/"+key+"/", clientv3.WithPrefix())
+		if err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, kv := range resp.Kvs {
+			var v fleet.Verdict
+			if json.Unmarshal(kv.Value, &v) != nil || v.OK != ok {
+				return false, string(kv.Key) + " " + string(kv.Value)
+			}
+			got = append(got, string(kv.Key))
+		}
+		return len(got) == probers, fmt.Sprint(got)
+	})
+}
+
 // take returns the counts since the last take and resets them.
 func (w *writeCounter) take() map[string]int {
 	w.mu.Lock()
@@ -67,6 +109,7 @@ func total(m map[string]int) int {
 // (drained by the leader) and recovering. SPILLWAY_FLEET_SIZING="M,N"
 // sets the size (default 3 instances, 12 endpoints).
 func TestFleetSizing(t *testing.T) {
+	// Not parallel: see TestMain.
 	m, n := 3, 12
 	if v := os.Getenv("SPILLWAY_FLEET_SIZING"); v != "" {
 		if _, err := fmt.Sscanf(v, "%d,%d", &m, &n); err != nil || m < 2 || n < 3 {
@@ -110,7 +153,7 @@ func TestFleetSizing(t *testing.T) {
 		ins = append(ins, nd.s)
 	}
 	eventually(t, "probing ownership settled", func() (bool, string) { return ownership(keys, ins, fleet.DefaultProbers) })
-	time.Sleep(time.Second) // the new probers' first verdicts
+	w.quiet(t, "the new probers' first verdicts")
 	startup := w.take()
 	t.Logf("start of %d instances over %d endpoints (%v): etcd writes %v", m, n, time.Since(start).Round(100*time.Millisecond), startup)
 
@@ -122,16 +165,16 @@ func TestFleetSizing(t *testing.T) {
 		t.Errorf("%d etcd writes in %v of steady state (%v); nothing changed, so there should be none", total(steady), steadyFor, steady)
 	}
 
-	// One endpoint flaps: down for 1 s, up for 1 s, twice. Each change is
-	// one verdict per prober.
+	// One endpoint flaps: down until both its probers say so, up until
+	// both say so, twice. Each change is one verdict per prober.
 	flap := all[0]
 	for range 2 {
 		flap.failing.Store(true)
-		time.Sleep(time.Second)
+		verdictsAre(t, cl, flap.addr+"/hc", fleet.DefaultProbers, false)
 		flap.failing.Store(false)
-		time.Sleep(time.Second)
+		verdictsAre(t, cl, flap.addr+"/hc", fleet.DefaultProbers, true)
 	}
-	time.Sleep(time.Second) // the last change's verdicts
+	w.quiet(t, "the flaps' verdicts")
 	flapped := w.take()
 	t.Logf("one endpoint down and up twice (4 verdict changes): etcd writes %v", flapped)
 	if h := flapped["health"]; h < 4 || h > 4*fleet.DefaultProbers {
@@ -154,13 +197,13 @@ func TestFleetSizing(t *testing.T) {
 		b.failing.Store(true)
 	}
 	eventually(t, "zone us-east1-b drained on every instance", drained(true))
-	time.Sleep(500 * time.Millisecond)
+	w.quiet(t, "the drain")
 	down := w.take()
 	for _, b := range zones[0] {
 		b.failing.Store(false)
 	}
 	eventually(t, "zone us-east1-b undrained on every instance", drained(false))
-	time.Sleep(500 * time.Millisecond)
+	w.quiet(t, "the undrain")
 	up := w.take()
 	t.Logf("zone of %d endpoints down: etcd writes %v; back up: %v", len(zones[0]), down, up)
 	for what, got := range map[string]map[string]int{"down": down, "up": up} {

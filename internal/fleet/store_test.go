@@ -57,6 +57,7 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func TestStorePushHistoryRollback(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "/test/")
 	ctx := ctxT(t)
@@ -116,6 +117,7 @@ func TestStorePushHistoryRollback(t *testing.T) {
 // Concurrent pushes each get a revision of their own, and the history
 // keeps the last HistoryLimit.
 func TestStoreConcurrentPushesAndTrim(t *testing.T) {
+	t.Parallel()
 	e := fleettest.Start(t)
 	st := fleet.NewStore(dial(t, e), "")
 	ctx := ctxT(t)

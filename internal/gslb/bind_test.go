@@ -97,7 +97,7 @@ zone "gslb.example" {
 	ask := func(name string, qtype uint16) *dns.Msg {
 		t.Helper()
 		c := &dns.Client{Net: "udp", Timeout: 500 * time.Millisecond}
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(45 * time.Second)
 		for {
 			r, _, err := c.Exchange(query(name, qtype, 1232, ""), secondary)
 			if err == nil && r.Rcode == dns.RcodeSuccess && (len(r.Answer) > 0 || len(r.Ns) > 0 && !r.Authoritative) {

@@ -3,6 +3,7 @@ package gslb_test
 import (
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // closes.
 func TestCalculatedCheckProbes(t *testing.T) {
 	var lns []net.Listener
-	for range 3 {
+	var probes [3]atomic.Int64 // connections each child's listener accepted
+	for i := range 3 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -27,6 +29,7 @@ func TestCalculatedCheckProbes(t *testing.T) {
 				if err != nil {
 					return
 				}
+				probes[i].Add(1)
 				c.Close()
 			}
 		}()
@@ -71,15 +74,24 @@ dnsZones:
 		t.Fatalf("every child up: %s, want primary", a)
 	}
 	lns[0].Close()
-	// Well past 2 failed probes of 30 ms: 1 of 3 down keeps 2 of 3 up.
-	time.Sleep(300 * time.Millisecond)
+	// Past 2 failed probes of hc0: the other children, probed at the same
+	// interval, have had 4 each since (a wait on the probes, not a guess
+	// of how long they take). 1 of 3 down keeps 2 of 3 up.
+	since := probes[1].Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for probes[1].Load() < since+4 {
+		if time.Now().After(deadline) {
+			t.Fatal("hc1 not probed 4 times in 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for range 20 {
 		if a := ask(); a != "192.0.2.1" {
 			t.Fatalf("2 of 3 children up: %s, want primary", a)
 		}
 	}
 	lns[1].Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for ask() != "192.0.2.2" {
 		if time.Now().After(deadline) {
 			t.Fatal("1 of 3 children up: still answering primary")

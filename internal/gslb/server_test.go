@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,7 +236,9 @@ func TestFailoverOnRealBackend(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	backend := &httptest.Server{Listener: ln, Config: &http.Server{Handler: ok}}
+	var probed atomic.Int64
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { probed.Add(1); ok(w, r) })
+	backend := &httptest.Server{Listener: ln, Config: &http.Server{Handler: counted}}
 	backend.Start()
 	cfg := fmt.Sprintf(header+`
 healthChecks:
@@ -266,7 +269,7 @@ dnsZones:
 	}
 	eventually := func(what string, cond func() bool) time.Duration {
 		t0 := time.Now()
-		for time.Since(t0) < 5*time.Second {
+		for time.Since(t0) < 30*time.Second {
 			if cond() {
 				return time.Since(t0)
 			}
@@ -278,7 +281,9 @@ dnsZones:
 	if a, ttl := ask(); a != "127.0.0.1" || ttl != 30 {
 		t.Fatalf("healthy primary: got %s ttl %d, want 127.0.0.1 ttl 30", a, ttl)
 	}
-	time.Sleep(150 * time.Millisecond) // let probes see the primary healthy first
+	// Let probes see the primary healthy first: 3 answered (2 for the
+	// healthy threshold, and the third's start means both were read).
+	eventually("3 probes answered", func() bool { return probed.Load() >= 3 })
 	backend.Close()
 	d := eventually("failover to dr", func() bool { a, _ := ask(); return a == "192.0.2.2" })
 	t.Logf("failed over %v after the backend stopped (3 × 40 ms probes)", d)

@@ -205,7 +205,10 @@ func watched(t *testing.T, server net.Conn, timeout time.Duration) <-chan struct
 // WatchH2 closes a connection whose client is slow with a header block,
 // before or after its first complete one, and leaves an idle one alone.
 func TestWatchH2(t *testing.T) {
-	const timeout = 200 * time.Millisecond
+	t.Parallel()
+	// Long enough that the clients' pauses (a quarter and a half of it)
+	// stay well within it on a loaded machine.
+	const timeout = 400 * time.Millisecond
 	headers := func(fr *http2.Framer, id uint32, endHeaders bool) {
 		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: []byte("block"), EndHeaders: endHeaders, EndStream: true})
 	}

@@ -401,6 +401,7 @@ func TestH1PanicClosesConnection(t *testing.T) {
 }
 
 func TestH1TimeoutsCloseConnections(t *testing.T) {
+	t.Parallel()
 	ht := startH1(t, echoHandler, func(s *h1.Server) {
 		s.IdleTimeout = 100 * time.Millisecond
 		s.ReadHeaderTimeout = 100 * time.Millisecond
@@ -429,22 +430,28 @@ func TestH1TimeoutsCloseConnections(t *testing.T) {
 }
 
 func TestH1ClientGoneCancelsContext(t *testing.T) {
-	cancelled := make(chan struct{})
+	t.Parallel()
+	cancelled, started := make(chan struct{}), make(chan struct{})
 	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
 		select {
 		case <-r.Context().Done():
 			close(cancelled)
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 		}
 	}))
 	c, _ := ht.dial(t)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	time.Sleep(50 * time.Millisecond)
+	select { // the client leaves while the handler runs
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("handler not started after 30 s")
+	}
 	c.Close()
 	select {
 	case <-cancelled:
-	case <-time.After(5 * time.Second):
-		t.Fatal("request context not cancelled after the client left")
+	case <-time.After(30 * time.Second):
+		t.Fatal("request context not cancelled 30 s after the client left")
 	}
 }
 
@@ -497,7 +504,7 @@ func TestH1GracefulShutdown(t *testing.T) {
 	}
 	idle.Close()
 	busy.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -510,6 +517,7 @@ func TestH1GracefulShutdown(t *testing.T) {
 // The header timeout bounds the request head only: a handler that runs
 // longer, and a body that arrives slower, are not cut by it.
 func TestH1HeaderTimeoutCoversOnlyTheHead(t *testing.T) {
+	t.Parallel()
 	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -541,6 +549,7 @@ func TestH1HeaderTimeoutCoversOnlyTheHead(t *testing.T) {
 // request on a connection may run longer than IdleTimeout (its client
 // watch must not time out and cancel it).
 func TestH1IdleTimeoutDoesNotCutRequests(t *testing.T) {
+	t.Parallel()
 	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			select {
@@ -572,6 +581,7 @@ func TestH1IdleTimeoutDoesNotCutRequests(t *testing.T) {
 // state) and closes a connection whose handshake does not arrive within
 // ReadHeaderTimeout.
 func TestH1ServerTLS(t *testing.T) {
+	t.Parallel()
 	cfg := selfSigned(t)
 	cfg.NextProtos = []string{"h2", "http/1.1"}
 	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -612,6 +622,7 @@ func TestH1ServerTLS(t *testing.T) {
 // applies between requests only), as net/http does: over cleartext, and
 // over TLS after the handshake.
 func TestH1SilentConnectionGetsTheHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	cfg := selfSigned(t)
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
@@ -655,6 +666,7 @@ func isTimeoutErr(err error) bool {
 // client for ever: the unread rest of the body gets the header timeout,
 // like any drain, and the connection is closed when it does not come.
 func TestH1BodyReaderLeftBehindIsBounded(t *testing.T) {
+	t.Parallel()
 	reading := make(chan struct{})
 	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		go func() {

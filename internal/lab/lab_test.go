@@ -53,10 +53,11 @@ func near(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// waitGoroutines waits for the goroutine count to fall back to at most n.
+// waitGoroutines waits (up to 30 s) for the goroutine count to fall back
+// to at most n.
 func waitGoroutines(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > n {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)

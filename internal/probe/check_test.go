@@ -332,6 +332,7 @@ func TestCheckTCP(t *testing.T) {
 }
 
 func TestCheckTimeout(t *testing.T) {
+	t.Parallel()
 	// Long enough that a TLS handshake under -race on a loaded machine
 	// finishes well inside it; the subtests run in parallel.
 	const timeout = 2 * time.Second

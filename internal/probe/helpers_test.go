@@ -17,11 +17,11 @@ import (
 	"github.com/spillwaylb/spillway/internal/probe"
 )
 
-// waitFor polls cond every 5ms until it holds or 5s pass. Timing never
+// waitFor polls cond every 5ms until it holds or 30s pass. Timing never
 // decides pass/fail beyond that generous bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -72,7 +72,7 @@ func TestUpdateKeepsSchedule(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(workers()) != 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("Run did not start the workers")

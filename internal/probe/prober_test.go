@@ -26,21 +26,32 @@ func fastSpec(typ string) probe.Spec {
 	return probe.Spec{Type: typ, Interval: interval, Timeout: interval}
 }
 
-// hitServer is an HTTP server that counts requests per path.
+// hitServer is an HTTP server that counts requests per path, and its
+// open connections.
 type hitServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	hits map[string]int
+	open atomic.Int64
 }
 
 func newHitServer(t *testing.T) *hitServer {
 	t.Helper()
 	s := &hitServer{hits: map[string]int{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits[r.URL.Path]++
 		s.mu.Unlock()
 	}))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.open.Add(-1)
+		}
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -62,6 +73,7 @@ func newProber(rec *recorder) *probe.Prober {
 }
 
 func TestRunReportsAndListenerClosed(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	target := probe.Target{Addr: srv.Listener.Addr().String(), Spec: fastSpec(probe.TypeHTTP)}
 	var rec recorder
@@ -91,6 +103,7 @@ func TestRunReportsAndListenerClosed(t *testing.T) {
 }
 
 func TestUpdateDeduplicates(t *testing.T) {
+	t.Parallel()
 	srv := newHitServer(t)
 	same := srv.target("/same")
 	otherPath := srv.target("/other")
@@ -124,8 +137,9 @@ func TestUpdateDeduplicates(t *testing.T) {
 }
 
 func TestUpdateRemovesTarget(t *testing.T) {
-	srv := newHitServer(t)
-	a, b := srv.target("/a"), srv.target("/b")
+	t.Parallel()
+	srvA, srv := newHitServer(t), newHitServer(t)
+	a, b := srvA.target("/a"), srv.target("/b")
 	var rec recorder
 	var removed atomic.Bool
 	var lateReports atomic.Int32
@@ -137,16 +151,25 @@ func TestUpdateRemovesTarget(t *testing.T) {
 	}, probe.WithRand(rand.NewPCG(3, 4)))
 	p.Update([]probe.Target{a, b})
 	startRun(t, p)
-	waitFor(t, "probes of /a and /b", func() bool { return srv.count("/a") >= 2 && srv.count("/b") >= 2 })
+	waitFor(t, "probes of /a and /b", func() bool { return srvA.count("/a") >= 2 && srv.count("/b") >= 2 })
 
-	p.Update([]probe.Target{b})
+	p.Update([]probe.Target{b}) // returns once /a's worker has ended
 	removed.Store(true)
 	// A request written just before Update may still be on its way to the
-	// handler; after a few intervals the count must be frozen.
-	time.Sleep(5 * interval)
-	aHits, bHits := srv.count("/a"), srv.count("/b")
+	// handler. Connections are accepted in order, so once a request of
+	// our own on a later connection is answered, every probe's connection
+	// has been accepted; once they are all closed (probes use a fresh
+	// connection each), their requests have been handled.
+	tr := &http.Transport{DisableKeepAlives: true}
+	if resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get(srvA.URL + "/after-update"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	waitFor(t, "every connection to /a's server closed", func() bool { return srvA.open.Load() == 0 })
+	aHits, bHits := srvA.count("/a"), srv.count("/b")
 	waitFor(t, "/b to keep being probed", func() bool { return srv.count("/b") >= bHits+5 })
-	if got := srv.count("/a"); got != aHits {
+	if got := srvA.count("/a"); got != aHits {
 		t.Errorf("hits on removed /a went from %d to %d, want no more probes", aHits, got)
 	}
 	if n := lateReports.Load(); n != 0 {
@@ -191,7 +214,7 @@ func TestRunStopsCleanly(t *testing.T) {
 	after := len(rec.snapshot())
 
 	// Server-side connection goroutines wind down asynchronously; poll.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for settle() > base {
 		if time.Now().After(deadline) {
 			var buf bytes.Buffer

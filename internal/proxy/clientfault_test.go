@@ -18,7 +18,8 @@ import (
 // (RFC 9112 §7.1, §8). net/http's server with EnableFullDuplex used to
 // read on and forward "GET /smuggled".
 func TestClientBodyErrorClosesConnection(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		var smuggled atomic.Int32
 		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/smuggled" {
@@ -26,7 +27,7 @@ func TestClientBodyErrorClosesConnection(t *testing.T) {
 			}
 			io.Copy(io.Discard, r.Body)
 		})
-		l := newLab(t, basic("", "", be.addr()), nil)
+		l := newLabServer(t, basic("", "", be.addr()), nil, ls)
 		c, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -59,9 +60,10 @@ func TestClientBodyErrorClosesConnection(t *testing.T) {
 // answered an implicit 200 (RFC 9112 §8: an incomplete request is not
 // treated as complete).
 func TestCutUploadGetsNoSuccess(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
-		l := newLab(t, basic("", "", be.addr()), nil)
+		l := newLabServer(t, basic("", "", be.addr()), nil, ls)
 		for _, req := range []string{
 			"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabcde",
 			"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabc",

@@ -205,6 +205,7 @@ var leak = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|:\d{2,5}\b|\[::|dial|tcp|refus
 // statusDetails token, never a backend address, a service name or Go
 // error text (issue 9, item 12).
 func TestErrorBodiesRevealNoBackendDetail(t *testing.T) {
+	t.Parallel()
 	slow := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -302,7 +303,8 @@ func TestOutcomeBackendSignal(t *testing.T) {
 // KEEP_UNCHANGED forwarded '/'). The proxy normalises the path as the
 // client sent it.
 func TestEscapedSlashActionWithRawBytes(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		got := make(chan string, 10)
 		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { got <- r.RequestURI })
 		for _, tc := range []struct {
@@ -317,7 +319,7 @@ func TestEscapedSlashActionWithRawBytes(t *testing.T) {
 			{"KEEP_UNCHANGED", "/a%2fb/{x}|", 200, "/a%2Fb/%7Bx%7D%7C"},
 		} {
 			cfg := basic("", "", be.addr()) + "spillway: {pathWithEscapedSlashesAction: " + tc.action + "}\n"
-			l := newLab(t, cfg, nil)
+			l := newLabServer(t, cfg, nil, ls)
 			resp, body := rawRequest(t, l.addr, "GET "+tc.target+" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
 			if resp.StatusCode != tc.status {
 				t.Errorf("%s %q: %d %q, want %d", tc.action, tc.target, resp.StatusCode, body, tc.status)

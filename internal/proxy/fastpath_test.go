@@ -13,6 +13,7 @@ import (
 // the backend is still working has its backend request aborted (the
 // backend sees its connection close), not held until the timeout.
 func TestClientGoneCancelsBackendRequest(t *testing.T) {
+	t.Parallel()
 	aborted := make(chan time.Duration, 1)
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -37,8 +38,8 @@ func TestClientGoneCancelsBackendRequest(t *testing.T) {
 			if d < 0 {
 				t.Fatalf("client gone after %v: backend request not aborted", wait)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("client gone after %v: backend request not aborted after 5 s", wait)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("client gone after %v: backend request not aborted after 30 s", wait)
 		}
 	}
 }

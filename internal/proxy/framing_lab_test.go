@@ -17,9 +17,10 @@ import (
 // nothing reaches the backend; plain chunked requests and "OPTIONS *"
 // still work.
 func TestAmbiguousFramingIsRefused(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		rec := newRecorder(t, 0)
-		l := newLab(t, basic("", "", rec.addr()), nil)
+		l := newLabServer(t, basic("", "", rec.addr()), nil, ls)
 		const next = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
 		for _, tc := range []struct {
 			name  string
@@ -95,9 +96,10 @@ func TestAmbiguousFramingIsRefused(t *testing.T) {
 // one write, is answered in full on both loops (net/http's guard keeps
 // up with everything its read-ahead can hold).
 func TestManyTinyPipelinedRequests(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		rec := newRecorder(t, 0)
-		l := newLab(t, basic("", "", rec.addr()), nil)
+		l := newLabServer(t, basic("", "", rec.addr()), nil, ls)
 		c, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)

@@ -102,6 +102,7 @@ func checkSeen(t *testing.T, rec *recorder, reqs []pipelined) {
 // "ET /third", and a chunk size "100" became "00", running the chunk data
 // as a request of its own).
 func TestH1PipelinedBytesSurviveTheClientWatch(t *testing.T) {
+	t.Parallel()
 	smuggled := "\r\n\r\nGET /SMUGGLED HTTP/1.1\r\nHost: x\r\n\r\n"
 	smuggled += strings.Repeat("z", 256-len(smuggled))
 	chunked := chunkedReq("/c", smuggled)
@@ -139,11 +140,14 @@ func TestH1PipelinedBytesSurviveTheClientWatch(t *testing.T) {
 // requests, written in bursts while earlier ones are still running, are
 // all answered in order, and the backend sees exactly those 300 requests
 // in order, on both HTTP/1 loops.
-func TestMixedPipelineOf300(t *testing.T) { forBothLoops(t, testMixedPipeline) }
+func TestMixedPipelineOf300(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, testMixedPipeline)
+}
 
-func testMixedPipeline(t *testing.T) {
+func testMixedPipeline(t *testing.T, ls labServer) {
 	rec := newRecorder(t, 15*time.Millisecond)
-	l := newLab(t, basic("", "", rec.addr()), nil)
+	l := newLabServer(t, basic("", "", rec.addr()), nil, ls)
 	var reqs []pipelined
 	for i := range 300 {
 		switch i % 5 {

@@ -15,6 +15,7 @@ import (
 // detection or passive health. Over HTTP/1.1 the same requests get 400
 // from the request parser.
 func TestH2RequestValidation(t *testing.T) {
+	t.Parallel()
 	type fields = []string
 	cases := []struct {
 		name   string

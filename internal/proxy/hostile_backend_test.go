@@ -47,6 +47,7 @@ var transports = []struct{ name, method, body string }{
 // either, the client gets 502 and the attempt is a backend fault, long
 // before the request timeout.
 func TestHostileResponseHeadsAre502(t *testing.T) {
+	t.Parallel()
 	bigHead := func(c net.Conn, r *http.Request) bool {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 		line := "X-Big: " + strings.Repeat("a", 1000) + "\r\n"
@@ -377,11 +378,14 @@ func TestBackendStatusBelow100Is502(t *testing.T) {
 // A backend that answers HEAD with a body, or sends bytes nobody asked
 // for, does not poison the next request on a pooled connection.
 func TestHeadWithBodyDoesNotPoisonPool(t *testing.T) {
+	t.Parallel()
+	poisoned := make(chan struct{}, 1)
 	be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 		if r.Method == http.MethodHead {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 38\r\n\r\n")
 			time.Sleep(20 * time.Millisecond)
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON")
+			poisoned <- struct{}{}
 			return true
 		}
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nclean")
@@ -393,7 +397,11 @@ func TestHeadWithBodyDoesNotPoisonPool(t *testing.T) {
 		if resp, _ := l.do(req); resp.StatusCode != 200 {
 			t.Fatalf("HEAD %d: %d", i, resp.StatusCode)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select { // the unsolicited bytes are on the pooled connection
+		case <-poisoned:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("HEAD %d: the backend did not send its unsolicited bytes in 30 s", i)
+		}
 		if resp, body := l.get("/", ""); resp.StatusCode != 200 || body != "clean" {
 			t.Errorf("GET after HEAD %d: %d %q, want 200 \"clean\"", i, resp.StatusCode, body)
 		}
@@ -430,6 +438,7 @@ func TestBackendBadFramingIs502(t *testing.T) {
 // trailers to the reader's buffer): the stream is aborted well before the
 // timeout, on both transports.
 func TestHostileChunkedBodyIsAborted(t *testing.T) {
+	t.Parallel()
 	for name, tail := range map[string]string{
 		"chunk-size-line": strings.Repeat("0", 1<<20) + "1\r\nx\r\n0\r\n\r\n",
 		"trailer":         "2\r\nok\r\n0\r\nX-T: " + strings.Repeat("t", 1<<20) + "\r\n\r\n",
@@ -439,14 +448,14 @@ func TestHostileChunkedBodyIsAborted(t *testing.T) {
 			io.WriteString(c, tail)
 			return true
 		})
-		l := newLab(t, basic("  timeoutSec: 10\n", "", be), nil)
+		l := newLab(t, basic("  timeoutSec: 60\n", "", be), nil)
 		for _, tr := range transports {
 			var rd io.Reader
 			if tr.body != "" {
 				rd = strings.NewReader(tr.body)
 			}
 			req, _ := http.NewRequest(tr.method, l.url+"/", rd)
-			within(t, 5*time.Second, name+"/"+tr.name, func() {
+			within(t, 20*time.Second, name+"/"+tr.name, func() {
 				resp, err := l.client.Do(req)
 				if err != nil {
 					return // aborted before the head: fine too

@@ -8,6 +8,7 @@ import (
 )
 
 func TestMirrorSendsShadowCopyWithoutDelayingPrimary(t *testing.T) {
+	t.Parallel()
 	primary := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "primary") })
 	hosts := make(chan string, 4)
 	stop := make(chan struct{})
@@ -15,7 +16,7 @@ func TestMirrorSendsShadowCopyWithoutDelayingPrimary(t *testing.T) {
 		hosts <- r.Host
 		select { // a slow mirror must not hold the primary answer
 		case <-stop:
-		case <-time.After(3 * time.Second):
+		case <-time.After(30 * time.Second):
 		}
 	})
 	t.Cleanup(func() { close(stop) }) // runs before the backend's Close
@@ -30,7 +31,7 @@ func TestMirrorSendsShadowCopyWithoutDelayingPrimary(t *testing.T) {
 	l := newLab(t, yaml, nil)
 	var resp *http.Response
 	var body string
-	within(t, time.Second, "primary answer with a slow mirror", func() { resp, body = l.get("/m", "shop.example.com") })
+	within(t, 10*time.Second, "primary answer with a mirror that holds 30 s", func() { resp, body = l.get("/m", "shop.example.com") })
 	if resp.StatusCode != 200 || body != "primary" {
 		t.Fatalf("got %d %q, want 200 primary", resp.StatusCode, body)
 	}
@@ -62,6 +63,7 @@ func (zeros) Read(p []byte) (int, error) {
 }
 
 func TestFaultDelay(t *testing.T) {
+	t.Parallel()
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "late") })
 	um := "  defaultRouteAction:\n    weightedBackendServices: [{backendService: bs, weight: 1}]\n" +
 		"    faultInjectionPolicy:\n      delay: {fixedDelay: {nanos: 300000000}, percentage: 100}\n"

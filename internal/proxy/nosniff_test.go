@@ -17,7 +17,8 @@ import (
 // arrives in pieces. The handler suppresses sniffing with a nil
 // Content-Type (net/http's convention, which h1.Server follows).
 func TestNoInventedContentType(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		be := h1test.RawBackend(t, func(c net.Conn, r *http.Request) bool {
 			resp := "HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<html></html>"
 			if r.URL.Path == "/typed" {
@@ -26,7 +27,7 @@ func TestNoInventedContentType(t *testing.T) {
 			_, err := io.WriteString(c, resp)
 			return err == nil
 		})
-		l := newLab(t, basic("", "", be), nil)
+		l := newLabServer(t, basic("", "", be), nil, ls)
 		for _, tc := range []struct{ path, want string }{{"/untyped", ""}, {"/typed", "application/x-typed"}} {
 			resp, body := l.get(tc.path, "example.com")
 			if resp.StatusCode != 200 || body != "<html></html>" {

@@ -317,17 +317,18 @@ func TestRetryPolicyGatewayError(t *testing.T) {
 }
 
 func TestPerTryTimeoutRetriesElsewhere(t *testing.T) {
+	t.Parallel()
 	slow := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 		}
 	})
 	fast := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fast") })
 	um := "  defaultRouteAction:\n    weightedBackendServices: [{backendService: bs, weight: 1}]\n" +
 		"    retryPolicy:\n      retryConditions: [gateway-error]\n      perTryTimeout: {nanos: 200000000}\n"
 	l := newLab(t, basic("", um, slow.addr(), fast.addr()), nil)
-	within(t, 3*time.Second, "two requests", func() {
+	within(t, 10*time.Second, "two requests (the slow endpoint holds 30 s)", func() {
 		for i := range 2 {
 			resp, body := l.get("/", "")
 			if resp.StatusCode != 200 || body != "fast" {
@@ -350,16 +351,17 @@ func TestPerTryTimeoutRetriesElsewhere(t *testing.T) {
 }
 
 func TestServiceTimeoutIs504(t *testing.T) {
+	t.Parallel()
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 		}
 	})
 	l := newLab(t, basic("  timeoutSec: 1\n", "", be.addr()), nil)
 	var resp *http.Response
 	var body string
-	within(t, 3*time.Second, "timed-out request", func() { resp, body = l.get("/", "") })
+	within(t, 10*time.Second, "timed-out request (the backend holds 30 s)", func() { resp, body = l.get("/", "") })
 	if resp.StatusCode != 504 {
 		t.Fatalf("status %d %q, want 504", resp.StatusCode, body)
 	}
@@ -369,6 +371,7 @@ func TestServiceTimeoutIs504(t *testing.T) {
 }
 
 func TestTimeoutMidBodyAbortsStream(t *testing.T) {
+	t.Parallel()
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "partial")
 		w.(http.Flusher).Flush()

@@ -20,20 +20,37 @@ import (
 // goroutines serving them end. (Writing to the client had no deadline, so
 // they stayed until the client left.)
 func TestSlowReadersDoNotOutliveTheTimeout(t *testing.T) {
-	forBothLoops(t, testSlowReaders)
+	// Not parallel, nor its subtests: it counts the process's goroutines.
+	forBothLoopsInTurn(t, testSlowReaders)
 }
 
-// forBothLoops runs test with labs on h1.Server and on net/http's server.
-func forBothLoops(t *testing.T, test func(*testing.T)) {
-	for _, loop := range []string{"SPILLWAY", "NET_HTTP"} {
-		t.Run(loop, func(t *testing.T) {
-			t.Setenv("SPILLWAY_TEST_HTTP1_SERVER", loop)
-			test(t)
+// serverLoops are the frontend's HTTP/1.1 server loops: h1.Server, and
+// net/http's server (what SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP selects
+// for the labs of the other tests).
+var serverLoops = []struct {
+	name string
+	ls   labServer
+}{{"SPILLWAY", labServer{}}, {"NET_HTTP", labServer{netHTTP: true}}}
+
+// forBothLoops runs test with labs on each server loop, in parallel
+// subtests; test makes its labs with ls.
+func forBothLoops(t *testing.T, test func(t *testing.T, ls labServer)) {
+	for _, loop := range serverLoops {
+		t.Run(loop.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, loop.ls)
 		})
 	}
 }
 
-func testSlowReaders(t *testing.T) {
+// forBothLoopsInTurn is forBothLoops for a test that must run alone.
+func forBothLoopsInTurn(t *testing.T, test func(t *testing.T, ls labServer)) {
+	for _, loop := range serverLoops {
+		t.Run(loop.name, func(t *testing.T) { test(t, loop.ls) })
+	}
+}
+
+func testSlowReaders(t *testing.T, ls labServer) {
 	const clients, size = 10, 50 << 20
 	released := make(chan struct{}, clients)
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
@@ -46,9 +63,8 @@ func testSlowReaders(t *testing.T) {
 			}
 		}
 	})
-	l := newLab(t, basic("  timeoutSec: 1\n", "", be.addr()), nil)
-	time.Sleep(100 * time.Millisecond)
-	before := runtime.NumGoroutine()
+	l := newLabServer(t, basic("  timeoutSec: 1\n", "", be.addr()), nil, ls)
+	before := settledGoroutines()
 
 	conns := make([]net.Conn, clients)
 	for i := range conns {
@@ -82,11 +98,10 @@ func testSlowReaders(t *testing.T) {
 	}
 	// And the goroutines that served them are gone.
 	var n int
-	for range 100 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if n = runtime.NumGoroutine(); n <= before+2 {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	buf := make([]byte, 1<<20)
 	t.Fatalf("%d goroutines, %d before the slow readers\n%s", n, before, buf[:runtime.Stack(buf, true)])
@@ -97,9 +112,10 @@ func testSlowReaders(t *testing.T) {
 // connection, which may come after it has passed: neither to a proxied
 // one nor to one the server answers itself (a 400).
 func TestWriteDeadlineEndsWithTheResponse(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok "+r.URL.Path) })
-		l := newLab(t, basic("  timeoutSec: 1\n", "", be.addr()), nil)
+		l := newLabServer(t, basic("  timeoutSec: 1\n", "", be.addr()), nil, ls)
 		c, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)

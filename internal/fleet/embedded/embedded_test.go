@@ -48,7 +48,7 @@ func TestThreeMembers(t *testing.T) {
 		defer m.Close()
 		ms = append(ms, m)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, m := range ms {
 		if err := m.Ready(ctx); err != nil {
@@ -71,10 +71,10 @@ func TestThreeMembers(t *testing.T) {
 	if r, err := other.Get(ctx, "k"); err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "v" {
 		t.Fatalf("read through member c: %v, %v", r, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(45 * time.Second) // generous: a loaded machine
 	for len(cl.Endpoints()) < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the client knows %v, want the three members' client URLs", cl.Endpoints())
+			t.Fatalf("after 45 s, the client knows %v, want the three members' client URLs", cl.Endpoints())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

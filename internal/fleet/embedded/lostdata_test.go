@@ -40,7 +40,7 @@ func TestLostDataDir(t *testing.T) {
 		defer m.Close()
 		ms = append(ms, m)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, m := range ms {
 		if err := m.Ready(ctx); err != nil {
@@ -86,12 +86,14 @@ func TestLostDataDir(t *testing.T) {
 			}
 		}
 	}
-	for i := 0; ; i++ {
+	// etcd refuses to add a member until the cluster has been healthy
+	// for a while ("unhealthy cluster"): retry until ctx ends.
+	for {
 		_, err := cl.MemberAdd(ctx, []string{peers[2].URL.String()})
 		if err == nil {
 			break
 		}
-		if i == 40 {
+		if ctx.Err() != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -102,7 +104,7 @@ func TestLostDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer rcancel()
 	if err := m.Ready(rctx); err != nil {
 		t.Fatalf("c does not rejoin after member remove/add as existing: %v", err)
