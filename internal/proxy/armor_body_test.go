@@ -37,12 +37,13 @@ const plainPolicy = `securityPolicies:
   - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}
 `
 
-// armorLab is a lab whose service bs has the security policy "waf" of
-// policies, with timeoutSec, its policies compiled with the
-// preconfigured WAF as spillway serve compiles them.
-func armorLab(t *testing.T, be *backend, timeoutSec int, policies string) *lab {
+// armorLab is a lab whose service bs, over the endpoints addrs, has the
+// security policy "waf" of policies and timeoutSec (urlMap as for
+// basic), its policies compiled with the preconfigured WAF as spillway
+// serve compiles them.
+func armorLab(t *testing.T, timeoutSec int, urlMap, policies string, addrs ...string) *lab {
 	t.Helper()
-	l := newLab(t, basic(fmt.Sprintf("  securityPolicy: waf\n  timeoutSec: %d\n", timeoutSec), "", be.addr())+policies, nil)
+	l := newLab(t, basic(fmt.Sprintf("  securityPolicy: waf\n  timeoutSec: %d\n", timeoutSec), urlMap, addrs...)+policies, nil)
 	set, err := armor.Compile(l.plan.Config, waf.ForArmor(waf.Options{}))
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ type onlyReader struct{ io.Reader }
 func TestWAFInspectsRequestBody(t *testing.T) {
 	forBothLoops(t, func(t *testing.T) {
 		be, seen := recordingBackend(t)
-		l := armorLab(t, be, 30, wafPolicy)
+		l := armorLab(t, 30, "", wafPolicy, be.addr())
 		var p http.Protocols
 		p.SetUnencryptedHTTP2(true)
 		h2 := &http.Client{Transport: &http.Transport{Protocols: &p}}
@@ -200,7 +201,7 @@ func isTimeout(err error) bool {
 func TestWAFBodyClientFaults(t *testing.T) {
 	forBothLoops(t, func(t *testing.T) {
 		be, seen := recordingBackend(t)
-		l := armorLab(t, be, 1, wafPolicy)
+		l := armorLab(t, 1, "", wafPolicy, be.addr())
 		const head = "POST /upload HTTP/1.1\r\nHost: lb\r\nContent-Type: text/plain\r\n"
 		for _, tc := range []struct {
 			name, raw string
@@ -233,7 +234,7 @@ func TestWAFBodyClientFaults(t *testing.T) {
 // and no backend sees it.
 func TestWAFBodyStallOverHTTP2(t *testing.T) {
 	be, _ := recordingBackend(t)
-	l := armorLab(t, be, 1, wafPolicy)
+	l := armorLab(t, 1, "", wafPolicy, be.addr())
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}
@@ -266,7 +267,7 @@ func TestPolicyWithoutWAFStreamsBody(t *testing.T) {
 			b, err := io.ReadAll(r.Body)
 			fmt.Fprintf(w, "%d %v", len(b), err)
 		})
-		l := armorLab(t, be, 30, plainPolicy)
+		l := armorLab(t, 30, "", plainPolicy, be.addr())
 		c, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -289,4 +290,43 @@ func TestPolicyWithoutWAFStreamsBody(t *testing.T) {
 			t.Errorf("%d %q, want 200 \"20 <nil>\"", resp.StatusCode, b)
 		}
 	})
+}
+
+// TestWAFBodyRetriedAfterConnectFailure: a request whose body the WAF
+// read is still retried after a connect failure (the transport had not
+// read the body yet), and the endpoint that answers gets all of it.
+func TestWAFBodyRetriedAfterConnectFailure(t *testing.T) {
+	be, seen := recordingBackend(t)
+	um := "  defaultRouteAction:\n    weightedBackendServices: [{backendService: bs, weight: 1}]\n" +
+		"    retryPolicy:\n      retryConditions: [connect-failure]\n      numRetries: 3\n"
+	l := armorLab(t, 30, um, wafPolicy, refusedAddr(t), be.addr())
+	body := ordinaryText(20 << 10)
+	retried := 0
+	for i := 0; i < 20 && retried == 0; i++ {
+		before := len(l.observed())
+		resp, _ := l.do(must(http.NewRequest("POST", l.url+"/upload", bytes.NewReader(body))))
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d (%s), want 200", resp.StatusCode, resp.Header.Get("X-Spillway-Status-Details"))
+		}
+		for _, o := range l.observed()[before:] {
+			if o.ConnectFailure {
+				retried++
+			}
+		}
+	}
+	if retried == 0 {
+		t.Fatal("20 requests, none picked the refused endpoint first")
+	}
+	for _, s := range seen() {
+		if s.sum != sha256.Sum256(body) || s.contentLength != int64(len(body)) {
+			t.Fatalf("the backend got %d bytes (Content-Length %d), not the %d sent", s.n, s.contentLength, len(body))
+		}
+	}
+}
+
+func must(req *http.Request, err error) *http.Request {
+	if err != nil {
+		panic(err)
+	}
+	return req
 }
