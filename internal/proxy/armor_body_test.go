@@ -41,7 +41,7 @@ const plainPolicy = `securityPolicies:
 // security policy "waf" of policies and timeoutSec (urlMap as for
 // basic), its policies compiled with the preconfigured WAF as spillway
 // serve compiles them.
-func armorLab(t *testing.T, timeoutSec int, urlMap, policies string, addrs ...string) *lab {
+func armorLab(t testing.TB, timeoutSec int, urlMap, policies string, addrs ...string) *lab {
 	t.Helper()
 	l := newLab(t, basic(fmt.Sprintf("  securityPolicy: waf\n  timeoutSec: %d\n", timeoutSec), urlMap, addrs...)+policies, nil)
 	set, err := armor.Compile(l.plan.Config, waf.ForArmor(waf.Options{}))
