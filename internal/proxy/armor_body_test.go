@@ -330,3 +330,27 @@ func must(req *http.Request, err error) *http.Request {
 	}
 	return req
 }
+
+// TestWAFBodyKeepsTrailers: a chunked body the WAF read, whole (its end
+// and trailer section read with it) or in part, reaches the backend with
+// its trailers, on both frontend loops.
+func TestWAFBodyKeepsTrailers(t *testing.T) {
+	forBothLoops(t, func(t *testing.T) {
+		got := make(chan http.Header, 1)
+		l := armorLab(t, 30, "", wafPolicy, trailerBackend(t, got))
+		for _, size := range []int{2, 20 << 10} {
+			c, err := net.Dial("tcp", l.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: X-Foo\r\n\r\n%x\r\n%s\r\n0\r\nX-Foo: 1\r\n\r\n", size, ordinaryText(size))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			c.Close()
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%d-byte body: %v %v", size, resp, err)
+			}
+			checkForwardedTrailers(t, fmt.Sprintf("%d-byte body", size), got)
+		}
+	})
+}
