@@ -46,8 +46,9 @@ type Request struct {
 	// RegionCode is the client's ISO 3166-1 alpha-2 region ("" when
 	// unknown).
 	RegionCode string
-	// Body is the start of the request body, for the WAF (nil when none
-	// was read).
+	// Body is the start of the request body, for the WAF: at least the
+	// first BodyInspectionSize bytes of a policy that NeedsBody, or the
+	// whole body when shorter (nil when none was read).
 	Body []byte
 }
 
@@ -96,7 +97,23 @@ type Policy struct {
 	// ips, when the policy has at most 64 source-range rules, holds them
 	// all: one walk per request answers every one (rule.ipBit).
 	ips *policyTrie
+	// needsBody: some rule calls the preconfigured WAF, which inspects
+	// the first bodyBytes of the request body.
+	needsBody bool
+	bodyBytes int
 }
+
+// NeedsBody reports whether the policy inspects request bodies: some
+// rule's expression calls the preconfigured WAF. For the others,
+// Request.Body is not read and the body need not be read before
+// Evaluate.
+func (p *Policy) NeedsBody() bool { return p.needsBody }
+
+// BodyInspectionSize is how many bytes of a request body the policy
+// inspects when it NeedsBody: its advancedOptionsConfig's
+// requestBodyInspectionSize, 8,192 by default. Evaluate inspects at most
+// that much of Request.Body.
+func (p *Policy) BodyInspectionSize() int { return p.bodyBytes }
 
 // rule is one compiled rule.
 type rule struct {
@@ -252,9 +269,14 @@ func (s *Set) Policy(name string) *Policy {
 }
 
 func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, error) {
-	p := &Policy{Name: sp.Name, Edge: sp.Type == "CLOUD_ARMOR_EDGE"}
+	p := &Policy{Name: sp.Name, Edge: sp.Type == "CLOUD_ARMOR_EDGE", bodyBytes: config.DefaultRequestBodyInspectionBytes}
 	if ao := sp.AdvancedOptionsConfig; ao != nil {
 		p.userIP = ao.UserIPRequestHeaders
+		n, ok := config.RequestBodyInspectionBytes(ao.RequestBodyInspectionSize)
+		if !ok {
+			return nil, fmt.Errorf("securityPolicies[%s].advancedOptionsConfig.requestBodyInspectionSize: unknown size %q", sp.Name, ao.RequestBodyInspectionSize)
+		}
+		p.bodyBytes = n
 	}
 	for j := range sp.Rules {
 		r, err := compileRule(env, &sp.Rules[j], waf, p.Edge)
@@ -262,6 +284,7 @@ func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, e
 			return nil, fmt.Errorf("securityPolicies[%s].rules[%d]: %w", sp.Name, j, err)
 		}
 		p.rules = append(p.rules, r)
+		p.needsBody = p.needsBody || r.expr != nil && r.expr.wafs != nil
 	}
 	slices.SortFunc(p.rules, func(a, b *rule) int { return int(a.priority - b.priority) })
 	p.indexIPs(sp)
@@ -500,8 +523,14 @@ func headerValue(h map[string][]string, name string) string {
 
 // Evaluate runs the policy on r at now: the first matching rule in
 // priority order decides; a matching preview rule is noted (the first
-// only) and evaluation goes on.
+// only) and evaluation goes on. Of r.Body, the first
+// BodyInspectionSize bytes are inspected.
 func (p *Policy) Evaluate(r *Request, now time.Time) Decision {
+	if len(r.Body) > p.bodyBytes {
+		short := *r
+		short.Body = r.Body[:p.bodyBytes]
+		r = &short
+	}
 	a := activation{r: r, p: p}
 	var d Decision
 	for _, ru := range p.rules {

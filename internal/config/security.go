@@ -1,5 +1,11 @@
 package config
 
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // SecurityPolicy is a Cloud Armor security policy (Compute API
 // securityPolicies), attached to backend services by their
 // securityPolicy (a backend policy) and edgeSecurityPolicy (an edge
@@ -17,8 +23,10 @@ type SecurityPolicy struct {
 	AdaptiveProtectionConfig *Ignored `json:"adaptiveProtectionConfig,omitempty"`
 	// AdvancedOptionsConfig: userIpRequestHeaders names the headers whose
 	// first value is the client's address (origin.ip, the IP keys of rate
-	// limits), for policies behind another proxy; jsonParsing and
-	// logLevel are accepted and not enforced.
+	// limits), for policies behind another proxy;
+	// requestBodyInspectionSize is how much of a request body the
+	// preconfigured WAF inspects; jsonParsing and logLevel are accepted
+	// and not enforced.
 	AdvancedOptionsConfig *SecurityAdvancedOptions `json:"advancedOptionsConfig,omitempty"`
 	// LabelFingerprint and Labels are output-only or informational.
 	LabelFingerprint string            `json:"labelFingerprint,omitempty"`
@@ -31,6 +39,33 @@ type SecurityAdvancedOptions struct {
 	JSONCustomConfig     *Ignored `json:"jsonCustomConfig,omitempty"`
 	LogLevel             string   `json:"logLevel,omitempty"`
 	UserIPRequestHeaders []string `json:"userIpRequestHeaders,omitempty"`
+	// RequestBodyInspectionSize is how much of a request body the
+	// policy's preconfigured WAF rules inspect: 8KB (the default), 16KB,
+	// 32KB, 48KB or 64KB, in any case (Google's values; KB is 1,024
+	// bytes).
+	RequestBodyInspectionSize string `json:"requestBodyInspectionSize,omitempty"`
+}
+
+// DefaultRequestBodyInspectionBytes is requestBodyInspectionSize's
+// default, 8KB, in bytes.
+const DefaultRequestBodyInspectionBytes = 8 << 10
+
+// requestBodyInspectionSizes are requestBodyInspectionSize's values.
+var requestBodyInspectionSizes = []string{"8KB", "16KB", "32KB", "48KB", "64KB"}
+
+// RequestBodyInspectionBytes returns a requestBodyInspectionSize in
+// bytes: "" is the default, 8,192; false for a value Google does not
+// take.
+func RequestBodyInspectionBytes(size string) (int, bool) {
+	if size == "" {
+		return DefaultRequestBodyInspectionBytes, true
+	}
+	up := strings.ToUpper(size)
+	if !slices.Contains(requestBodyInspectionSizes, up) {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(up, "KB"))
+	return n << 10, true
 }
 
 // SecurityPolicyRule is one rule: the first rule in priority order

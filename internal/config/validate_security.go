@@ -80,6 +80,10 @@ func (v *validator) securityPolicy(p string, sp *SecurityPolicy) {
 				v.add(at("%s.advancedOptionsConfig.userIpRequestHeaders[%d]", p, j), "write a header name, e.g. X-Real-IP", "%q is not a header name", h)
 			}
 		}
+		if _, ok := RequestBodyInspectionBytes(ao.RequestBodyInspectionSize); !ok {
+			v.add(p+".advancedOptionsConfig.requestBodyInspectionSize", "use one of "+strings.Join(requestBodyInspectionSizes, ", "),
+				"unknown request body inspection size %q", ao.RequestBodyInspectionSize)
+		}
 	}
 	edge := sp.Type == "CLOUD_ARMOR_EDGE"
 	seen := map[int64]int{}

@@ -38,3 +38,45 @@ func TestValidateSecurityPolicies(t *testing.T) {
 		})
 	}
 }
+
+// advancedOptionsConfig.requestBodyInspectionSize takes Google's values,
+// in any case, and says which they are otherwise.
+func TestRequestBodyInspectionSize(t *testing.T) {
+	for _, tc := range []struct {
+		size  string
+		bytes int
+		want  string // error text, "" when valid
+	}{
+		{"", 8192, ""},
+		{"8KB", 8192, ""},
+		{"16KB", 16384, ""},
+		{"32kb", 32768, ""},
+		{"48Kb", 49152, ""},
+		{"64KB", 65536, ""},
+		{"128KB", 0, `unknown request body inspection size "128KB" (fix: use one of 8KB, 16KB, 32KB, 48KB, 64KB)`},
+		{"8192", 0, "use one of 8KB"},
+		{"12KB", 0, "use one of 8KB"},
+	} {
+		t.Run(tc.size, func(t *testing.T) {
+			n, ok := RequestBodyInspectionBytes(tc.size)
+			if n != tc.bytes || ok != (tc.want == "") {
+				t.Errorf("RequestBodyInspectionBytes(%q) = %d, %v; want %d, %v", tc.size, n, ok, tc.bytes, tc.want == "")
+			}
+			y := "backendServices:\n- name: bs\n  securityPolicy: sp\nsecurityPolicies:\n- name: sp\n" +
+				"  advancedOptionsConfig: {requestBodyInspectionSize: '" + tc.size + "'}\n" +
+				"  rules:\n  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}\n"
+			c, err := Parse([]byte(y), "test.yaml")
+			if err == nil {
+				err = c.Validate()
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), "securityPolicies[sp].advancedOptionsConfig.requestBodyInspectionSize"):
+				t.Fatalf("error %v does not name the field", err)
+			}
+		})
+	}
+}

@@ -604,6 +604,9 @@ type h1body struct {
 	w           *h1response
 	rc          io.ReadCloser
 	closed, eof bool
+	// broken: a read failed (malformed chunking, a cut upload, a read
+	// deadline): the rest of the stream cannot be trusted or waited for.
+	broken bool
 }
 
 func (b *h1body) Read(p []byte) (int, error) {
@@ -619,9 +622,12 @@ func (b *h1body) Read(p []byte) (int, error) {
 		b.w.sendContinue()
 	}
 	n, err := b.rc.Read(p)
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.eof = true
 		b.w.c.bodyEOF()
+	case err != nil:
+		b.broken = true
 	}
 	return n, err
 }
@@ -650,6 +656,9 @@ func (b *h1body) drain() bool {
 	b.closed = true
 	if b.eof {
 		return true
+	}
+	if b.broken {
+		return false // nothing after a failed read is a request
 	}
 	if b.w.expect100 && !b.w.continued {
 		return false // the client may or may not send the body now

@@ -12,7 +12,8 @@
 // Server serves any http.Handler and Transport is an http.RoundTripper:
 // what goes in and comes out is net/http's types (*http.Request,
 // http.ResponseWriter with http.Flusher, http.Hijacker and
-// http.ResponseController's SetWriteDeadline and EnableFullDuplex,
+// http.ResponseController's SetWriteDeadline, SetReadDeadline and
+// EnableFullDuplex,
 // *http.Response). Request heads are parsed as http.ReadRequest parses
 // them and response heads as http.ReadResponse does: the fast parsers
 // (readRequestFast, readResponseFast) take the common shape of a message
@@ -56,6 +57,10 @@
 //   - Handlers may always read the request body while writing the
 //     response (EnableFullDuplex is a no-op); an unread body is drained
 //     (up to 256 KiB) after the response, else the connection is closed.
+//     The body has no read deadline unless the handler sets one
+//     (SetReadDeadline, until the body's end); a body whose read failed
+//     (a deadline, malformed chunking, a cut upload) is not drained: the
+//     connection closes after the response.
 //   - Cleartext connections that start with the HTTP/2 preface (h2c
 //     with prior knowledge), and TLS ones that negotiated h2, are handed,
 //     with the bytes already read, to Server.H2C. A TLS connection that

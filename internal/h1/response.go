@@ -338,6 +338,27 @@ func (w *h1response) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
+// SetReadDeadline bounds the reads of the request body (for
+// http.ResponseController), which have no deadline otherwise: a read
+// still blocked at t fails with a timeout error (wrapping
+// os.ErrDeadlineExceeded), after which the body is broken and the
+// connection is closed once the response is written, without draining
+// it. The zero time removes the bound. It lasts until the handler
+// returns (the loop sets its own deadlines then) and must be called
+// while the handler runs. Once the body has been read to its end it is
+// ignored: a client watch may then be reading the connection, and no
+// body read is left to bound.
+func (w *h1response) SetReadDeadline(t time.Time) error {
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bodyDone || c.watching || c.hijacked {
+		return nil
+	}
+	c.setReadDeadline(t)
+	return nil
+}
+
 // EnableFullDuplex is a no-op: the body can always be read while the
 // response is written.
 func (w *h1response) EnableFullDuplex() error { return nil }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -711,5 +712,61 @@ func TestH1NilContentTypeSuppressesSniffing(t *testing.T) {
 		if got := resp.Header["Content-Type"]; body != "<html></html>" || !slices.Equal(got, want) {
 			t.Errorf("%s: Content-Type %q body %q, want %q", path, got, body, want)
 		}
+	}
+}
+
+// TestH1SetReadDeadline: http.ResponseController's SetReadDeadline bounds
+// the handler's body reads. A read blocked at the deadline fails with
+// os.ErrDeadlineExceeded, the handler's answer arrives and the
+// connection closes at once (a broken body is not drained, which would
+// wait the header timeout for the stalled client); cleared, it no longer
+// bounds the reads after it.
+func TestH1SetReadDeadline(t *testing.T) {
+	cleared := make(chan time.Time, 1)
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		deadline := time.Now().Add(200 * time.Millisecond)
+		if err := rc.SetReadDeadline(deadline); err != nil {
+			t.Errorf("SetReadDeadline: %v", err)
+		}
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			t.Errorf("reading what the client sent: %v", err)
+		}
+		if r.URL.Path == "/clear" {
+			rc.SetReadDeadline(time.Time{})
+			cleared <- deadline
+			b, err := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%s%s %v", buf, b, err)
+			return
+		}
+		_, err := io.ReadAll(r.Body)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("read past the deadline: %v, want os.ErrDeadlineExceeded", err)
+		}
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestTimeout)
+	}), func(s *h1.Server) { s.ReadHeaderTimeout = 30 * time.Second })
+
+	c, br := ht.dial(t)
+	io.WriteString(c, "POST /stall HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabcd")
+	if resp, _ := readResp(t, br, "POST"); resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil || isTimeoutErr(err) {
+		t.Fatalf("after the 408: %v after %v, want the connection closed", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("connection closed %v after the 408, want at once (the header timeout is 30 s)", d)
+	}
+
+	c, br = ht.dial(t)
+	io.WriteString(c, "POST /clear HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nabcd")
+	deadline := <-cleared
+	time.Sleep(time.Until(deadline) + 200*time.Millisecond)
+	io.WriteString(c, "efgh")
+	if resp, body := readResp(t, br, "POST"); resp.StatusCode != 200 || body != "abcdefgh <nil>" {
+		t.Fatalf("after clearing the deadline: %d %q, want 200 \"abcdefgh <nil>\"", resp.StatusCode, body)
 	}
 }

@@ -65,6 +65,14 @@
 //     EnableFullDuplex, would read on otherwise). The attempt's
 //     Outcome has ClientFault set; it is not retried, and outlier
 //     detection and passive health ignore it (Outcome.BackendSignal).
+//   - Security policies (enforce) run after the backend service is chosen
+//     and before a backend is picked. A policy whose rules call the
+//     preconfigured WAF (armor.Policy.NeedsBody) has the start of the
+//     body read first (inspectBody, at most its BodyInspectionSize,
+//     within the exchange timeout, which starts there), then forwarded
+//     with the rest, framing unchanged; a body that does not arrive →
+//     408 (stalled) or 400 (broken) malformed_request_body with
+//     "Connection: close", and no attempt. Other policies read nothing.
 //   - A client that is gone for any other reason before the handler has
 //     answered (its context ended during the exchange or a fault delay)
 //     gets no answer: the handler panics with http.ErrAbortHandler, and

@@ -35,7 +35,8 @@ type exchange struct {
 	timeout time.Duration
 	policy  retryPolicy
 
-	// deadline ends the exchange (now + timeout when serve starts). The
+	// deadline ends the exchange (now + timeout when serve starts, or
+	// when the security policies started reading the body). The
 	// fast transport takes it as a connection deadline; ctx, a context
 	// with this deadline, is built only for the other transports.
 	deadline time.Time
@@ -409,7 +410,9 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 // serve forwards the request, retrying per policy (forward), and writes
 // the answer (finalize).
 func (x *exchange) serve(ep *plan.Endpoint) {
-	x.deadline = time.Now().Add(x.timeout)
+	if x.deadline.IsZero() {
+		x.deadline = time.Now().Add(x.timeout)
+	}
 	defer func() {
 		if x.cancel != nil {
 			x.cancel()

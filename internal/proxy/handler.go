@@ -331,6 +331,9 @@ type matched struct {
 	fwdRaw  string // and escaped ("" when the default encoding)
 	svc     *plan.Service
 	wi      int // the index of svc in a.Services
+	// bodyStart is when the security policies started reading the
+	// body (inspectBody), zero when they did not.
+	bodyStart time.Time
 }
 
 // admit answers, and returns false for, a request the load balancer
@@ -480,12 +483,10 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 		th.apply(x.hdr)
 		x.hp.request(x.hdr)
 	}
-	x.timeout = a.Timeout
-	if x.timeout <= 0 {
-		x.timeout = svc.Timeout
-	}
-	if x.timeout <= 0 {
-		x.timeout = defaultTimeout
+	x.timeout = exchangeTimeout(a.Timeout, svc)
+	if !m.bodyStart.IsZero() {
+		// The exchange started when the policies read the body.
+		x.deadline = m.bodyStart.Add(x.timeout)
 	}
 	// Body-less: HTTP/1.1 without Content-Length or Transfer-Encoding, or
 	// HTTP/2 with END_STREAM on the headers (whose Body is not NoBody).
@@ -505,6 +506,18 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 		h.mirror(m.snap, a.Mirror, &x)
 	}
 	x.serve(ep)
+}
+
+// exchangeTimeout is the timeout of an exchange: the route's,
+// else the backend service's timeoutSec, else 30 s.
+func exchangeTimeout(routeTimeout time.Duration, svc *plan.Service) time.Duration {
+	if routeTimeout > 0 {
+		return routeTimeout
+	}
+	if svc.Timeout > 0 {
+		return svc.Timeout
+	}
+	return defaultTimeout
 }
 
 // pathOptions returns the path normalisation options of a config.

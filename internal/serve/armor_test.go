@@ -261,8 +261,9 @@ func checkArmorLog(t *testing.T, path string) {
 	}
 }
 
-// A rule calling the preconfigured WAF blocks a SQL injection with the
-// CRS signature in the access log, and lets an ordinary request through.
+// A rule calling the preconfigured WAF blocks a SQL injection, in the
+// query or in a form body, with the CRS signature in the access log, and
+// lets ordinary requests through.
 func TestSecurityPolicyWAF(t *testing.T) {
 	var hits atomic.Int64
 	be := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
@@ -301,6 +302,20 @@ spillway: {accessLog: {enable: true, path: %s, format: JSON}}
 	}
 	if code := get("/products?id=42&sort=price"); code != 200 || hits.Load() != 1 {
 		t.Fatalf("ordinary request: %d, %d backend hits; want 200 and 1", code, hits.Load())
+	}
+	post := func(body string) int {
+		resp, err := http.Post(front+"/products", "application/x-www-form-urlencoded", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("id=1%27%20OR%20%271%27%3D%271"); code != 403 || hits.Load() != 1 {
+		t.Fatalf("SQL injection in a form body: %d, %d backend hits; want 403 and 1", code, hits.Load())
+	}
+	if code := post("id=42&sort=price"); code != 200 || hits.Load() != 2 {
+		t.Fatalf("ordinary form: %d, %d backend hits; want 200 and 2", code, hits.Load())
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

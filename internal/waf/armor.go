@@ -13,7 +13,15 @@ import (
 // set compiled with opts on one Compiler, made on the first call (a
 // config without WAF calls pays nothing) and kept across reloads, so a
 // reload reuses the Coraza WAFs it already built.
+//
+// opts.MaxBodyBytes 0 means MaxMaxBodyBytes here, not the default: each
+// policy inspects its own requestBodyInspectionSize (8 KiB to 64 KiB),
+// which armor.Policy.Evaluate enforces on the body prefix the proxy
+// reads, so the Engine must take the largest.
 func ForArmor(opts Options) armor.WAF {
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = MaxMaxBodyBytes
+	}
 	return &armorWAF{opts: opts}
 }
 
