@@ -11,11 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/spillwaylb/spillway/internal/armor"
-	"github.com/spillwaylb/spillway/internal/engine"
-	"github.com/spillwaylb/spillway/internal/proxy"
-	"github.com/spillwaylb/spillway/internal/waf"
 )
 
 // wafPolicy is a backend policy "waf" denying SQL injection (the
@@ -39,18 +34,11 @@ const plainPolicy = `securityPolicies:
 
 // armorLab is a lab whose service bs, over the endpoints addrs, has the
 // security policy "waf" of policies and timeoutSec (urlMap as for
-// basic), its policies compiled with the preconfigured WAF as spillway
-// serve compiles them.
-func armorLab(t testing.TB, timeoutSec int, urlMap, policies string, addrs ...string) *lab {
+// basic); the lab compiles policies with the preconfigured WAF as
+// spillway serve does.
+func armorLab(t testing.TB, ls labServer, timeoutSec int, urlMap, policies string, addrs ...string) *lab {
 	t.Helper()
-	l := newLab(t, basic(fmt.Sprintf("  securityPolicy: waf\n  timeoutSec: %d\n", timeoutSec), urlMap, addrs...)+policies, nil)
-	set, err := armor.Compile(l.plan.Config, waf.ForArmor(waf.Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := l.snap.Load()
-	l.snap.Store(&proxy.Snapshot{Plan: old.Plan, View: engine.NewView(l.state), Routes: old.Routes, Demand: old.Demand, Armor: set})
-	return l
+	return newLabServer(t, basic(fmt.Sprintf("  securityPolicy: waf\n  timeoutSec: %d\n", timeoutSec), urlMap, addrs...)+policies, nil, ls)
 }
 
 // bodySeen is what a backend received of a request body.
@@ -104,9 +92,9 @@ type onlyReader struct{ io.Reader }
 // (Content-Length or chunked) on both frontend loops and over HTTP/2.
 // Before bodies were inspected the injection was forwarded.
 func TestWAFInspectsRequestBody(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		be, seen := recordingBackend(t)
-		l := armorLab(t, 30, "", wafPolicy, be.addr())
+		l := armorLab(t, ls, 30, "", wafPolicy, be.addr())
 		var p http.Protocols
 		p.SetUnencryptedHTTP2(true)
 		h2 := &http.Client{Transport: &http.Transport{Protocols: &p}}
@@ -199,9 +187,9 @@ func isTimeout(err error) bool {
 // was forwarded and ended in 504 backend_timeout, an attempt counted
 // against the backend.
 func TestWAFBodyClientFaults(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		be, seen := recordingBackend(t)
-		l := armorLab(t, 1, "", wafPolicy, be.addr())
+		l := armorLab(t, ls, 1, "", wafPolicy, be.addr())
 		const head = "POST /upload HTTP/1.1\r\nHost: lb\r\nContent-Type: text/plain\r\n"
 		for _, tc := range []struct {
 			name, raw string
@@ -234,7 +222,7 @@ func TestWAFBodyClientFaults(t *testing.T) {
 // and no backend sees it.
 func TestWAFBodyStallOverHTTP2(t *testing.T) {
 	be, _ := recordingBackend(t)
-	l := armorLab(t, 1, "", wafPolicy, be.addr())
+	l := armorLab(t, labServer{}, 1, "", wafPolicy, be.addr())
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}
@@ -260,14 +248,14 @@ func TestWAFBodyStallOverHTTP2(t *testing.T) {
 // read the body before a backend is picked: the backend gets the request
 // while the client is still sending its body.
 func TestPolicyWithoutWAFStreamsBody(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		arrived := make(chan struct{}, 1)
 		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 			arrived <- struct{}{}
 			b, err := io.ReadAll(r.Body)
 			fmt.Fprintf(w, "%d %v", len(b), err)
 		})
-		l := armorLab(t, 30, "", plainPolicy, be.addr())
+		l := armorLab(t, ls, 30, "", plainPolicy, be.addr())
 		c, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -299,7 +287,7 @@ func TestWAFBodyRetriedAfterConnectFailure(t *testing.T) {
 	be, seen := recordingBackend(t)
 	um := "  defaultRouteAction:\n    weightedBackendServices: [{backendService: bs, weight: 1}]\n" +
 		"    retryPolicy:\n      retryConditions: [connect-failure]\n      numRetries: 3\n"
-	l := armorLab(t, 30, um, wafPolicy, refusedAddr(t), be.addr())
+	l := armorLab(t, labServer{}, 30, um, wafPolicy, refusedAddr(t), be.addr())
 	body := ordinaryText(20 << 10)
 	retried := 0
 	for i := 0; i < 20 && retried == 0; i++ {
@@ -335,9 +323,9 @@ func must(req *http.Request, err error) *http.Request {
 // and trailer section read with it) or in part, reaches the backend with
 // its trailers, on both frontend loops.
 func TestWAFBodyKeepsTrailers(t *testing.T) {
-	forBothLoops(t, func(t *testing.T) {
+	forBothLoops(t, func(t *testing.T, ls labServer) {
 		got := make(chan http.Header, 1)
-		l := armorLab(t, 30, "", wafPolicy, trailerBackend(t, got))
+		l := armorLab(t, ls, 30, "", wafPolicy, trailerBackend(t, got))
 		for _, size := range []int{2, 20 << 10} {
 			c, err := net.Dial("tcp", l.addr)
 			if err != nil {

@@ -144,7 +144,7 @@ func BenchmarkProxyPostArmor(b *testing.B) {
 	})
 	for _, bc := range []struct{ name, policies string }{{"plain", plainPolicy}, {"waf", wafPolicy}} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := armorLab(b, 30, "", bc.policies, be.addr()).srv.Handler
+			h := armorLab(b, labServer{}, 30, "", bc.policies, be.addr()).srv.Handler
 			body := &rewindBody{}
 			req := httptest.NewRequest("POST", "http://example.com/bench?x=1", nil)
 			req.Header.Set("User-Agent", "bench")

@@ -33,6 +33,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
+	"github.com/spillwaylb/spillway/internal/waf"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -156,7 +157,7 @@ func newLabServer(t testing.TB, yamlText string, tlsCfg *tls.Config, ls labServe
 		}
 		routes[name] = tbl
 	}
-	policies, err := armor.Compile(c, nil)
+	policies, err := armor.Compile(c, waf.ForArmor(waf.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
