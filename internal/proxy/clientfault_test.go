@@ -84,3 +84,73 @@ func TestCutUploadGetsNoSuccess(t *testing.T) {
 		}
 	})
 }
+
+// TestStalledUploadIsClientFault: a client that sends part of its body
+// and then stalls makes the attempt time out while the proxy waits for
+// the client, not the backend: the client gets 408, and the attempt is
+// the client's fault (outlier detection and passive health never see
+// it), on both frontend loops. The proxy used to answer 504 and count a
+// backend timeout.
+func TestStalledUploadIsClientFault(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
+		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
+		l := newLabServer(t, basic("  timeoutSec: 1\n", "", be.addr()), nil, ls)
+		c, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		io.WriteString(c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nonly ten b")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("status %d, want 408", resp.StatusCode)
+		}
+		for _, o := range l.observed() {
+			if o.BackendSignal() {
+				t.Errorf("the stalled upload counted against the backend: %+v", o)
+			}
+		}
+	})
+}
+
+// TestUploadDeadlineEndsWithExchange: the read deadline an upload gets
+// (the exchange's) does not outlive it: the keep-alive connection takes
+// a next request after that deadline has passed, on both loops.
+func TestUploadDeadlineEndsWithExchange(t *testing.T) {
+	t.Parallel()
+	forBothLoops(t, func(t *testing.T, ls labServer) {
+		be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
+		l := newLabServer(t, basic("  timeoutSec: 1\n", "", be.addr()), nil, ls)
+		c, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		br := bufio.NewReader(c)
+		for i, req := range []string{
+			"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+			"GET /next HTTP/1.1\r\nHost: x\r\n\r\n",
+		} {
+			if i == 1 {
+				time.Sleep(1500 * time.Millisecond) // past the upload's deadline
+			}
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("request %d: status %d", i, resp.StatusCode)
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -413,6 +414,13 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 	if x.deadline.IsZero() {
 		x.deadline = time.Now().Add(x.timeout)
 	}
+	if x.body != nil {
+		// The client's body must arrive within the exchange's time: a
+		// client that stalls its upload fails its own read at the
+		// deadline (a client fault, 408) rather than leaving the attempt
+		// to time out against the backend.
+		_ = http.NewResponseController(x.w).SetReadDeadline(x.deadline)
+	}
 	defer func() {
 		if x.cancel != nil {
 			x.cancel()
@@ -518,6 +526,9 @@ func (x *exchange) fail(at *attempt) {
 		code, details = http.StatusBadRequest, sdInvalidRequest
 	case o.ClientFault:
 		code, details = http.StatusBadRequest, sdBadRequestBody
+		if errors.Is(o.Err, os.ErrDeadlineExceeded) || isTimeout(o.Err) {
+			code = http.StatusRequestTimeout // the client's body did not arrive in time
+		}
 		x.w.Header().Set("Connection", "close")
 	case o.Timeout && !o.ConnectFailure:
 		code, details = http.StatusGatewayTimeout, sdBackendTimeout
