@@ -120,9 +120,9 @@ type rule struct {
 	priority int64
 	action   string // the configured action, lower case as written
 	preview  bool
-	ips      *ipTrie
-	ipBit    uint64   // the rule's bit in Policy.ips (0: not there)
-	ranges   []string // srcIpRanges
+	ips      *policyTrie // the rule's own ranges (bit 1), when not in Policy.ips
+	ipBit    uint64      // the rule's bit in Policy.ips (0: not there)
+	ranges   []string    // srcIpRanges
 	expr     *program
 	status   int    // deny status
 	location string // redirect target
@@ -337,13 +337,13 @@ func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool
 		}
 		r.expr = prg
 	default:
-		r.ips, r.ranges = &ipTrie{}, m.Config.SrcIPRanges
+		r.ips, r.ranges = &policyTrie{}, m.Config.SrcIPRanges
 		for _, s := range m.Config.SrcIPRanges {
 			pfx, err := config.ParseSrcIPRange(s)
 			if err != nil {
 				return nil, fmt.Errorf("match.config.srcIpRanges: %w", err)
 			}
-			r.ips.add(pfx)
+			r.ips.add(pfx, 1)
 		}
 	}
 	if o := cr.RateLimitOptions; o != nil {
@@ -559,7 +559,7 @@ func (ru *rule) matches(a *activation) bool {
 		return a.ipSet&ru.ipBit != 0
 	}
 	if ru.ips != nil {
-		return ru.ips.contains(a.clientIP())
+		return ru.ips.match(a.clientIP())&1 != 0
 	}
 	a.wafIDs = a.wafIDs[:0]
 	return ru.expr.eval(a)

@@ -158,17 +158,7 @@ func (z *zone) staticChunks(soa *dns.SOA) [][]dns.RR {
 	for name := range z.nodes {
 		names = append(names, name)
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		switch {
-		case a == b:
-			return 0
-		case a == z.origin:
-			return -1
-		case b == z.origin:
-			return 1
-		}
-		return compareNames(a, b)
-	})
+	z.sortApexFirst(names)
 	rrs := []dns.RR{soa}
 	for _, name := range names {
 		n := z.nodes[name]

@@ -71,17 +71,7 @@ func (z *zone) transferNames() []string {
 			names = append(names, name)
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		switch {
-		case a == b:
-			return 0
-		case a == z.origin:
-			return -1
-		case b == z.origin:
-			return 1
-		}
-		return compareNames(a, b)
-	})
+	z.sortApexFirst(names)
 	return names
 }
 
@@ -141,4 +131,20 @@ func wireLabels(name string) ([][]byte, bool) {
 		labels = append(labels, bytes.ToLower(buf[i+1:i+1+int(buf[i])]))
 	}
 	return labels, true
+}
+
+// sortApexFirst sorts zone names as a transfer sends them: the apex
+// first, then in zone-file order (compareNames).
+func (z *zone) sortApexFirst(names []string) {
+	slices.SortFunc(names, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == z.origin:
+			return -1
+		case b == z.origin:
+			return 1
+		}
+		return compareNames(a, b)
+	})
 }
