@@ -44,8 +44,10 @@ type Request struct {
 	// address in the policy's userIpRequestHeaders, when set.
 	Peer netip.Addr
 	// RegionCode is the client's ISO 3166-1 alpha-2 region ("" when
-	// unknown).
+	// unknown); when it is "" and Geo is set, Geo places the client's
+	// address (after userIpRequestHeaders) the first time a rule asks.
 	RegionCode string
+	Geo        func(netip.Addr) string
 	// Body is the start of the request body, for the WAF: at least the
 	// first BodyInspectionSize bytes of a policy that NeedsBody, or the
 	// whole body when shorter (nil when none was read).
@@ -361,7 +363,10 @@ type activation struct {
 	vals   [numAttrs]ref.Val
 	userIP netip.Addr
 	ip     string // userIP as text, once asked for
-	wafIDs []string
+	// region is Request.Geo's answer, once regionDone.
+	region     string
+	regionDone bool
+	wafIDs     []string
 	// ipSet is the policy trie's answer for the client's address, once
 	// ipsDone.
 	ipSet   uint64
@@ -411,7 +416,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case attrIP:
 		v = types.String(a.ipString())
 	case attrRegion:
-		v = types.String(a.r.RegionCode)
+		v = types.String(a.regionCode())
 	}
 	a.vals[i] = v
 	return v, true
@@ -450,6 +455,17 @@ func lowerName(k string) string {
 		return l
 	}
 	return strings.ToLower(k)
+}
+
+// regionCode is the client's region (origin.region_code).
+func (a *activation) regionCode() string {
+	if a.r.RegionCode == "" && a.r.Geo != nil && !a.regionDone {
+		a.region, a.regionDone = a.r.Geo(a.clientIP()), true
+	}
+	if a.regionDone {
+		return a.region
+	}
+	return a.r.RegionCode
 }
 
 // ipString is the client's address as text (origin.ip).

@@ -211,7 +211,7 @@ func keyPart(a *activation, k config.SecurityKeyConfig) string {
 	case "SNI":
 		v = a.r.SNI
 	case "REGION_CODE":
-		v = a.r.RegionCode
+		v = a.regionCode()
 	}
 	if len(v) > maxKeyBytes {
 		v = v[:maxKeyBytes]

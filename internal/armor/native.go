@@ -84,7 +84,7 @@ func attrFn(i int) nfn {
 		case attrIP:
 			return nval{s: a.ipString()}
 		}
-		return nval{s: a.r.RegionCode}
+		return nval{s: a.regionCode()}
 	}
 }
 

@@ -89,6 +89,11 @@ type Tuning struct {
 	// (spillway_requests_total and the others in docs/operations.md) on
 	// or off. Default true.
 	RequestMetrics *bool `json:"requestMetrics,omitempty"`
+	// GeoDatabase is the path of a MaxMind-format database (GeoLite2 or
+	// GeoIP2 Country or City) that places the proxy's clients: security
+	// policies' origin.region_code and REGION_CODE rate-limit keys. Read
+	// at start and on every reload. Unset: clients have no region code.
+	GeoDatabase string `json:"geoDatabase,omitempty"`
 	// DNSIdentity answers version.bind, version.server, id.server and
 	// hostname.bind in class CH (see dns_transfer.go, docs/dns.md). Off
 	// (REFUSED) by default.

@@ -1,13 +1,12 @@
 package gslb
 
 import (
-	"fmt"
 	"math"
 	"net/netip"
-	"os"
 
 	"github.com/oschwald/maxminddb-golang"
 
+	"github.com/spillwaylb/spillway/internal/geoip"
 	"github.com/spillwaylb/spillway/internal/plan"
 )
 
@@ -40,15 +39,11 @@ type geoRegion struct {
 
 // openGeoDB reads the database at path.
 func openGeoDB(path string) (*geoDB, error) {
-	b, err := os.ReadFile(path)
+	db, err := geoip.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := maxminddb.FromBytes(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &geoDB{r: r}, nil
+	return &geoDB{r: db.Reader()}, nil
 }
 
 // continentCenter returns a rough centre of a continent (MaxMind

@@ -40,6 +40,9 @@ func (h *handler) enforce(m *matched, svc *plan.Service, w http.ResponseWriter, 
 	if r.TLS != nil {
 		ar.SNI = r.TLS.ServerName
 	}
+	if m.snap.Geo != nil {
+		ar.Geo = m.snap.Geo.RegionCode
+	}
 	if n := inspectSize(r, edge, backend); n > 0 {
 		var ok bool
 		if ar.Body, ok = h.inspectBody(m, w, r, n); !ok {

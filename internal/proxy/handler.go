@@ -15,6 +15,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/geoip"
 	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/route"
@@ -29,8 +30,10 @@ type Snapshot struct {
 	Routes map[string]*route.Table // by URL map name
 	Demand *Demand                 // offered-rate counters, one per plan
 	// Armor is the plan's security policies, nil when no backend
-	// service has one.
+	// service has one; Geo places clients for them (nil: no
+	// spillway.geoDatabase).
 	Armor *armor.Set
+	Geo   *geoip.DB
 }
 
 // Outcome is the result of one attempt to an endpoint, for outlier

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/geoip/geoiptest"
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
 	"github.com/spillwaylb/spillway/internal/waf"
@@ -327,5 +328,62 @@ spillway: {accessLog: {enable: true, path: %s, format: JSON}}
 			t.Fatalf("the access log has no preconfiguredExprIds:\n%s", b)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// spillway.geoDatabase places clients for security policies: a rule on
+// origin.region_code denies the client at 127.0.0.2 (placed in NL by the
+// test database), and a REGION_CODE rate limit counts by country.
+func TestSecurityPolicyRegionCode(t *testing.T) {
+	be := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go be.Serve(ln)
+	t.Cleanup(func() { be.Close() })
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	db := geoiptest.Countries(t, map[string]string{"127.0.0.2/32": "NL", "127.0.0.1/32": "US"})
+	y := fmt.Sprintf(`
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}]
+backendServices: [{name: bs, securityPolicy: geo, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 100000}]}]
+securityPolicies:
+- name: geo
+  rules:
+  - {priority: 10, action: deny(403), match: {expr: {expression: "origin.region_code == 'NL'"}}}
+  - priority: 20
+    action: throttle
+    match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}
+    rateLimitOptions: {rateLimitThreshold: {count: 2, intervalSec: 60}, conformAction: allow, exceedAction: deny(429), enforceOnKey: REGION_CODE}
+  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}
+urlMaps: [{name: um, defaultService: bs}]
+frontends: [{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}]
+spillway: {geoDatabase: %s}
+`, host, port, db)
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1})
+	front := "http://" + s.FrontendAddr("fe") + "/"
+	from := func(ip net.IP) int {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}).DialContext}}
+		resp, err := c.Get(front)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := from(net.IPv4(127, 0, 0, 2)); code != 403 {
+		t.Errorf("client in NL: %d, want 403", code)
+	}
+	var got []int
+	for range 3 {
+		got = append(got, from(net.IPv4(127, 0, 0, 1)))
+	}
+	if got[0] != 200 || got[1] != 200 || got[2] != 429 {
+		t.Errorf("client in US, 3 requests against 2 per minute per region: %v, want [200 200 429]", got)
+	}
+	// A reload naming a file that is not a database is rejected.
+	bad := strings.Replace(y, db, filepath.Join(t.TempDir(), "missing.mmdb"), 1)
+	if err := s.Reload(context.Background(), servetest.Parse(t, bad)); err == nil || !strings.Contains(err.Error(), "spillway.geoDatabase") {
+		t.Errorf("reload with a missing database: %v", err)
 	}
 }

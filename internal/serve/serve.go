@@ -41,6 +41,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/geoip"
 	"github.com/spillwaylb/spillway/internal/gslb"
 	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
@@ -366,6 +367,7 @@ func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
 type edgeConfig struct {
 	routes map[string]*route.Table
 	armor  *armor.Set
+	geo    *geoip.DB
 }
 
 // compileEdge compiles p's route tables and security policies.
@@ -378,7 +380,13 @@ func (s *Server) compileEdge(p *plan.Plan) (*edgeConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &edgeConfig{routes, policies}, nil
+	ec := &edgeConfig{routes: routes, armor: policies}
+	if t := p.Config.Spillway; t != nil && t.GeoDatabase != "" {
+		if ec.geo, err = geoip.Open(t.GeoDatabase); err != nil {
+			return nil, fmt.Errorf("spillway.geoDatabase: %w (fix: point it at a MaxMind GeoLite2/GeoIP2 Country or City .mmdb file)", err)
+		}
+	}
+	return ec, nil
 }
 
 // publish builds a snapshot from s.state. With a new plan's compiled
@@ -393,14 +401,14 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 	}
 	snap := &proxy.Snapshot{Plan: p, View: engine.NextView(s.state, prev)}
 	if ec != nil {
-		snap.Routes, snap.Armor = ec.routes, ec.armor
+		snap.Routes, snap.Armor, snap.Geo = ec.routes, ec.armor, ec.geo
 		if old != nil {
 			snap.Armor.Carry(old.Armor)
 		}
 		snap.Demand = proxy.NewDemand(len(p.Services), len(p.Regions))
 		s.updateTargets(p)
 	} else {
-		snap.Routes, snap.Armor, snap.Demand = old.Routes, old.Armor, old.Demand
+		snap.Routes, snap.Armor, snap.Geo, snap.Demand = old.Routes, old.Armor, old.Geo, old.Demand
 	}
 	s.snap.Store(snap)
 	s.health.Store(report.Build(s.state, snap.View, s.now()))
