@@ -262,14 +262,6 @@ func limitID(action string, o *config.SecurityRateLimitOptions) string {
 	return action + " " + string(b)
 }
 
-// Policy returns the policy named name (nil if none).
-func (s *Set) Policy(name string) *Policy {
-	if s == nil {
-		return nil
-	}
-	return s.policies[name]
-}
-
 func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, error) {
 	p := &Policy{Name: sp.Name, Edge: sp.Type == "CLOUD_ARMOR_EDGE", bodyBytes: config.DefaultRequestBodyInspectionBytes}
 	if ao := sp.AdvancedOptionsConfig; ao != nil {
