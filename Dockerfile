@@ -36,5 +36,9 @@ USER 65532:65532
 # namespace, so this works on the default bridge network; with
 # --network=host, see docs/deploy.md.
 EXPOSE 80/tcp 443/tcp 53/udp 53/tcp
+# Healthy while the admin API answers GET /healthz (no token needed); the
+# binary asks, since the image has no shell or curl.
+HEALTHCHECK --interval=10s --timeout=6s --start-period=15s --retries=3 \
+  CMD ["/spillway", "get-health", "--live"]
 ENTRYPOINT ["/spillway"]
 CMD ["serve", "--config", "/etc/spillway/config.yaml"]

@@ -18,8 +18,8 @@ import (
 // TestDockerfile checks the properties docs/deploy.md promises of the image:
 // a multi-stage build whose final stage is an empty (scratch) or distroless
 // base, images pinned to a version (no latest, no untagged name), a static
-// trimmed binary, a non-root numeric USER, and the entry point and default
-// command.
+// trimmed binary, a non-root numeric USER, the entry point and default
+// command, and a HEALTHCHECK that asks the binary (get-health --live).
 func TestDockerfile(t *testing.T) {
 	data, err := os.ReadFile("../Dockerfile")
 	if err != nil {
@@ -30,6 +30,7 @@ func TestDockerfile(t *testing.T) {
 		user      string
 		lines     []string
 		entry, cm string
+		health    string
 	)
 	// Join continuation lines, drop comments.
 	cur := ""
@@ -62,6 +63,8 @@ func TestDockerfile(t *testing.T) {
 			entry = strings.TrimSpace(rest)
 		case "CMD":
 			cm = strings.TrimSpace(rest)
+		case "HEALTHCHECK":
+			health = strings.TrimSpace(rest)
 		}
 	}
 	if len(froms) < 2 {
@@ -93,6 +96,9 @@ func TestDockerfile(t *testing.T) {
 	}
 	if cm != `["serve", "--config", "/etc/spillway/config.yaml"]` {
 		t.Errorf("CMD %s, want [\"serve\", \"--config\", \"/etc/spillway/config.yaml\"]", cm)
+	}
+	if !strings.HasSuffix(health, `CMD ["/spillway", "get-health", "--live"]`) {
+		t.Errorf("HEALTHCHECK %q: want one that runs get-health --live", health)
 	}
 	if _, err := os.Stat("../.dockerignore"); err != nil {
 		t.Error(err)

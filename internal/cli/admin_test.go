@@ -63,6 +63,25 @@ func TestGetHealthSendsAdminToken(t *testing.T) {
 	}
 }
 
+// get-health --live (the container's HEALTHCHECK) needs no token: 0 and
+// "ok" when the instance answers /healthz, 1 saying why when it does not.
+func TestGetHealthLive(t *testing.T) {
+	addr := tokenAdmin(t)
+	t.Setenv("SPILLWAY_ADMIN_TOKEN", "")
+	if code, out, errOut := runMain(t, "get-health", "--live", "--admin", addr); code != 0 || out != "ok\n" {
+		t.Errorf("live instance: exit %d, stdout %q, stderr %q; want 0 and ok", code, out, errOut)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	if code, _, errOut := runMain(t, "get-health", "--live", "--admin", closed); code != 1 || !strings.Contains(errOut, "not live") {
+		t.Errorf("nothing listening: exit %d, stderr %q; want 1 and not live", code, errOut)
+	}
+}
+
 // serve refuses a non-loopback admin address without a token, and an
 // empty token file.
 func TestServeAdminTokenErrors(t *testing.T) {

@@ -606,7 +606,7 @@ func adminToken(file string) (string, error) {
 }
 
 const getHealthHelp = `
-Usage: spillway get-health [--admin ADDR] [--admin-token-file FILE] [--json]
+Usage: spillway get-health [--admin ADDR] [--admin-token-file FILE] [--json | --live]
 
 Print a running instance's health view, like
 'gcloud compute backend-services get-health': for each backend service, each
@@ -615,6 +615,10 @@ traffic, and each endpoint's health state and last probe detail.
 
 When the admin API wants a token, give it with --admin-token-file FILE or the
 SPILLWAY_ADMIN_TOKEN environment variable (as for spillway serve).
+
+--live asks only whether the instance is up (GET /healthz, which needs no
+token), within 5 s: it prints "ok" and exits 0, or exits 1 saying why. It
+is the container image's HEALTHCHECK.
 `
 
 func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -622,8 +626,12 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	admin := fs.String("admin", "127.0.0.1:9901", "admin `ADDR` of the running spillway serve")
 	asJSON := fs.Bool("json", false, "print the raw JSON")
 	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
+	live := fs.Bool("live", false, "only check that the instance is up (GET /healthz, no token needed; exit 0 or 1)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *live {
+		return checkLive(ctx, *admin, stdout)
 	}
 	token, err := adminToken(*tokenFile)
 	if err != nil {
@@ -661,6 +669,26 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	PrintHealth(stdout, &r)
 	return nil
+}
+
+// checkLive asks the admin API's /healthz whether the instance is up.
+func checkLive(ctx context.Context, admin string, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("not live: cannot reach the admin API at %s: %w", admin, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("not live: the admin API at %s answered %s", admin, resp.Status)
+	}
+	_, err = fmt.Fprintln(stdout, "ok")
+	return err
 }
 
 // newLogger returns the process logger: --log-format text or json.
