@@ -89,7 +89,7 @@ func (p *pruner) prune(n *yaml.Node, t reflect.Type, path string, top bool) *yam
 		}
 		return n
 	}
-	if p.tf && zero(n) && !strings.HasSuffix(path, ".capacityScaler") {
+	if p.tf && zero(n) && !strings.HasSuffix(path, ".capacityScaler") && !strings.HasSuffix(path, ".priority") {
 		return nil // terraform writes every unset attribute
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "" {

@@ -86,8 +86,6 @@ func (im *importer) tfResource(src string, r *yaml.Node) {
 		im.note(src, addr, "internet and global network endpoint groups are not supported; not imported")
 	case "google_compute_global_forwarding_rule", "google_compute_target_http_proxy", "google_compute_target_https_proxy", "google_compute_global_address":
 		im.note(src, addr, "Spillway's frontends[] take the place of forwarding rules, target proxies and addresses: use --frontend ADDRESS; not imported")
-	case "google_compute_security_policy":
-		im.note(src, addr, "Terraform's security policies are not imported yet: give gcloud compute security-policies export NAME output instead; not imported")
 	case "google_compute_backend_bucket":
 		im.note(src, addr, "backend buckets (Cloud Storage) are not supported; not imported")
 	case "google_compute_managed_ssl_certificate", "google_compute_ssl_certificate", "google_certificate_manager_certificate":
@@ -114,6 +112,8 @@ func tfCollection(typ string) string {
 		return "networkEndpointGroups"
 	case "google_compute_instance_group":
 		return "instanceGroups"
+	case "google_compute_security_policy":
+		return "securityPolicies"
 	}
 	return ""
 }
