@@ -168,6 +168,9 @@ func TestH2spec(t *testing.T) {
 				}
 				continue
 			}
+			if resetRace(c) && rerunPasses(t, bin, tg.addr, tg.flags, c.id) {
+				continue
+			}
 			failed++
 			if _, ok := excused[c.id]; ok {
 				listed++
@@ -183,6 +186,29 @@ func TestH2spec(t *testing.T) {
 		t.Logf("%s: %d cases, %d passed, %d failed (%d listed exceptions), %d skipped", name,
 			len(results[i])+skipped[i], len(results[i])-failed, failed, listed, skipped[i])
 	}
+}
+
+// resetRace reports a case that failed only because the server's close
+// reached h2spec as a TCP reset: the server sent its GOAWAY and closed
+// the connection (an outcome the case accepts) with h2spec's frames still
+// unread, so the kernel reset the connection and h2spec's read failed
+// before it saw the GOAWAY. It depends on timing (seen once in CI, on a
+// loaded machine, for http2/5.1/10).
+func resetRace(c h2specCase) bool {
+	return strings.Contains(c.detail, "connection reset by peer") && strings.Contains(c.detail, "Connection closed")
+}
+
+// rerunPasses runs one case again, up to twice, and reports whether it
+// passed.
+func rerunPasses(t *testing.T, bin, addr string, flags []string, id string) bool {
+	for range 2 {
+		cases, _, err := runH2spec(t, bin, addr, append(slices.Clone(flags), id))
+		if err == nil && len(cases) == 1 && !cases[0].failed {
+			t.Logf("h2spec %s passed when run again (its first failure was a connection reset race)", id)
+			return true
+		}
+	}
+	return false
 }
 
 // runH2spec runs h2spec against addr with extra flags and returns its
