@@ -452,7 +452,7 @@ func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engi
 	snap.Demand.Add(svc.ID, client.Region)
 	d := h.pickEndpoint(w, r, snap, svc, client)
 	if rec != nil {
-		rec.Service, rec.Backend = svc, d.Backend
+		rec.Backend = d.Backend
 	}
 	if d.Status != 0 {
 		h.log.Debug("no backend picked", "service", svc.Name, "status", d.Status, "reason", d.Reason)
