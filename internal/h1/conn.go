@@ -496,9 +496,9 @@ func (c *h1conn) serveRequest(r *http.Request) (keep bool) {
 	}
 	keep = !w.closeAfter
 	if body != nil && !body.drain() {
-		if keep {
-			c.linger()
-		}
+		// Unread bytes at close would reset the answer away, whether or
+		// not the handler asked to close.
+		c.linger()
 		return false
 	}
 	return keep && !c.s.shutdown.Load()

@@ -770,3 +770,31 @@ func TestH1SetReadDeadline(t *testing.T) {
 		t.Fatalf("after clearing the deadline: %d %q, want 200 \"abcdefgh <nil>\"", resp.StatusCode, body)
 	}
 }
+
+// A handler that answers 400 with Connection: close to a malformed
+// chunked body leaves unread bytes behind; the server must linger so that
+// its close does not turn into a reset that destroys the answer (RFC 9112
+// §9.6), whether or not the handler asked to close.
+func TestH1LingersAfterAnUnreadBody(t *testing.T) {
+	ht := startH1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, "bad body")
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	for _, tail := range []int{0, 256 << 10} {
+		c, br := ht.dial(t)
+		req := "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;x\nabc\r\n0\r\n\r\n" + strings.Repeat("j", tail)
+		go io.WriteString(c, req)
+		resp, body := readResp(t, br, "POST")
+		if resp.StatusCode != http.StatusBadRequest || body != "bad body" {
+			t.Fatalf("tail %d: got %d %q, want 400", tail, resp.StatusCode, body)
+		}
+		if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+			t.Fatalf("tail %d: after the answer: %v, want a clean close (EOF), not a reset", tail, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -314,7 +315,10 @@ wait:
 			run.halfOpen = true
 		}
 	}
-	run.closed = errors.Is(rerr, io.EOF)
+	// A reset is a close too: a server that closes with bytes of the
+	// client's unread (net/http does, after a malformed body) resets the
+	// connection. Whether the answer survived is checked on statuses.
+	run.closed = errors.Is(rerr, io.EOF) || errors.Is(rerr, syscall.ECONNRESET)
 	// The frontend closed or gave up: let the backend finish reading
 	// what the proxy sent it (an aborted body ends with the proxy
 	// closing its backend connection).
