@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -24,15 +25,22 @@ type h1conn struct {
 	ctx    context.Context // the requests' context
 	cancel context.CancelFunc
 	src    h1source
-	br     *bufio.Reader
+	set    *connSet      // where br, bw, header, hdr and body come from
+	br     *bufio.Reader // nil between requests when raw is set (so are set, header, hdr, body)
 	bw     *bufio.Writer
-	failed atomic.Bool // a write to the client failed
-	idle   atomic.Bool // waiting for a request (Shutdown closes it)
-	header http.Header // the response header map, reused
-	hdr    []byte      // the serialised handler headers
-	body   []byte      // response body held back to learn its length
-	date   []byte      // the Date header value for dateSec
-	dsec   int64
+	// raw is the socket of a cleartext connection, through which it
+	// waits for its next request without holding br and bw (nil: wait
+	// in br).
+	raw     syscall.RawConn
+	idleFn  func(fd uintptr) bool // readIdleFD, bound once
+	idleErr error                 // what readIdleFD met
+	failed  atomic.Bool           // a write to the client failed
+	idle    atomic.Bool           // waiting for a request (Shutdown closes it)
+	header  http.Header           // the response header map, reused
+	hdr     []byte                // the serialised handler headers
+	body    []byte                // response body held back to learn its length
+	date    []byte                // the Date header value for dateSec
+	dsec    int64
 	// rdl is the read deadline set on rwc by the serving goroutine (a
 	// client watch clears it behind its back, and stopWatch records that).
 	rdl time.Time
@@ -69,6 +77,10 @@ type h1source struct {
 	hasByte bool
 	b       byte
 	scan    *framingScan // sees the bytes read while it is set
+	// pend is what awaitRequest read while br was away, in a pooled
+	// chunk (given back once pend is read).
+	pend  []byte
+	chunk *[]byte
 }
 
 func (r *h1source) Read(p []byte) (int, error) {
@@ -85,6 +97,18 @@ func (r *h1source) Read(p []byte) (int, error) {
 			r.scan.feed(p[:1])
 		}
 		return 1, nil
+	}
+	if len(r.pend) > 0 {
+		n := copy(p, r.pend)
+		if r.pend = r.pend[n:]; len(r.pend) == 0 {
+			r.c.s.bufs.chunks.Put(r.chunk)
+			r.pend, r.chunk = nil, nil
+		}
+		r.remain -= int64(n)
+		if r.scan != nil {
+			r.scan.feed(p[:n])
+		}
+		return n, nil
 	}
 	n, err := r.c.rwc.Read(p)
 	r.remain -= int64(n)
@@ -174,7 +198,7 @@ func (c *h1conn) serve() {
 			// the park and wake-up after it (nginx gets the same effect
 			// by handling every ready event before it polls again).
 			runtime.Gosched()
-			if _, err := c.br.Peek(1); err != nil {
+			if !c.awaitRequest(first) {
 				return
 			}
 		}

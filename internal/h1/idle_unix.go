@@ -45,3 +45,54 @@ func (k *idleCheck) peekFD(fd uintptr) {
 	_, _, err := syscall.Recvfrom(int(fd), k.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	k.usable = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 }
+
+// rawConn returns c's socket when c reads it directly (a *net.TCPConn,
+// or a wrapper embedding one that leaves Read alone: see Server), else
+// nil.
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// readIdle reads the next bytes from c's socket into c.src.pend,
+// taking a chunk from the pool only while a read can succeed: between
+// tries the goroutine waits in the poller holding nothing. It reports
+// false at end of stream or on an error.
+func (c *h1conn) readIdle() bool {
+	c.src.pend, c.idleErr = nil, nil
+	if err := c.raw.Read(c.idleFn); err != nil {
+		return false
+	}
+	return c.idleErr == nil && c.src.pend != nil
+}
+
+// readIdleFD is readIdle's try at reading fd (bound once per
+// connection as c.idleFn, so that a wait does not allocate); false
+// waits for the socket to be readable.
+func (c *h1conn) readIdleFD(fd uintptr) bool {
+	p := c.s.bufs.chunk()
+	for {
+		n, err := syscall.Read(int(fd), *p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+			c.s.bufs.chunks.Put(p)
+			return false
+		case err != nil:
+			c.idleErr = err
+		case n > 0:
+			c.src.chunk, c.src.pend = p, (*p)[:n]
+			return true
+		}
+		c.s.bufs.chunks.Put(p)
+		return true
+	}
+}

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -62,6 +61,9 @@ type Server struct {
 	conns    map[*h1conn]struct{}
 	h2once   sync.Once
 	h2ln     *chanListener
+	// bufs holds the buffers of connections between requests (see
+	// h1conn.awaitRequest).
+	bufs connBuffers
 }
 
 // Server limits beyond the exported ones.
@@ -262,9 +264,12 @@ func (s *Server) newConn(rwc net.Conn) *h1conn {
 	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.src.c = c
-	c.br = bufio.NewReaderSize(&c.src, h1ReadBuf)
-	c.bw = bufio.NewWriterSize(h1sink{c}, h1WriteBuf)
-	c.header = make(http.Header, 16)
+	if s.TLSConfig == nil {
+		if c.raw = rawConn(rwc); c.raw != nil {
+			c.idleFn = c.readIdleFD
+		}
+	}
+	c.takeBuffers()
 	c.timer = time.AfterFunc(time.Hour, c.watchTimer)
 	c.timer.Stop()
 	c.idle.Store(true)
