@@ -136,8 +136,10 @@ func open(addr string, src *net.TCPAddr, h2 bool) (io.Closer, error) {
 // openH2 runs one GET over an HTTP/2 client connection on c.
 func openH2(c net.Conn, addr string) (io.Closer, error) {
 	tr := &http2.Transport{
-		AllowHTTP:      true,
-		DialTLSContext: func(context.Context, string, string, *tls.Config) (net.Conn, error) { return nil, errors.New("no dialing") },
+		AllowHTTP: true,
+		DialTLSContext: func(context.Context, string, string, *tls.Config) (net.Conn, error) {
+			return nil, errors.New("no dialing")
+		},
 	}
 	cc, err := tr.NewClientConn(c)
 	if err != nil {
