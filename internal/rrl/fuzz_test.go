@@ -1,6 +1,7 @@
 package rrl
 
 import (
+	"hash/maphash"
 	"net/netip"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func FuzzLimiter(f *testing.F) {
 			return
 		}
 		rate, slip := int(ops[0]%8)+1, int(ops[1]%4)
-		l := New(Config{Rates: rates(rate), Slip: slip, Window: 2, TableSize: MinTableSize}, t0)
+		l := New(Config{Rates: rates(rate), Slip: slip, Window: 2, TableSize: MinTableSize}, t0, maphash.MakeSeed())
 		clients := []netip.Addr{
 			netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.99"),
 			netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8::1"),

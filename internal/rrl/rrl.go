@@ -161,10 +161,12 @@ type Limiter struct {
 	stats *Stats
 }
 
-// New returns a Limiter for cfg whose clock starts at now.
-func New(cfg Config, now time.Time) *Limiter {
+// New returns a Limiter for cfg whose clock starts at now and whose table
+// hashes keys with seed (maphash.MakeSeed: a seed the clients cannot
+// guess, so they cannot aim their keys at one set of the table).
+func New(cfg Config, now time.Time, seed maphash.Seed) *Limiter {
 	cfg = normalize(cfg)
-	return &Limiter{cfg: cfg, t: newTable(cfg.TableSize), base: now, seed: maphash.MakeSeed(), stats: new(Stats)}
+	return &Limiter{cfg: cfg, t: newTable(cfg.TableSize), base: now, seed: seed, stats: new(Stats)}
 }
 
 // Carry returns a Limiter for cfg that keeps l's counts (its table, when

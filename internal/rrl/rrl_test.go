@@ -2,6 +2,7 @@ package rrl
 
 import (
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestBurstThenSlip(t *testing.T) {
 		{5, 0, 20}, {5, 1, 20}, {5, 2, 20}, {5, 2, 21}, {5, 3, 20}, {1, 10, 50}, {100, 2, 100}, {100, 2, 101},
 	} {
 		t.Run(fmt.Sprintf("rate%d-slip%d-n%d", tc.rate, tc.slip, tc.n), func(t *testing.T) {
-			l := New(Config{Rates: rates(tc.rate), Slip: tc.slip}, t0)
+			l := New(Config{Rates: rates(tc.rate), Slip: tc.slip}, t0, maphash.MakeSeed())
 			got := tally(l, "192.0.2.1", Answer, "www.example.", tc.n, t0)
 			limited := max(tc.n-tc.rate, 0)
 			slipped := 0
@@ -91,7 +92,7 @@ func TestKeys(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			tc.cfg.Rates = rates(1)
-			l := New(tc.cfg, t0)
+			l := New(tc.cfg, t0, maphash.MakeSeed())
 			check := func(r resp) Action {
 				return l.Check(netip.MustParseAddr(r.client), r.class, r.qtype, r.name, t0)
 			}
@@ -110,7 +111,7 @@ func TestKeys(t *testing.T) {
 func TestUnlimited(t *testing.T) {
 	cfg := Config{Rates: rates(2), Exempt: []netip.Prefix{netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("2001:db8::/32")}}
 	cfg.Rates[Error] = 0
-	l := New(cfg, t0)
+	l := New(cfg, t0, maphash.MakeSeed())
 	for _, tc := range []struct {
 		client string
 		class  Class
@@ -128,7 +129,7 @@ func TestUnlimited(t *testing.T) {
 
 // Dry run counts what it would limit and sends everything.
 func TestDryRun(t *testing.T) {
-	l := New(Config{Rates: rates(3), DryRun: true, Slip: 2}, t0)
+	l := New(Config{Rates: rates(3), DryRun: true, Slip: 2}, t0, maphash.MakeSeed())
 	if got := tally(l, "192.0.2.1", NoData, "example.", 13, t0); got[Send] != 13 {
 		t.Fatalf("dry run: %v", got)
 	}
@@ -174,7 +175,7 @@ func TestRefillAndDebt(t *testing.T) {
 		}{{0, 20, 10}, {1, 20, 0}, {2, 20, 0}, {3, 20, 0}, {4, 20, 0}}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			l := New(Config{Rates: rates(rate), Window: window}, t0)
+			l := New(Config{Rates: rates(rate), Window: window}, t0, maphash.MakeSeed())
 			for _, s := range tc.steps {
 				got := tally(l, "192.0.2.1", Answer, "a.", s.n, at(s.at))
 				if got[Send] != s.sent {
@@ -189,7 +190,7 @@ func TestRefillAndDebt(t *testing.T) {
 // starts a new table; the counters carry either way.
 func TestCarry(t *testing.T) {
 	cfg := Config{Rates: rates(2), Slip: 0}
-	l := New(cfg, t0)
+	l := New(cfg, t0, maphash.MakeSeed())
 	tally(l, "192.0.2.1", Answer, "a.", 5, t0)
 	kept := l.Carry(cfg)
 	if got := tally(kept, "192.0.2.1", Answer, "a.", 1, t0); got[Drop] != 1 {
@@ -244,7 +245,7 @@ func TestTableSize(t *testing.T) {
 			t.Errorf("tableSets(%d) = %d, want %d", tc.size, got, tc.sets)
 		}
 	}
-	if l := New(Config{TableSize: 1}, t0); len(l.t.sets)*ways != MinTableSize {
+	if l := New(Config{TableSize: 1}, t0, maphash.MakeSeed()); len(l.t.sets)*ways != MinTableSize {
 		t.Errorf("a tiny table has %d entries, want the minimum %d", len(l.t.sets)*ways, MinTableSize)
 	}
 }
