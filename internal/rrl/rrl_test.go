@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -281,5 +282,13 @@ func TestBucket(t *testing.T) {
 	}
 	if n := b.Carry(7, t0); n.Rate() != 7 || n.Refused() != b.Refused() {
 		t.Errorf("Carry(7): rate %d refused %d", n.Rate(), n.Refused())
+	}
+}
+
+// The memory bound docs/dns.md states: 32 bytes an entry, a set of 8
+// with its lock 264.
+func TestEntrySize(t *testing.T) {
+	if e, s := unsafe.Sizeof(entry{}), unsafe.Sizeof(set{}); e != 32 || s != 8*32+8 {
+		t.Errorf("entry %d bytes, set %d; docs/dns.md says 32 and 264", e, s)
 	}
 }
