@@ -13,6 +13,13 @@
 #   dns-peers.sh --dnssec --only spillway,spillway-signed \
 #     --extra spillway 127.0.0.1:15380 "$PWD/scripts/bench-dns.sh 127.0.0.1:15380" \
 #     --extra spillway-signed 127.0.0.1:15381 "SIGNED=1 $PWD/scripts/bench-dns.sh 127.0.0.1:15381"
+#
+# RRL=N turns on response rate limiting at N responses per second per
+# client prefix (spillway.dnsResponseRateLimit, slip 2; dnsperf's
+# queries all come from 127.0.0.1, one prefix); SIGCAP=N caps fresh
+# denial signatures at N per second (spillway.dnsMaxDenialSignaturesPerSecond).
+# With dns-peers.sh --random-names they show what a random-subdomain flood
+# costs (see dns-peers.sh --help).
 set -euo pipefail
 listen=${1:?usage: bench-dns.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,5 +47,10 @@ YAML
 if [ "${SIGNED:-0}" = 1 ]; then
   "$bin" dnssec keygen --zone gslb.example. --out "$dir/gslb.example.key" >/dev/null
   sed -i "s|^  nameServers: \[ns1.gslb.example.\]\$|&\n  dnssec: {keyFile: $dir/gslb.example.key}|" "$dir/dns.yaml"
+fi
+if [ -n "${RRL:-}${SIGCAP:-}" ]; then
+  echo "spillway:" >>"$dir/dns.yaml"
+  [ -n "${RRL:-}" ] && echo "  dnsResponseRateLimit: {responsesPerSecond: $RRL}" >>"$dir/dns.yaml"
+  [ -n "${SIGCAP:-}" ] && echo "  dnsMaxDenialSignaturesPerSecond: $SIGCAP" >>"$dir/dns.yaml"
 fi
 exec "$bin" serve --config "$dir/dns.yaml" --admin "" --watch 0 --log-level warn ${PROCS:+--procs "$PROCS"}

@@ -35,6 +35,7 @@ func (v *validator) dnsZones() {
 		v.dnsZone(p, z)
 	}
 	v.dnsIdentity()
+	v.dnsRateLimits()
 	v.tsigKeyClashes()
 	var dnsFrontends int
 	for _, f := range v.c.Frontends {

@@ -98,6 +98,14 @@ type Tuning struct {
 	// hostname.bind in class CH (see dns_transfer.go, docs/dns.md). Off
 	// (REFUSED) by default.
 	DNSIdentity *DNSIdentity `json:"dnsIdentity,omitempty"`
+	// DNSResponseRateLimit limits the DNS frontends' UDP responses per
+	// client prefix (see dns_rrl.go, docs/dns.md). Off when absent.
+	DNSResponseRateLimit *DNSResponseRateLimit `json:"dnsResponseRateLimit,omitempty"`
+	// DNSMaxDenialSignaturesPerSecond caps the fresh DNSSEC signatures
+	// made per second for denials (NXDOMAIN, NODATA) of signed zones,
+	// over UDP and, separately, over TCP; above it a UDP denial is
+	// answered truncated and a TCP one SERVFAIL. 0 (the default): no cap.
+	DNSMaxDenialSignaturesPerSecond int `json:"dnsMaxDenialSignaturesPerSecond,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.

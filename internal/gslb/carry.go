@@ -17,6 +17,7 @@ func (s *Server) CarryState(old *Server) {
 		return
 	}
 	s.carrySerials(old)
+	s.carryRateLimits(old)
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	s.mu.Lock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/dnssec"
+	"github.com/spillwaylb/spillway/internal/rrl"
 )
 
 // Signature timing. Signatures are made per answer set, online, and
@@ -78,17 +79,21 @@ func (z *zone) enableDNSSEC(cz *config.DNSZone, i int) error {
 // A query for type NSEC gets the NSEC itself as its answer (with no SOA),
 // as compact-denial servers answer it: a NODATA proved by an NSEC whose
 // bitmap has NSEC would contradict itself.
-func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, now time.Time) {
+//
+// A denial whose NSEC signature is not cached takes a token from gate
+// first (nil: no cap); without one, sign returns false, m half signed:
+// the caller replaces it (overSignatureCap).
+func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, now time.Time, gate *rrl.Bucket) bool {
 	if co {
 		opt.SetCo()
 	}
 	m.Answer = sg.signSection(m.Answer, now)
 	if len(m.Ns) == 0 {
-		return
+		return true
 	}
 	if m.Ns[0].Header().Rrtype == dns.TypeNS {
 		m.Ns = sg.signReferral(m.Ns, now)
-		return
+		return true
 	}
 	soa := m.Ns[0]
 	if !successorFits(name) {
@@ -96,7 +101,7 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 		// 255 octets): no compact denial, the SOA alone is signed and
 		// validators find the answer bogus. Only made-up names get here.
 		m.Ns = sg.signSection(m.Ns, now)
-		return
+		return true
 	}
 	nsec := &dns.NSEC{
 		// RFC 9077: the NSEC TTL is that of negative caching, the SOA's.
@@ -105,14 +110,18 @@ func (sg *signer) sign(m *dns.Msg, opt *dns.OPT, co bool, name string, n *node, 
 	}
 	qt := m.Question[0].Qtype
 	nsec.TypeBitMap = denialTypes(n, qt)
+	if !sg.mayMint(nsec, gate, now) {
+		return false
+	}
 	if n == nil && m.Rcode == dns.RcodeNameError && !co {
 		m.Rcode = dns.RcodeSuccess
 	}
 	if qt == dns.TypeNSEC && len(m.Answer) == 0 {
 		m.Answer, m.Ns = sg.signSection([]dns.RR{nsec}, now), nil
-		return
+		return true
 	}
 	m.Ns = sg.signSection(append(m.Ns, nsec), now)
+	return true
 }
 
 // signReferral signs the authority section of a referral (RFC 4035
@@ -246,8 +255,8 @@ func (sg *signer) signSet(set []dns.RR, now time.Time) *dns.RRSIG {
 	key, ok := setKey(bp, set)
 	t := now.Unix()
 	if ok {
-		if e, hit := sg.cache.get(key); hit && t >= e.made && t < e.made+int64(sigReuse/time.Second) {
-			return e.sig
+		if sig, hit := sg.cached(key, t); hit {
+			return sig
 		}
 	}
 	h := set[0].Header()
@@ -266,6 +275,15 @@ func (sg *signer) signSet(set []dns.RR, now time.Time) *dns.RRSIG {
 		sg.cache.put(key, sigEntry{sig: sig, made: t})
 	}
 	return sig
+}
+
+// cached returns the signature cached for the set whose key is key, when
+// it was made less than sigReuse before t (Unix seconds).
+func (sg *signer) cached(key []byte, t int64) (*dns.RRSIG, bool) {
+	if e, hit := sg.cache.get(key); hit && t >= e.made && t < e.made+int64(sigReuse/time.Second) {
+		return e.sig, true
+	}
+	return nil, false
 }
 
 // setKey writes set's cache key to the scratch buffer *bp (growing it)

@@ -193,7 +193,7 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 
 // observed reports an answered query to Options.Observe (q nil: off).
 func (s *Server) observed(q *Query, m *dns.Msg) {
-	if q == nil {
+	if q == nil || s.observe == nil {
 		return
 	}
 	q.Rcode = m.Rcode

@@ -214,12 +214,17 @@ func (s *Server) check(m *dns.Msg, rq *request) *zone {
 func (s *Server) answer(m *dns.Msg, rq *request, z *zone, q *Query) {
 	m.Authoritative = true
 	s.syncView(rq.now)
+	if q != nil {
+		q.zone = z.origin
+	}
 	n := s.follow(m, rq, z, q)
 	if z.signer != nil && rq.qu.Qtype == dns.TypeRRSIG {
 		m.Answer = z.signer.signatures(m.Answer, rq.now)
 	}
 	if z.signer != nil && rq.reqOpt != nil && rq.reqOpt.Do() {
-		z.signer.sign(m, rq.opt, rq.reqOpt.Co(), rq.name, n, rq.now)
+		if !z.signer.sign(m, rq.opt, rq.reqOpt.Co(), rq.name, n, rq.now, s.denialGate(rq.tcp)) {
+			overSignatureCap(m, rq) // rrl.go
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ type Query struct {
 	Rcode int
 	// Member is the GSLB member answered first ("" for static answers).
 	Member string
+	// zone is the origin of the zone that answered ("" if none), what
+	// response rate limiting counts denials by.
+	zone string
 }
 
 // Server is Spillway's authoritative DNS server for dnsZones: it answers
@@ -84,6 +87,8 @@ type Server struct {
 	// serials of the generation CarryState took state from (notify.go).
 	tsig        tsigKeys
 	prevSerials map[string]uint32
+	// rl are response rate limiting and the denial signature cap (rrl.go).
+	rl rateLimits
 
 	// mu guards the members' health.State, the publishing of name
 	// states, and addrs.
@@ -173,6 +178,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		}
 	}
 	s.checks = targets
+	s.initRateLimits(cfg)
 	s.prober = probe.New(s.report, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.prober.Update(targets)
 	return s, nil

@@ -220,13 +220,18 @@ func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte, reply *d
 		req.Ns, req.Answer, req.Extra = nil, nil, nil
 		m = req
 	default:
-		if s.observe != nil {
+		if s.observe != nil || s.rl.rrl != nil {
 			q = new(Query)
 		}
 		if m = s.respondTo(reply, req, from.Addr().Unmap(), false, s.now(), q); m == nil {
 			return nil
 		}
 		s.observed(q, m)
+	}
+	if s.rl.rrl != nil {
+		if m = s.limitUDP(m, q, from.Addr().Unmap()); m == nil {
+			return nil // dropped (rrl.go)
+		}
 	}
 	if action == dns.MsgAccept && req.IsTsig() != nil {
 		return s.signUDP(m, req, pkt) // TSIG (tsig.go)

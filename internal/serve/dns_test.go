@@ -361,3 +361,60 @@ dnsZones:
 		}
 	}
 }
+
+// Response rate limiting's counters reach /metrics: a flood of ten
+// denials from one address at 2 per second, slip 2, is 2 answered, 4
+// slipped and 4 dropped; the other classes show zeros, and the signature
+// cap its two transports.
+func TestDNSRateLimitMetrics(t *testing.T) {
+	c, err := config.Parse([]byte(`frontends:
+- {name: dns, address: "127.0.0.1:0", protocol: DNS}
+dnsZones:
+- name: gslb.example.
+  nameServers: [ns1.gslb.example.]
+  records:
+  - {name: ns1, type: A, rrdatas: ["127.0.0.1"]}
+spillway:
+  dnsMaxDenialSignaturesPerSecond: 100
+  dnsResponseRateLimit: {responsesPerSecond: 2, slip: 2}
+`), "dns.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startServer(t, c)
+	conn, err := net.Dial("udp", s.DNSAddr("dns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 10 {
+		m := new(dns.Msg)
+		m.SetQuestion(fmt.Sprintf("r%d.gslb.example.", i), dns.TypeA)
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]float64{
+		`spillway_dns_rrl_limited_total{action="slipped",class="nxdomain"}`: 4,
+		`spillway_dns_rrl_limited_total{action="dropped",class="nxdomain"}`: 4,
+		`spillway_dns_rrl_limited_total{action="dropped",class="answer"}`:   0,
+		`spillway_dns_rrl_evictions_total`:                                  0,
+		`spillway_dns_denial_signatures_refused_total{transport="udp"}`:     0,
+		`spillway_dns_denial_signatures_refused_total{transport="tcp"}`:     0,
+	}
+	var m string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m = metricsText(t, s); promValue(m, `spillway_dns_rrl_limited_total{action="dropped",class="nxdomain"}`) == 4 {
+			break
+		}
+	}
+	for series, v := range want {
+		if got := promValue(m, series); got != v {
+			t.Errorf("%s = %v, want %v", series, got, v)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spillwaylb/spillway/internal/gslb"
+	"github.com/spillwaylb/spillway/internal/rrl"
 )
 
 // dnsKey is one DNS query series. Names outside the zones collapse to
@@ -68,5 +69,23 @@ func (m *metrics) collectDNS(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(d.descDNSHealthy, prometheus.GaugeValue, v, h.Name, h.Member)
+	}
+	collectRateLimits(ch, d, srv.RateLimitStats())
+}
+
+// collectRateLimits emits the response rate limiting and denial
+// signature cap counters, when they are on: a fixed set of series.
+func collectRateLimits(ch chan<- prometheus.Metric, d *obsDescs, st gslb.RateLimitStats) {
+	if l := st.Limited; l != nil {
+		for c := range rrl.NumClasses {
+			for _, a := range []rrl.Action{rrl.Slip, rrl.Drop} {
+				ch <- prometheus.MustNewConstMetric(d.descDNSLimited, prometheus.CounterValue, float64(l.Limited(c, a)), c.String(), a.String())
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(d.descDNSEvicted, prometheus.CounterValue, float64(l.Evictions()))
+	}
+	if st.SignatureCap {
+		ch <- prometheus.MustNewConstMetric(d.descDNSSigCap, prometheus.CounterValue, float64(st.SignaturesRefusedUDP), "udp")
+		ch <- prometheus.MustNewConstMetric(d.descDNSSigCap, prometheus.CounterValue, float64(st.SignaturesRefusedTCP), "tcp")
 	}
 }

@@ -22,6 +22,9 @@ type obsDescs struct {
 	descShareRegion *prometheus.Desc
 	descDNSQueries  *prometheus.Desc
 	descDNSHealthy  *prometheus.Desc
+	descDNSLimited  *prometheus.Desc
+	descDNSEvicted  *prometheus.Desc
+	descDNSSigCap   *prometheus.Desc
 	descArmor       *prometheus.Desc
 }
 
@@ -49,10 +52,13 @@ func newObsDescs() *obsDescs {
 		descArmor:       prometheus.NewDesc("spillway_security_policy_requests_total", "Requests a security policy rule decided, by policy, rule priority, result (ACCEPT, DENY, REDIRECT) and whether the rule is in preview (it would have decided so).", []string{"policy", "priority", "result", "preview"}, nil),
 		descDNSQueries:  prometheus.NewDesc("spillway_dns_queries_total", "DNS queries answered, by name (a name of the zones, empty for any other), query type, response code and the GSLB member answered first (empty for static answers).", []string{"name", "type", "rcode", "member"}, nil),
 		descDNSHealthy:  prometheus.NewDesc("spillway_dns_member_healthy", "1 while the GSLB member is healthy (answered), else 0.", []string{"name", "member"}, nil),
+		descDNSLimited:  prometheus.NewDesc("spillway_dns_rrl_limited_total", "UDP replies response rate limiting held back, by class (answer, referral, nxdomain, nodata, error) and action (slipped: sent truncated; dropped).", []string{"class", "action"}, nil),
+		descDNSEvicted:  prometheus.NewDesc("spillway_dns_rrl_evictions_total", "Rate-limit table entries still in debt that were evicted to make room (raise tableSize if it grows).", nil, nil),
+		descDNSSigCap:   prometheus.NewDesc("spillway_dns_denial_signatures_refused_total", "Denials of signed zones answered without a fresh signature because of dnsMaxDenialSignaturesPerSecond, by transport (udp: truncated, tcp: SERVFAIL).", []string{"transport"}, nil),
 	}
 }
 
 // all returns every descriptor, for Describe.
 func (d *obsDescs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.descRequests, d.descReqBytes, d.descRespBytes, d.descRetries, d.descConnErrors, d.descTimeouts, d.descLatency, d.descBackendLat, d.descLogLines, d.descLogDropped, d.descLogErrors, d.descEjections, d.descProbes, d.descProbeTime, d.descShareRegion, d.descDNSQueries, d.descDNSHealthy, d.descArmor}
+	return []*prometheus.Desc{d.descRequests, d.descReqBytes, d.descRespBytes, d.descRetries, d.descConnErrors, d.descTimeouts, d.descLatency, d.descBackendLat, d.descLogLines, d.descLogDropped, d.descLogErrors, d.descEjections, d.descProbes, d.descProbeTime, d.descShareRegion, d.descDNSQueries, d.descDNSHealthy, d.descDNSLimited, d.descDNSEvicted, d.descDNSSigCap, d.descArmor}
 }
