@@ -69,4 +69,5 @@ func (m *metrics) collectDNS(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(d.descDNSHealthy, prometheus.GaugeValue, v, h.Name, h.Member)
 	}
+	m.collectKeys(ch, srv)
 }

@@ -239,7 +239,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
 
 // Health returns the current health report.
-func (s *Server) Health() *report.Health { return s.health.Load() }
+func (s *Server) Health() *report.Health { return s.withKeys(s.health.Load()) }
 
 // Ready is closed once every listener is bound.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -478,6 +478,7 @@ func (s *Server) components() []component {
 	if s.opts.WatchInterval >= 0 {
 		cs = append(cs, &task{run: s.watch})
 	}
+	cs = append(cs, &task{run: s.keyTicker})
 	return cs
 }
 
