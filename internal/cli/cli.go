@@ -29,6 +29,7 @@ Commands:
   simulate   predict how a config splits traffic under failures, on a virtual clock
   validate   check a config and run its URL map tests[]
   import     write a config from gcloud exports and lists, or terraform show -json
+  dns        write a DNS zone as an RFC 1035 master file (export)
   dnssec     make a zone's DNSSEC key (keygen); print its DS for the parent (ds)
   config     a fleet's shared config in etcd: push, get, history, rollback
   get-health print a running instance's health view (like gcloud get-health)
@@ -99,7 +100,7 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 }
 
 // commandNames are the commands, as the usage lists them.
-var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dnssec", "config", "get-health", "version"}
+var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dns", "dnssec", "config", "get-health", "version"}
 
 // unknownCommand says that cmd is not a command, with the nearest one.
 func unknownCommand(cmd string) string {

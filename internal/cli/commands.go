@@ -22,6 +22,8 @@ func extraCommands(name string) (command, bool) {
 		return runImport, true
 	case "dnssec":
 		return runDNSSEC, true
+	case "dns":
+		return runDNS, true
 	case "config":
 		return runConfig, true
 	}

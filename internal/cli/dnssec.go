@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/dnssec"
@@ -127,22 +130,24 @@ func runDNSSECDS(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		found++
-		k, err := dnssec.LoadKey(cz.DNSSEC.KeyFile)
+		keys, err := dsKeys(cz, z)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: dnsZones[%d].dnssec.keyFile %s: %v\n", *cfgPath, i, cz.DNSSEC.KeyFile, err)
+			fmt.Fprintf(stderr, "%s: dnsZones[%d].dnssec.%v\n", *cfgPath, i, err)
 			return exitCode(1)
 		}
 		if cz.DNSSEC.Disabled {
 			fmt.Fprintf(stdout, "; %s: dnssec.disabled is true: the zone is served unsigned\n", z)
 		}
-		switch *format {
-		case "ds":
-			fmt.Fprintln(stdout, k.DS(z))
-		case "dnskey":
-			fmt.Fprintln(stdout, k.DNSKEY(z))
-		case "anchor":
-			ds := k.DS(z)
-			fmt.Fprintf(&anchors, "\t%s static-ds %d %d %d \"%s\";\n", z, ds.KeyTag, ds.Algorithm, ds.DigestType, ds.Digest)
+		for _, dk := range keys {
+			switch *format {
+			case "ds":
+				fmt.Fprintln(stdout, dk.ToDS(dns.SHA256))
+			case "dnskey":
+				fmt.Fprintln(stdout, dk)
+			case "anchor":
+				ds := dk.ToDS(dns.SHA256)
+				fmt.Fprintf(&anchors, "\t%s static-ds %d %d %d \"%s\";\n", z, ds.KeyTag, ds.Algorithm, ds.DigestType, ds.Digest)
+			}
 		}
 	}
 	if found == 0 {
@@ -150,11 +155,37 @@ func runDNSSECDS(args []string, stdout, stderr io.Writer) error {
 		if want != "" {
 			what = "zone " + want + " is not a dnsZones[] entry with dnssec"
 		}
-		fmt.Fprintf(stderr, "%s: %s (fix: add dnssec: {keyFile: FILE} to the zone; spillway dnssec keygen writes a key)\n", *cfgPath, what)
+		fmt.Fprintf(stderr, "%s: %s (fix: add dnssec: {keyFile: FILE} or {keyDirectory: DIR} to the zone; spillway dnssec keygen writes a key)\n", *cfgPath, what)
 		return exitCode(1)
 	}
 	if *format == "anchor" {
 		fmt.Fprintf(stdout, "trust-anchors {\n%s};\n", anchors.String())
 	}
 	return nil
+}
+
+// dsKeys returns the DNSKEYs of zone cz the parent's DS should name: its
+// keyFile's key, or with keyDirectory the KSKs the CDS set names now
+// (dnssec.Load: the keys as spillway serve last saved them).
+func dsKeys(cz *config.DNSZone, zone string) ([]*dns.DNSKEY, error) {
+	d := cz.DNSSEC
+	if d.KeyDirectory == "" {
+		k, err := dnssec.LoadKey(d.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("keyFile %s: %w", d.KeyFile, err)
+		}
+		return []*dns.DNSKEY{k.DNSKEY(zone)}, nil
+	}
+	ks, err := dnssec.Load(d.KeyDirectory, zone)
+	if err != nil {
+		return nil, fmt.Errorf("keyDirectory %s: %w", d.KeyDirectory, err)
+	}
+	now := time.Now()
+	var out []*dns.DNSKEY
+	for i := range ks.State.Keys {
+		if kt := &ks.State.Keys[i]; kt.InDS(now) {
+			out = append(out, ks.DNSKEY(kt))
+		}
+	}
+	return out, nil
 }

@@ -30,6 +30,14 @@ type DNSZone struct {
 	// Transfer lets secondaries transfer the zone's static part (AXFR,
 	// IXFR) and be notified of changes; see dns_transfer.go.
 	Transfer *DNSTransfer `json:"transfer,omitempty"`
+	// ZoneFile reads more static records from an RFC 1035 master file
+	// (a Spillway extension; see DNSZoneFile). A record set may be in
+	// records or in the file, not in both; use StaticRecords, ZoneSOA
+	// and ZoneNameServers for the zone's whole static part.
+	ZoneFile *DNSZoneFile `json:"zoneFile,omitempty"`
+
+	// file is what ZoneFile held, read by validation (zonefile.go).
+	file *zoneFileData
 }
 
 // DNSSOA is dnsZones[].soa. Times are in seconds.

@@ -33,9 +33,9 @@ type dnsCut struct{ owner, path string }
 // the zone's cuts. Below a cut only A and AAAA records (glue for the
 // delegated zone's name servers) may be; at a cut only NS and DS (RFC
 // 1034 §4.2.1: the data there and below belongs to the child zone).
-func (v *validator) dnsCuts(p string, z *DNSZone) []dnsCut {
-	owners, cuts := v.dnsDelegations(p, z)
-	v.occludedRecords(p, z, owners, cuts)
+func (v *validator) dnsCuts(z *DNSZone, recs []zoneRecord) []dnsCut {
+	owners, cuts := v.dnsDelegations(z, recs)
+	v.occludedRecords(recs, owners, cuts)
 	v.nestedCuts(cuts)
 	return cuts
 }
@@ -43,12 +43,12 @@ func (v *validator) dnsCuts(p string, z *DNSZone) []dnsCut {
 // dnsDelegations returns the owner name of each of z's records ("" when
 // it is invalid or outside the zone) and the delegations (NS record sets
 // below the apex), reporting NS record sets at the apex or a wildcard.
-func (v *validator) dnsDelegations(p string, z *DNSZone) ([]string, []dnsCut) {
+func (v *validator) dnsDelegations(z *DNSZone, recs []zoneRecord) ([]string, []dnsCut) {
 	zone := CanonicalDNSName(z.Name)
 	var cuts []dnsCut
-	owners := make([]string, len(z.Records))
-	for j := range z.Records {
-		r := &z.Records[j]
+	owners := make([]string, len(recs))
+	for j, zr := range recs {
+		r := zr.r
 		if r.Name == "" || (r.Name != "@" && !validOwnerSyntax(r.Name)) {
 			continue
 		}
@@ -60,7 +60,7 @@ func (v *validator) dnsDelegations(p string, z *DNSZone) ([]string, []dnsCut) {
 		if r.Type != "NS" {
 			continue
 		}
-		rp := at("%s.records[%d]", p, j)
+		rp := zr.path
 		switch {
 		case o == zone:
 			v.add(rp+".name", "list the apex's name servers in nameServers", "the apex's NS records are nameServers, not records")
@@ -76,13 +76,13 @@ func (v *validator) dnsDelegations(p string, z *DNSZone) ([]string, []dnsCut) {
 // occludedRecords reports DS record sets that are not at a delegation and
 // records at or below one that a delegation hides (only NS and DS at it,
 // A and AAAA glue below it).
-func (v *validator) occludedRecords(p string, z *DNSZone, owners []string, cuts []dnsCut) {
-	for j := range z.Records {
-		r, o := &z.Records[j], owners[j]
+func (v *validator) occludedRecords(recs []zoneRecord, owners []string, cuts []dnsCut) {
+	for j, zr := range recs {
+		r, o := zr.r, owners[j]
 		if o == "" {
 			continue
 		}
-		rp := at("%s.records[%d]", p, j)
+		rp := zr.path
 		if r.Type == "DS" && !isCut(o, cuts) {
 			v.add(rp+".type", "add an NS record set at "+o+" to delegate it, or remove the DS",
 				"a DS record set belongs at a delegation; %s is not one", o)

@@ -60,9 +60,11 @@ func (v *validator) dnsZones() {
 // dnsZone validates one zone whose name is valid.
 func (v *validator) dnsZone(p string, z *DNSZone) {
 	zone := CanonicalDNSName(z.Name)
+	from := len(v.errs)
+	recs := v.zoneFile(p, z, zone)
 	v.dnsSOA(p+".soa", z.SOA, zone)
-	if len(z.NameServers) == 0 {
-		v.add(p+".nameServers", "list the zone's name servers, e.g. nameServers: [ns1."+zone+"]", "at least one name server is required")
+	if len(z.ZoneNameServers()) == 0 && (z.ZoneFile == nil || z.file != nil) {
+		v.add(p+".nameServers", "list the zone's name servers, e.g. nameServers: [ns1."+zone+"], or give the apex NS records in zoneFile", "at least one name server is required")
 	}
 	for j, ns := range z.NameServers {
 		v.dnsName(at("%s.nameServers[%d]", p, j), ns, "ns1."+zone)
@@ -70,13 +72,13 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 	v.dnssec(p+".dnssec", z.DNSSEC)
 
 	owners := zoneOwners{v: v, names: map[string]zoneOwner{}}
-	sets := map[string]int{}
+	sets := map[string]zoneRecord{}
 	cnames := map[string]cnameLink{} // owner → target, for loops
-	for j := range z.Records {
-		v.dnsRecord(at("%s.records[%d]", p, j), j, z, &owners, sets, cnames)
+	for _, zr := range recs {
+		v.dnsRecord(zr, z, &owners, sets, cnames)
 	}
 	v.cnameLoops(cnames)
-	cuts := v.dnsCuts(p, z)
+	cuts := v.dnsCuts(z, recs)
 	// A signed zone may be transferred: the transfer carries the static
 	// part signed, with an NSEC chain (internal/gslb transfer_signed.go).
 	v.dnsTransfer(p+".transfer", z.Transfer)
@@ -89,6 +91,7 @@ func (v *validator) dnsZone(p string, z *DNSZone) {
 		}
 		v.gslbName(gp, g)
 	}
+	v.fileRecordErrors(p, z, from)
 }
 
 // dnsSOA checks a zone's soa block (sp is its path; nil: defaults).
@@ -141,10 +144,11 @@ func (zo *zoneOwners) claim(path, name string, o zoneOwner) {
 	}
 }
 
-// dnsRecord checks records[j] of zone z (at path rp), noting its owner,
-// its record set (sets: "name type" → first index) and its CNAME target.
-func (v *validator) dnsRecord(rp string, j int, z *DNSZone, owners *zoneOwners, sets map[string]int, cnames map[string]cnameLink) {
-	r := &z.Records[j]
+// dnsRecord checks one record set of zone z (zr: records[j] or a set
+// of the zone file), noting its owner, its record set (sets: "name type"
+// → where it first is) and its CNAME target.
+func (v *validator) dnsRecord(zr zoneRecord, z *DNSZone, owners *zoneOwners, sets map[string]zoneRecord, cnames map[string]cnameLink) {
+	r, rp := zr.r, zr.path
 	name, ok := v.dnsOwner(rp+".name", z, r.Name)
 	typeOK := r.Type != "" && v.enum(rp+".type", r.Type, dnsRecordTypes...)
 	if r.Type == "" {
@@ -159,10 +163,15 @@ func (v *validator) dnsRecord(rp string, j int, z *DNSZone, owners *zoneOwners, 
 	}
 	key := name + " " + r.Type
 	if first, dup := sets[key]; dup {
-		v.add(rp, "merge the rrdatas into one record set", "%s %s is already records[%d]", name, r.Type, first)
+		if first.yaml >= 0 && zr.yaml >= 0 {
+			v.add(rp, "merge the rrdatas into one record set", "%s %s is already records[%d]", name, r.Type, first.yaml)
+		} else {
+			v.add(rp, "keep the record set in one place, records[] or the zone file: sets are not merged",
+				"%s %s is in both %s and %s", name, r.Type, first.path, zr.path)
+		}
 		return
 	}
-	sets[key] = j
+	sets[key] = zr
 	if r.Type == "CNAME" {
 		if name == CanonicalDNSName(z.Name) {
 			v.add(rp+".name", "use CNAME below the apex; the apex has SOA and NS records", "a CNAME cannot be at the zone apex")

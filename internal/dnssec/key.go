@@ -158,15 +158,19 @@ func (k *Key) PEM() ([]byte, error) {
 }
 
 // DNSKEY returns the key's DNSKEY record at zone (canonical, with the
-// trailing dot).
-func (k *Key) DNSKEY(zone string) *dns.DNSKEY {
+// trailing dot), as a combined signing key (Flags).
+func (k *Key) DNSKEY(zone string) *dns.DNSKEY { return k.DNSKEYFlags(zone, Flags) }
+
+// DNSKEYFlags returns the key's DNSKEY record at zone with the given
+// flags: Flags (257) for a KSK or CSK, ZSKFlags (256) for a ZSK.
+func (k *Key) DNSKEYFlags(zone string, flags uint16) *dns.DNSKEY {
 	pub, err := k.Private.PublicKey.Bytes() // 0x04 || X || Y
 	if err != nil || len(pub) != 65 {
 		panic("dnssec: P-256 public key does not encode: " + fmt.Sprint(err))
 	}
 	return &dns.DNSKEY{
 		Hdr:       dns.RR_Header{Name: zone, Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: DNSKEYTTL},
-		Flags:     Flags,
+		Flags:     flags,
 		Protocol:  3,
 		Algorithm: dns.ECDSAP256SHA256,
 		// RFC 6605 §4: the public key is X || Y, 64 octets.

@@ -35,23 +35,38 @@ const sigCacheSize = 1 << 13
 // sets (rare: answerCount is small) are signed on every query.
 const maxCachedSet = 16
 
-// signer signs the answers of one zone with its key. It is built by New
-// and dropped with its Server, so a reload re-reads the key and starts
+// signer signs the answers of one zone with its keys. It is built by New
+// and dropped with its Server, so a reload re-reads the keys and starts
 // with an empty cache.
 type signer struct {
-	zone   string
-	key    *ecdsa.PrivateKey
-	keyTag uint16
-	cache  sigCache
-	bufs   sync.Pool // *[]byte, scratch for cache keys
+	zone string
+	// zsk signs every set but DNSKEY, CDS and CDNSKEY, which every key
+	// of ksks signs (both KSKs during a KSK rollover). A combined key
+	// (keyFile) is both.
+	zsk   signingKey
+	ksks  []signingKey
+	cache sigCache
+	bufs  sync.Pool // *[]byte, scratch for cache keys
+	// keys is the managed key state (keyDirectory), nil for a keyFile.
+	keys *zoneKeys
+}
+
+// signingKey is a private key and its DNSKEY's key tag.
+type signingKey struct {
+	key *ecdsa.PrivateKey
+	tag uint16
 }
 
 // enableDNSSEC reads zone i's key, when it has one that is not disabled,
-// and publishes its DNSKEY at the apex.
-func (z *zone) enableDNSSEC(cz *config.DNSZone, i int) error {
+// and publishes its DNSKEY at the apex; managed keys (keyDirectory) are
+// brought to now first (dnssec_keys.go).
+func (z *zone) enableDNSSEC(cz *config.DNSZone, i int, now time.Time) error {
 	d := cz.DNSSEC
 	if d == nil || d.Disabled {
 		return nil
+	}
+	if d.KeyDirectory != "" {
+		return z.enableManagedKeys(cz, i, now)
 	}
 	k, err := dnssec.LoadKey(d.KeyFile)
 	if err != nil {
@@ -59,10 +74,16 @@ func (z *zone) enableDNSSEC(cz *config.DNSZone, i int) error {
 	}
 	dk := k.DNSKEY(z.origin)
 	z.nodes[z.origin].rrsets[dns.TypeDNSKEY] = []dns.RR{dk}
-	z.signer = &signer{zone: z.origin, key: k.Private, keyTag: dk.KeyTag()}
+	csk := signingKey{key: k.Private, tag: dk.KeyTag()}
+	z.newSigner(csk, []signingKey{csk})
+	return nil
+}
+
+// newSigner makes z's signer.
+func (z *zone) newSigner(zsk signingKey, ksks []signingKey) {
+	z.signer = &signer{zone: z.origin, zsk: zsk, ksks: ksks}
 	z.signer.cache.init(sigCacheSize)
 	z.signer.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
-	return nil
 }
 
 // sign adds DNSSEC records to reply m of a signed zone, for a query with
@@ -214,8 +235,8 @@ func (sg *signer) signatures(answer []dns.RR, now time.Time) []dns.RR {
 		}
 		if h.Rrtype == dns.TypeCNAME {
 			out = append(out, answer[start:end]...)
-		} else if sig := sg.signSet(answer[start:end], now); sig != nil {
-			out = append(out, sig)
+		} else {
+			out = sg.appendSigs(out, answer[start:end], now)
 		}
 		start = end
 	}
@@ -236,23 +257,45 @@ func (sg *signer) signSection(rrs []dns.RR, now time.Time) []dns.RR {
 			end++
 		}
 		out = append(out, rrs[start:end]...)
-		if h.Rrtype == dns.TypeRRSIG {
-			// The answer to an RRSIG query: signatures are not signed.
-		} else if sig := sg.signSet(rrs[start:end], now); sig != nil {
-			out = append(out, sig)
+		if h.Rrtype != dns.TypeRRSIG {
+			// (The answer to an RRSIG query: signatures are not signed.)
+			out = sg.appendSigs(out, rrs[start:end], now)
 		}
 		start = end
 	}
 	return out
 }
 
-// signSet returns the RRSIG of set, from the cache when a signature of
-// the same set made less than sigReuse ago is there. nil when it cannot
-// be signed (a key that does not sign: not expected).
-func (sg *signer) signSet(set []dns.RR, now time.Time) *dns.RRSIG {
+// appendSigs appends set's RRSIGs to out: the ZSK's, or for the DNSKEY,
+// CDS and CDNSKEY sets every KSK's.
+func (sg *signer) appendSigs(out, set []dns.RR, now time.Time) []dns.RR {
+	switch set[0].Header().Rrtype {
+	case dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY:
+		for _, k := range sg.ksks {
+			if sig := sg.signSet(k, set, now); sig != nil {
+				out = append(out, sig)
+			}
+		}
+		return out
+	}
+	if sig := sg.signSet(sg.zsk, set, now); sig != nil {
+		out = append(out, sig)
+	}
+	return out
+}
+
+// signSet returns the RRSIG of set by key k, from the cache when a
+// signature of the same set by k made less than sigReuse ago is there.
+// nil when it cannot be signed (a key that does not sign: not expected).
+func (sg *signer) signSet(k signingKey, set []dns.RR, now time.Time) *dns.RRSIG {
 	bp := sg.bufs.Get().(*[]byte)
 	defer sg.bufs.Put(bp)
 	key, ok := setKey(bp, set)
+	if ok {
+		// setKey leaves room after the key (the message headers it
+		// does not copy), so this does not reallocate.
+		key = append(key, byte(k.tag>>8), byte(k.tag))
+	}
 	t := now.Unix()
 	if ok {
 		if sig, hit := sg.cached(key, t); hit {
@@ -264,11 +307,11 @@ func (sg *signer) signSet(set []dns.RR, now time.Time) *dns.RRSIG {
 		Hdr:        dns.RR_Header{Name: h.Name, Rrtype: dns.TypeRRSIG, Class: dns.ClassINET, Ttl: h.Ttl},
 		Algorithm:  dns.ECDSAP256SHA256,
 		SignerName: sg.zone,
-		KeyTag:     sg.keyTag,
+		KeyTag:     k.tag,
 		Inception:  uint32(now.Add(-sigBackdate).Unix()),
 		Expiration: uint32(now.Add(sigValidity).Unix()),
 	}
-	if err := sig.Sign(sg.key, set); err != nil {
+	if err := sig.Sign(k.key, set); err != nil {
 		return nil
 	}
 	if ok {

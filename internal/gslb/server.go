@@ -31,6 +31,11 @@ type Options struct {
 	// Now is the clock (default time.Now). Health transitions, ramps and
 	// transition TTLs are computed from it, so tests can use a virtual one.
 	Now func() time.Time
+	// KeyNow is the clock of managed DNSSEC keys (dnssec.keyDirectory):
+	// the key state New brings the zones to (default Now). Signatures
+	// are dated by Now, so a test can walk a rollover's months with
+	// KeyNow while validators check the signatures against real time.
+	KeyNow func() time.Time
 	// Rand is the source of weighted draws; the Server serializes its use.
 	// Default: the runtime's goroutine-safe generator (math/rand/v2).
 	Rand rand.Source
@@ -144,12 +149,16 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 	if cfg.Spillway != nil && cfg.Spillway.DNSIdentity != nil {
 		s.idVersion, s.idID = cfg.Spillway.DNSIdentity.Version, cfg.Spillway.DNSIdentity.ID
 	}
+	keyNow := s.now
+	if opts.KeyNow != nil {
+		keyNow = opts.KeyNow
+	}
 	for i := range cfg.DNSZones {
 		z, names, err := newZone(&cfg.DNSZones[i], cfg, p)
 		if err != nil {
 			return nil, err
 		}
-		if err := z.enableDNSSEC(&cfg.DNSZones[i], i); err != nil {
+		if err := z.enableDNSSEC(&cfg.DNSZones[i], i, keyNow()); err != nil {
 			return nil, err
 		}
 		if err := compileTransfer(z, &cfg.DNSZones[i], i, s.tsig); err != nil {

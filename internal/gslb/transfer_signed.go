@@ -41,9 +41,7 @@ func (z *zone) signedTransfer(soa *dns.SOA, now time.Time) [][]dns.RR {
 			if below || set[0].Header().Rrtype == dns.TypeNS && z.cuts[name] {
 				continue // the child's, or glue: not signed
 			}
-			if sig := z.signer.signSet(set, now); sig != nil {
-				rrs = append(rrs, sig)
-			}
+			rrs = z.signer.appendSigs(rrs, set, now)
 		}
 		if below {
 			continue
@@ -54,9 +52,7 @@ func (z *zone) signedTransfer(soa *dns.SOA, now time.Time) [][]dns.RR {
 			TypeBitMap: nodeTypes(n),
 		}
 		rrs = append(rrs, nsec)
-		if sig := z.signer.signSet([]dns.RR{nsec}, now); sig != nil {
-			rrs = append(rrs, sig)
-		}
+		rrs = z.signer.appendSigs(rrs, []dns.RR{nsec}, now)
 	}
 	return chunkRecords(append(rrs, soa))
 }

@@ -50,13 +50,14 @@ func newZone(z *config.DNSZone, cfg *config.Config, p *plan.Plan) (*zone, []*gna
 	neg := dns.Copy(soa)
 	neg.Header().Ttl = min(soa.Hdr.Ttl, soa.Minttl)
 	zn.negSOA = neg
-	for _, ns := range z.NameServers {
+	for _, ns := range z.ZoneNameServers() {
 		apex.rrsets[dns.TypeNS] = append(apex.rrsets[dns.TypeNS], &dns.NS{
 			Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: config.DNSDefaultRecordTTL},
 			Ns:  config.CanonicalDNSName(ns)})
 	}
-	for i := range z.Records {
-		if err := zn.addRecords(z, &z.Records[i]); err != nil {
+	recs := z.StaticRecords()
+	for i := range recs {
+		if err := zn.addRecords(z, &recs[i]); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -102,10 +103,10 @@ func zoneSOA(z *config.DNSZone, origin string) *dns.SOA {
 	soa := &dns.SOA{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: soaTTL},
 		Serial: config.DNSDefaultSOASerial, Refresh: config.DNSDefaultSOARefresh, Retry: config.DNSDefaultSOARetry,
 		Expire: config.DNSDefaultSOAExpire, Minttl: config.DNSDefaultSOAMinimum, Mbox: "hostmaster." + origin}
-	if len(z.NameServers) > 0 {
-		soa.Ns = config.CanonicalDNSName(z.NameServers[0])
+	if ns := z.ZoneNameServers(); len(ns) > 0 {
+		soa.Ns = config.CanonicalDNSName(ns[0])
 	}
-	if s := z.SOA; s != nil {
+	if s := z.ZoneSOA(); s != nil {
 		if s.MName != "" {
 			soa.Ns = config.CanonicalDNSName(s.MName)
 		}

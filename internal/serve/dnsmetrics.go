@@ -71,6 +71,7 @@ func (m *metrics) collectDNS(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.descDNSHealthy, prometheus.GaugeValue, v, h.Name, h.Member)
 	}
 	collectRateLimits(ch, d, srv.RateLimitStats())
+	m.collectKeys(ch, srv)
 }
 
 // collectRateLimits emits the response rate limiting and denial

@@ -20,6 +20,8 @@ type metrics struct {
 	// certReloads and certReloadFailures count the watcher's reloads of
 	// changed certificate, key and CA files.
 	certReloads, certReloadFailures atomic.Uint64
+	// keyFailures counts failed DNSSEC key steps (dnskeys.go).
+	keyFailures atomic.Uint64
 	// ops counts probes and outlier ejections (opsmetrics.go).
 	ops opsCounters
 	// dns counts DNS queries (dnsmetrics.go).

@@ -26,6 +26,8 @@ type obsDescs struct {
 	descDNSEvicted  *prometheus.Desc
 	descDNSSigCap   *prometheus.Desc
 	descArmor       *prometheus.Desc
+	// DNSSEC managed keys (dnskeys.go).
+	descKeys, descKeyNext, descKeyFail *prometheus.Desc
 }
 
 // reqLabels are the labels of the request metrics.
@@ -49,6 +51,9 @@ func newObsDescs() *obsDescs {
 		descProbes:      prometheus.NewDesc("spillway_probes_total", "Health check probes, by target address, health check type and result (success, failure).", []string{"target", "type", "result"}, nil),
 		descProbeTime:   prometheus.NewDesc("spillway_probe_duration_seconds", "Health check probe latency.", []string{"target", "type"}, nil),
 		descShareRegion: prometheus.NewDesc("spillway_backend_traffic_share_by_frontend", "Share of the backend service's traffic the backend receives from the frontend's clients (its region; client_region is empty for a frontend without one), 0-1.", []string{"frontend", "client_region", "backend_service", "group", "zone"}, nil),
+		descKeys:        prometheus.NewDesc("spillway_dnssec_keys", "Managed DNSSEC keys of a zone, by role (KSK, ZSK) and phase (published, active, retired).", []string{"zone", "role", "phase"}, nil),
+		descKeyNext:     prometheus.NewDesc("spillway_dnssec_next_key_event_timestamp_seconds", "When a zone's managed keys next change (Unix seconds; 0: nothing scheduled).", []string{"zone"}, nil),
+		descKeyFail:     prometheus.NewDesc("spillway_dnssec_key_step_failures_total", "Key steps (a rollover's next phase) that failed; the zone keeps serving its keys and the step is retried.", nil, nil),
 		descArmor:       prometheus.NewDesc("spillway_security_policy_requests_total", "Requests a security policy rule decided, by policy, rule priority, result (ACCEPT, DENY, REDIRECT) and whether the rule is in preview (it would have decided so).", []string{"policy", "priority", "result", "preview"}, nil),
 		descDNSQueries:  prometheus.NewDesc("spillway_dns_queries_total", "DNS queries answered, by name (a name of the zones, empty for any other), query type, response code and the GSLB member answered first (empty for static answers).", []string{"name", "type", "rcode", "member"}, nil),
 		descDNSHealthy:  prometheus.NewDesc("spillway_dns_member_healthy", "1 while the GSLB member is healthy (answered), else 0.", []string{"name", "member"}, nil),
@@ -60,5 +65,5 @@ func newObsDescs() *obsDescs {
 
 // all returns every descriptor, for Describe.
 func (d *obsDescs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{d.descRequests, d.descReqBytes, d.descRespBytes, d.descRetries, d.descConnErrors, d.descTimeouts, d.descLatency, d.descBackendLat, d.descLogLines, d.descLogDropped, d.descLogErrors, d.descEjections, d.descProbes, d.descProbeTime, d.descShareRegion, d.descDNSQueries, d.descDNSHealthy, d.descDNSLimited, d.descDNSEvicted, d.descDNSSigCap, d.descArmor}
+	return []*prometheus.Desc{d.descRequests, d.descReqBytes, d.descRespBytes, d.descRetries, d.descConnErrors, d.descTimeouts, d.descLatency, d.descBackendLat, d.descLogLines, d.descLogDropped, d.descLogErrors, d.descEjections, d.descProbes, d.descProbeTime, d.descShareRegion, d.descDNSQueries, d.descDNSHealthy, d.descDNSLimited, d.descDNSEvicted, d.descDNSSigCap, d.descArmor, d.descKeys, d.descKeyNext, d.descKeyFail}
 }

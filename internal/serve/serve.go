@@ -239,7 +239,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
 
 // Health returns the current health report.
-func (s *Server) Health() *report.Health { return s.health.Load() }
+func (s *Server) Health() *report.Health { return s.withKeys(s.health.Load()) }
 
 // Ready is closed once every listener is bound.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -340,14 +340,23 @@ func (s *Server) ReloadFile(ctx context.Context, path string) error {
 }
 
 // configSum identifies a config's content: the SHA-256 of its JSON
-// encoding, so the same file content always gives the same sum, however
-// the config reached the server.
+// encoding and of the zone files it loaded, so the same content always
+// gives the same sum, however the config reached the server.
 func configSum(cfg *config.Config) ([32]byte, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("config: encode for its checksum: %w", err)
 	}
-	return sha256.Sum256(b), nil
+	h := sha256.New()
+	h.Write(b)
+	for i := range cfg.DNSZones {
+		if _, sum := cfg.DNSZones[i].ZoneFiles(); sum != ([32]byte{}) {
+			h.Write(sum[:])
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
@@ -469,6 +478,7 @@ func (s *Server) components() []component {
 	if s.opts.WatchInterval >= 0 {
 		cs = append(cs, &task{run: s.watch})
 	}
+	cs = append(cs, &task{run: s.keyTicker})
 	return cs
 }
 

@@ -19,6 +19,7 @@ func (s *Server) watch(ctx context.Context) {
 		every = time.Second
 	}
 	var last watchState
+	var zoneFiles []string
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -28,33 +29,42 @@ func (s *Server) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		if s.opts.ConfigPath != "" {
-			s.checkConfigFile(ctx, &last)
+			s.checkConfigFile(ctx, &last, &zoneFiles)
 		}
 		s.checkTLSFiles()
 	}
 }
 
-// watchState is what the watcher last looked at: the file's bytes and the
-// config in force then. The file is parsed again only when either changed.
+// watchState is what the watcher last looked at: the file's bytes, the
+// zone files (dnsZones[].zoneFile) the file last named, and the config in
+// force then. The file is parsed again only when one of them changed.
 type watchState struct {
-	file, inForce [32]byte
+	file, zones, inForce [32]byte
 }
 
-// checkConfigFile reloads the config file when its content is not the
-// config in force. A file that is rejected is not retried until it, or the
-// config in force, changes.
-func (s *Server) checkConfigFile(ctx context.Context, last *watchState) {
+// checkConfigFile reloads the config file when its content, or that of a
+// zone file it loads (*zoneFiles, as of the last parse), is not the
+// config in force. A file that is rejected is not retried until it, a
+// zone file, or the config in force, changes.
+func (s *Server) checkConfigFile(ctx context.Context, last *watchState, zoneFiles *[]string) {
 	b, err := os.ReadFile(s.opts.ConfigPath)
 	if err != nil {
 		return // being replaced, or gone: keep serving, look again later
 	}
-	cur := watchState{file: sha256.Sum256(b), inForce: *s.inForce.Load()}
+	cur := watchState{file: sha256.Sum256(b), zones: sumFiles(*zoneFiles), inForce: *s.inForce.Load()}
 	if cur == *last {
 		return
 	}
 	*last = cur
 	cfg, err := config.Parse(b, s.opts.ConfigPath)
 	if err == nil {
+		*zoneFiles = (*zoneFiles)[:0]
+		for i := range cfg.DNSZones {
+			files, _ := cfg.DNSZones[i].ZoneFiles()
+			*zoneFiles = append(*zoneFiles, files...)
+		}
+		cur.zones = sumFiles(*zoneFiles)
+		*last = cur
 		var sum [32]byte
 		if sum, err = configSum(cfg); err == nil && sum == cur.inForce {
 			return
@@ -68,4 +78,24 @@ func (s *Server) checkConfigFile(ctx context.Context, last *watchState) {
 	if err != nil {
 		s.log.Error("config changed but was rejected; the old config keeps serving", "file", s.opts.ConfigPath, "err", err)
 	}
+}
+
+// sumFiles is the SHA-256 of the contents of files (an unreadable one
+// counts as its name).
+func sumFiles(files []string) [32]byte {
+	if len(files) == 0 {
+		return [32]byte{}
+	}
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			b = []byte("unreadable " + f)
+		}
+		s := sha256.Sum256(b)
+		h.Write(s[:])
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }

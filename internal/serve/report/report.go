@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/control"
+	"github.com/spillwaylb/spillway/internal/dnssec"
 	"github.com/spillwaylb/spillway/internal/engine"
 )
 
@@ -23,6 +24,10 @@ type Health struct {
 	// (spillway serve --fleet): revision in force, stale or not. Absent
 	// when standalone.
 	Fleet *control.FleetStatus `json:"fleet,omitempty"`
+	// DNSSEC lists the managed keys (dnsZones[].dnssec.keyDirectory) of
+	// each zone that has them: every key's role, schedule and phase, and
+	// when the keys next change. Absent without managed keys.
+	DNSSEC []dnssec.ZoneStatus `json:"dnssec,omitempty"`
 }
 
 // Service is one backend service.
