@@ -138,17 +138,7 @@ func runDNSSECDS(args []string, stdout, stderr io.Writer) error {
 		if cz.DNSSEC.Disabled {
 			fmt.Fprintf(stdout, "; %s: dnssec.disabled is true: the zone is served unsigned\n", z)
 		}
-		for _, dk := range keys {
-			switch *format {
-			case "ds":
-				fmt.Fprintln(stdout, dk.ToDS(dns.SHA256))
-			case "dnskey":
-				fmt.Fprintln(stdout, dk)
-			case "anchor":
-				ds := dk.ToDS(dns.SHA256)
-				fmt.Fprintf(&anchors, "\t%s static-ds %d %d %d \"%s\";\n", z, ds.KeyTag, ds.Algorithm, ds.DigestType, ds.Digest)
-			}
-		}
+		printDSKeys(stdout, &anchors, z, keys, *format)
 	}
 	if found == 0 {
 		what := "no dnsZones[] has dnssec"
@@ -162,6 +152,22 @@ func runDNSSECDS(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "trust-anchors {\n%s};\n", anchors.String())
 	}
 	return nil
+}
+
+// printDSKeys writes zone z's keys in format (ds or dnskey) to stdout,
+// or for anchor as BIND trust-anchors lines to anchors.
+func printDSKeys(stdout io.Writer, anchors *strings.Builder, z string, keys []*dns.DNSKEY, format string) {
+	for _, dk := range keys {
+		switch format {
+		case "ds":
+			fmt.Fprintln(stdout, dk.ToDS(dns.SHA256))
+		case "dnskey":
+			fmt.Fprintln(stdout, dk)
+		case "anchor":
+			ds := dk.ToDS(dns.SHA256)
+			fmt.Fprintf(anchors, "\t%s static-ds %d %d %d \"%s\";\n", z, ds.KeyTag, ds.Algorithm, ds.DigestType, ds.Digest)
+		}
+	}
 }
 
 // dsKeys returns the DNSKEYs of zone cz the parent's DS should name: its

@@ -68,7 +68,14 @@ func (s *Server) withKeys(h *report.Health) *report.Health {
 		return h
 	}
 	c := *h
-	c.DNSSEC = st
+	for _, z := range st {
+		kz := report.KeyZone{Zone: z.Zone, NextEvent: z.NextEvent}
+		for _, k := range z.Keys {
+			kz.Keys = append(kz.Keys, report.Key{Tag: k.Tag, Role: k.Role, File: k.File, Created: k.Created,
+				Published: k.Published, Active: k.Active, Retired: k.Retired, Removed: k.Removed, Phase: k.Phase, InDS: k.InDS})
+		}
+		c.DNSSEC = append(c.DNSSEC, kz)
+	}
 	return &c
 }
 

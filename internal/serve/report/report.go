@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/control"
-	"github.com/spillwaylb/spillway/internal/dnssec"
 	"github.com/spillwaylb/spillway/internal/engine"
 )
 
@@ -27,7 +26,7 @@ type Health struct {
 	// DNSSEC lists the managed keys (dnsZones[].dnssec.keyDirectory) of
 	// each zone that has them: every key's role, schedule and phase, and
 	// when the keys next change. Absent without managed keys.
-	DNSSEC []dnssec.ZoneStatus `json:"dnssec,omitempty"`
+	DNSSEC []KeyZone `json:"dnssec,omitempty"`
 }
 
 // Service is one backend service.
@@ -163,4 +162,28 @@ func Build(st *control.State, v *engine.View, now time.Time) *Health {
 		r.Services = append(r.Services, sh)
 	}
 	return r
+}
+
+// KeyZone is a zone's managed DNSSEC keys at a time (dnssec.ZoneStatus,
+// copied here so that the report stays free of the key directory's I/O).
+type KeyZone struct {
+	Zone string `json:"zone"`
+	Keys []Key  `json:"keys"`
+	// NextEvent is when the keys next change (zero: nothing scheduled).
+	NextEvent time.Time `json:"nextEvent,omitzero"`
+}
+
+// Key is one key of a KeyZone: its schedule (see dnssec.KeyTiming), its
+// phase, and whether the CDS and CDNSKEY sets name it (KSKs).
+type Key struct {
+	Tag       uint16    `json:"tag"`
+	Role      string    `json:"role"`
+	File      string    `json:"file"`
+	Created   time.Time `json:"created"`
+	Published time.Time `json:"published"`
+	Active    time.Time `json:"active"`
+	Retired   time.Time `json:"retired,omitzero"`
+	Removed   time.Time `json:"removed,omitzero"`
+	Phase     string    `json:"phase"`
+	InDS      bool      `json:"inDs,omitempty"`
 }
