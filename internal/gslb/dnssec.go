@@ -290,12 +290,7 @@ func (sg *signer) appendSigs(out, set []dns.RR, now time.Time) []dns.RR {
 func (sg *signer) signSet(k signingKey, set []dns.RR, now time.Time) *dns.RRSIG {
 	bp := sg.bufs.Get().(*[]byte)
 	defer sg.bufs.Put(bp)
-	key, ok := setKey(bp, set)
-	if ok {
-		// setKey leaves room after the key (the message headers it
-		// does not copy), so this does not reallocate.
-		key = append(key, byte(k.tag>>8), byte(k.tag))
-	}
+	key, ok := sigKey(bp, k, set)
 	t := now.Unix()
 	if ok {
 		if sig, hit := sg.cached(key, t); hit {
@@ -322,6 +317,19 @@ func (sg *signer) signSet(k signingKey, set []dns.RR, now time.Time) *dns.RRSIG 
 
 // cached returns the signature cached for the set whose key is key, when
 // it was made less than sigReuse before t (Unix seconds).
+// sigKey is the signature cache's key for set signed by k: setKey's,
+// then k's tag.
+func sigKey(bp *[]byte, k signingKey, set []dns.RR) ([]byte, bool) {
+	key, ok := setKey(bp, set)
+	if !ok {
+		return nil, false
+	}
+	// setKey leaves room after the key (the message headers it does not
+	// copy), so this does not reallocate.
+	return append(key, byte(k.tag>>8), byte(k.tag)), true
+}
+
+// cached returns the cached signature under key while it may be reused at t.
 func (sg *signer) cached(key []byte, t int64) (*dns.RRSIG, bool) {
 	if e, hit := sg.cache.get(key); hit && t >= e.made && t < e.made+int64(sigReuse/time.Second) {
 		return e.sig, true

@@ -179,7 +179,7 @@ func (sg *signer) mayMint(nsec *dns.NSEC, gate *rrl.Bucket, now time.Time) bool 
 	}
 	bp := sg.bufs.Get().(*[]byte)
 	defer sg.bufs.Put(bp)
-	if key, ok := setKey(bp, []dns.RR{nsec}); ok {
+	if key, ok := sigKey(bp, sg.zsk, []dns.RR{nsec}); ok {
 		if _, hit := sg.cached(key, now.Unix()); hit {
 			return true
 		}
