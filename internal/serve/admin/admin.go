@@ -1,5 +1,6 @@
 // Package admin is the admin listener of spillway serve: the get-health
-// API, /metrics, the dashboard, reloads and (opt-in) profiling, behind
+// API, /metrics, the dashboard, reloads, the runtime overlay (/overlay:
+// drains, capacity scalers and weights) and (opt-in) profiling, behind
 // loopback-only or token access control, with limits of its own (see
 // Limits). It is a component with a lifecycle (Start, Stop); what it
 // serves comes from Routes, read-only views of the running server.
@@ -59,6 +60,9 @@ type Routes struct {
 	// Reload re-reads the config file (POST /reload); nil when the server
 	// has no config file (409).
 	Reload func(ctx context.Context) error
+	// Overlay serves GET /overlay (the runtime overlay) and POST /overlay
+	// (change it: spillway ctl); nil: 404.
+	Overlay http.Handler
 }
 
 // Check validates the admin options: a non-loopback admin address needs
@@ -210,6 +214,10 @@ func (a *Server) handler(remote bool) http.Handler {
 		}
 		w.Write([]byte("reloaded\n"))
 	})
+	if a.routes.Overlay != nil {
+		mux.Handle("GET /overlay", a.routes.Overlay)
+		mux.Handle("POST /overlay", a.routes.Overlay)
+	}
 	var h http.Handler = mux
 	if a.opts.Token != "" {
 		h = requireToken(h, a.opts.Token, remote)
