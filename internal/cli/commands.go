@@ -24,6 +24,8 @@ func extraCommands(name string) (command, bool) {
 		return runDNSSEC, true
 	case "config":
 		return runConfig, true
+	case "ctl":
+		return runCtl, true
 	}
 	return nil, false
 }

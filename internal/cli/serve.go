@@ -81,6 +81,10 @@ The admin listener (loopback by default) serves:
                   (with a token, open /ui/#token=TOKEN; docs/operations.md)
   GET  /debug/pprof/  profiling, only with --pprof
   POST /reload    reload the config file now
+  GET  /overlay   the runtime overlay: drains, capacity scalers and weights
+                  set with spillway ctl (also in /health and on /ui/)
+  POST /overlay   change it (spillway ctl; each change is audit-logged,
+                  and with --audit-log FILE also written there as JSON)
 
 Admin access: with a token (--admin-token-file FILE, or the environment
 variable SPILLWAY_ADMIN_TOKEN; at least 16 characters), requests send
@@ -203,6 +207,7 @@ func checkFleetLease(d time.Duration) error {
 // of runServe derive from them.
 type serveCmd struct {
 	cfgPath, admin, level, logFormat, procs, tokenFile, maxConns string
+	auditLog                                                     string
 	watch                                                        time.Duration
 	pprof                                                        bool
 	ff                                                           *fleetFlags
@@ -245,6 +250,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF()}
+	if err := c.openAuditLog(&opts); err != nil {
+		return err
+	}
 	var inst *fleet.Instance
 	if c.fleetMode {
 		if inst, err = c.fleetInstance(&opts); err != nil {
@@ -278,6 +286,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.DurationVar(&c.watch, "watch", time.Second, "poll `INTERVAL` of the config file and the TLS certificate, key and CA files (0 disables the watch)")
 	fs.StringVar(&c.procs, "procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	fs.StringVar(&c.tokenFile, "admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "append one JSON line per runtime overlay change (spillway ctl: who, what, when, from where) to `FILE` (default: the process log only)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
 	fs.StringVar(&c.maxConns, "max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
 	c.ff = addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
@@ -298,6 +307,20 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	}
 	c.set = givenFlags(fs)
 	return c, nil
+}
+
+// openAuditLog opens --audit-log for appending.
+func (c *serveCmd) openAuditLog(opts *serve.Options) error {
+	if c.auditLog == "" {
+		return nil
+	}
+	f, err := os.OpenFile(c.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("--audit-log: %w (fix: give a file the process can write, e.g. /var/log/spillway/audit.log)", err)
+	}
+	c.closers = append(c.closers, func() { f.Close() })
+	opts.AuditLog = f
+	return nil
 }
 
 // close runs the closers, last added first.
@@ -741,6 +764,10 @@ func PrintHealth(w io.Writer, r *report.Health) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+	if r.Overlay != nil {
+		fmt.Fprintln(w, "runtime overlay (spillway ctl list):")
+		printOverlay(w, r.Overlay)
 	}
 }
 
