@@ -486,6 +486,7 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
 	}
+	opts.OverlayStore = inst.Overlay()
 	return inst, nil
 }
 
