@@ -115,7 +115,7 @@ func (s *Server) handlers(p *plan.Plan) func(*plan.Frontend) http.Handler {
 
 // adminOptions are the admin listener's options.
 func (o Options) adminOptions() admin.Options {
-	return admin.Options{Addr: o.Admin, Token: o.AdminToken, Limits: o.AdminLimits, Pprof: o.Pprof}
+	return admin.Options{Addr: o.Admin, Token: o.AdminToken, Limits: o.AdminLimits, Pprof: o.Pprof, Listen: o.Sockets.ListenTCP}
 }
 
 // adminRoutes are what the admin listener serves.

@@ -53,6 +53,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve/admin"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 	"github.com/spillwaylb/spillway/internal/serve/dashboard"
+	"github.com/spillwaylb/spillway/internal/serve/handoff"
 	"github.com/spillwaylb/spillway/internal/serve/report"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
@@ -114,6 +115,11 @@ type Options struct {
 	// overlay entries are looked for (0 = 1 s).
 	AuditLog             io.Writer
 	OverlayCheckInterval time.Duration
+	// Sockets are listening sockets inherited from the process this one
+	// replaces (a binary upgrade, package handoff) or from systemd: a
+	// frontend, DNS frontend or admin listener whose address one is
+	// bound to takes it instead of binding. Nil: bind everything.
+	Sockets *handoff.Sockets
 }
 
 // Server is a running Spillway instance.
@@ -230,7 +236,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.ov.audit = opts.AuditLog
 	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
-	s.front = &frontends{log: s.log, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
+	s.front = &frontends{log: s.log, sockets: opts.Sockets, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
 		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}}
 	s.dash = s.newDashboard()
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
@@ -245,11 +251,42 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.dns = &dnsRunner{first: first}
+	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
 	if err := s.alog.Configure(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ListenerFiles returns duplicates of every listening socket (HTTP(S)
+// and DNS frontends, the admin listener), for a binary upgrade to hand
+// to the new process (package handoff). The caller closes them.
+func (s *Server) ListenerFiles() ([]*os.File, error) {
+	fs, err := s.front.files()
+	closeAll := func() {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	dfs, err := s.dns.files()
+	fs = append(fs, dfs...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	if ln := s.admin.Listener(); ln != nil {
+		f, err := handoff.File(ln)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
 }
 
 // Snapshot returns the current snapshot (for tests and the admin API).

@@ -46,6 +46,9 @@ type Options struct {
 	Limits Limits
 	// Pprof serves net/http/pprof under /debug/pprof/ (off by default).
 	Pprof bool
+	// Listen binds the listener (nil: net.Listen on tcp); a binary
+	// upgrade passes one that takes the old process's socket.
+	Listen func(addr string) (net.Listener, error)
 }
 
 // Routes are what the admin API serves, read-only views of the running
@@ -91,6 +94,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	addr string
+	ln   net.Listener
 	srv  *http.Server
 	done chan struct{}
 }
@@ -111,7 +115,11 @@ func (a *Server) Start(context.Context) error {
 	if a == nil {
 		return nil
 	}
-	ln, err := net.Listen("tcp", a.opts.Addr)
+	listen := a.opts.Listen
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(a.opts.Addr)
 	if err != nil {
 		return fmt.Errorf("admin listener %s: %w", a.opts.Addr, err)
 	}
@@ -123,7 +131,7 @@ func (a *Server) Start(context.Context) error {
 	srv, aln := a.newServer(ln, remote)
 	done := make(chan struct{})
 	a.mu.Lock()
-	a.addr, a.srv, a.done = ln.Addr().String(), srv, done
+	a.addr, a.ln, a.srv, a.done = ln.Addr().String(), ln, srv, done
 	a.mu.Unlock()
 	go func() { defer close(done); srv.Serve(aln) }()
 	return nil
@@ -155,6 +163,17 @@ func (a *Server) Addr() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.addr
+}
+
+// Listener returns the bound listener (nil before Start or without a
+// listener), for a binary upgrade to hand over.
+func (a *Server) Listener() net.Listener {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ln
 }
 
 // loopbackAddr reports whether host:port names a loopback host: an IP in
