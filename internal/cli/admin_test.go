@@ -109,3 +109,35 @@ func TestServeAdminTokenErrors(t *testing.T) {
 		}
 	}
 }
+
+// spillway ctl drains, lists, refuses and clears through the admin API,
+// with the token.
+func TestCtlDrainListClear(t *testing.T) {
+	addr := tokenAdmin(t)
+	t.Setenv("SPILLWAY_ADMIN_TOKEN", "")
+	code, _, errOut := runMain(t, "ctl", "drain", "--admin", addr, "--endpoint", "127.0.0.1:9")
+	if code == 0 || !strings.Contains(errOut, "wants a token") {
+		t.Fatalf("without a token: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("SPILLWAY_ADMIN_TOKEN", adminTestToken)
+	code, _, errOut = runMain(t, "ctl", "drain", "--admin", addr, "--service", "bs")
+	if code == 0 || !strings.Contains(errOut, "only backend") {
+		t.Errorf("drain of the only backend: exit %d, stderr %q; want refused, saying why", code, errOut)
+	}
+	code, out, errOut := runMain(t, "ctl", "set", "--admin", addr, "--service", "bs", "--capacity-scaler", "0.5", "--for", "1h", "--actor", "bob", "--reason", "canary")
+	if code != 0 || !strings.Contains(out, "CAPACITY_SCALER service=bs (0.5)") || !strings.Contains(out, "bob") {
+		t.Fatalf("set: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, out, _ = runMain(t, "get-health", "--admin", addr)
+	if code != 0 || !strings.Contains(out, "runtime overlay") || !strings.Contains(out, "canary") {
+		t.Errorf("get-health does not show the overlay:\n%s", out)
+	}
+	code, out, errOut = runMain(t, "ctl", "clear", "--admin", addr, "CAPACITY_SCALER service=bs")
+	if code != 0 || !strings.Contains(out, "no runtime overlay") {
+		t.Errorf("clear: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, _, errOut = runMain(t, "ctl", "set", "--admin", addr, "--service", "bs")
+	if code == 0 || !strings.Contains(errOut, "--capacity-scaler X or --weight W") {
+		t.Errorf("set without a value: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -33,6 +33,8 @@ Commands:
   dnssec     make a zone's DNSSEC key (keygen); print its DS for the parent (ds)
   config     a fleet's shared config in etcd: push, get, history, rollback
   get-health print a running instance's health view (like gcloud get-health)
+  ctl        drain, undrain or reweight an endpoint, group or service of a
+             running instance (or fleet), with expiry and an audit log
   version    print the version, commit and Go toolchain of this build
 
 Configs use Google Cloud's REST field names (weightedBackendServices,
@@ -100,7 +102,7 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 }
 
 // commandNames are the commands, as the usage lists them.
-var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dns", "dnssec", "config", "get-health", "version"}
+var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dns", "dnssec", "config", "get-health", "ctl", "version"}
 
 // unknownCommand says that cmd is not a command, with the nearest one.
 func unknownCommand(cmd string) string {

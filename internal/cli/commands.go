@@ -26,6 +26,8 @@ func extraCommands(name string) (command, bool) {
 		return runDNS, true
 	case "config":
 		return runConfig, true
+	case "ctl":
+		return runCtl, true
 	}
 	return nil, false
 }

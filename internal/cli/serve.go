@@ -23,6 +23,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/procs"
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
+	"github.com/spillwaylb/spillway/internal/serve/handoff"
 	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
@@ -81,6 +82,10 @@ The admin listener (loopback by default) serves:
                   (with a token, open /ui/#token=TOKEN; docs/operations.md)
   GET  /debug/pprof/  profiling, only with --pprof
   POST /reload    reload the config file now
+  GET  /overlay   the runtime overlay: drains, capacity scalers and weights
+                  set with spillway ctl (also in /health and on /ui/)
+  POST /overlay   change it (spillway ctl; each change is audit-logged,
+                  and with --audit-log FILE also written there as JSON)
 
 Admin access: with a token (--admin-token-file FILE, or the environment
 variable SPILLWAY_ADMIN_TOKEN; at least 16 characters), requests send
@@ -203,6 +208,8 @@ func checkFleetLease(d time.Duration) error {
 // of runServe derive from them.
 type serveCmd struct {
 	cfgPath, admin, level, logFormat, procs, tokenFile, maxConns string
+	auditLog, upgradeSocket                                      string
+	handover                                                     *handoff.Handover
 	watch                                                        time.Duration
 	pprof                                                        bool
 	ff                                                           *fleetFlags
@@ -230,6 +237,8 @@ type serveCmd struct {
 }
 
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	c, err := parseServeFlags(args, stderr)
 	if err != nil {
 		return err
@@ -245,6 +254,12 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF()}
+	if err := c.openAuditLog(&opts); err != nil {
+		return err
+	}
+	if err := c.takeSockets(ctx, &opts); err != nil {
+		return err
+	}
 	var inst *fleet.Instance
 	if c.fleetMode {
 		if inst, err = c.fleetInstance(&opts); err != nil {
@@ -254,8 +269,10 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	runErr := make(chan error, 1)
 	srv, err := c.startServer(ctx, opts, runErr)
 	if err != nil {
+		c.handover.Abort() // the old process keeps serving
 		return err
 	}
+	c.upgraded(ctx, opts.Sockets, srv, stopRun)
 	c.handleSIGHUP(ctx, srv)
 	if c.fleetMode {
 		c.runInstance(ctx, inst, srv)
@@ -278,6 +295,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.DurationVar(&c.watch, "watch", time.Second, "poll `INTERVAL` of the config file and the TLS certificate, key and CA files (0 disables the watch)")
 	fs.StringVar(&c.procs, "procs", "auto", "CPUs that run Go code at once (GOMAXPROCS): a number, or auto to follow the load (see CPUs above)")
 	fs.StringVar(&c.tokenFile, "admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
+	fs.StringVar(&c.upgradeSocket, "upgrade-socket", "", "zero-downtime binary upgrade: serve the listening sockets to a successor on the Unix socket `PATH`, and at start take them over from the spillway serve offering them there, which then stops accepting, finishes its requests in flight and exits (docs/deploy.md)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "append one JSON line per runtime overlay change (spillway ctl: who, what, when, from where) to `FILE` (default: the process log only)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the admin listener")
 	fs.StringVar(&c.maxConns, "max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
 	c.ff = addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
@@ -298,6 +317,69 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	}
 	c.set = givenFlags(fs)
 	return c, nil
+}
+
+// takeSockets inherits listening sockets: systemd's (LISTEN_FDS) or,
+// with --upgrade-socket, those of the spillway serve offering them there.
+func (c *serveCmd) takeSockets(ctx context.Context, opts *serve.Options) error {
+	opts.Sockets = handoff.FromEnv()
+	if n := opts.Sockets.Len(); n > 0 {
+		c.log.Info("systemd socket activation: inherited listening sockets", "sockets", n)
+	}
+	if c.upgradeSocket == "" {
+		return nil
+	}
+	sockets, h, err := handoff.Take(ctx, c.upgradeSocket)
+	if err != nil {
+		return fmt.Errorf("--upgrade-socket: %w (fix: check that the running spillway serve was started with the same --upgrade-socket, or remove the stale file)", err)
+	}
+	if h != nil {
+		c.log.Info("upgrade: took the listening sockets of the running spillway serve", "pid", h.PID, "sockets", sockets.Len())
+		opts.Sockets.Close()
+		opts.Sockets, c.handover = sockets, h
+	}
+	return nil
+}
+
+// upgraded finishes a takeover once srv serves (the old process stops
+// accepting and finishes), closes inherited sockets no listener took,
+// and offers srv's sockets to the next process on --upgrade-socket:
+// when one takes them, stop ends this one.
+func (c *serveCmd) upgraded(ctx context.Context, sockets *handoff.Sockets, srv *serve.Server, stop context.CancelFunc) {
+	sockets.Close()
+	if c.handover != nil {
+		if err := c.handover.Ready(); err != nil {
+			c.log.Error("upgrade: could not tell the old process to finish; stop it yourself", "pid", c.handover.PID, "err", err)
+		} else {
+			c.log.Info("upgrade: serving; the old process finishes its requests in flight and exits", "pid", c.handover.PID)
+		}
+	}
+	if c.upgradeSocket == "" {
+		return
+	}
+	go func() {
+		err := handoff.Offer(ctx, c.upgradeSocket, srv.ListenerFiles, func() {
+			c.log.Info("upgrade: a new process took the listening sockets; finishing the requests in flight, then exiting")
+			stop()
+		})
+		if err != nil {
+			c.log.Error("upgrade: the upgrade socket does not serve; an upgrade will bind anew", "err", err)
+		}
+	}()
+}
+
+// openAuditLog opens --audit-log for appending.
+func (c *serveCmd) openAuditLog(opts *serve.Options) error {
+	if c.auditLog == "" {
+		return nil
+	}
+	f, err := os.OpenFile(c.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("--audit-log: %w (fix: give a file the process can write, e.g. /var/log/spillway/audit.log)", err)
+	}
+	c.closers = append(c.closers, func() { f.Close() })
+	opts.AuditLog = f
+	return nil
 }
 
 // close runs the closers, last added first.
@@ -463,6 +545,7 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
 	}
+	opts.OverlayStore = inst.Overlay()
 	return inst, nil
 }
 
@@ -741,6 +824,10 @@ func PrintHealth(w io.Writer, r *report.Health) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+	if r.Overlay != nil {
+		fmt.Fprintln(w, "runtime overlay (spillway ctl list):")
+		printOverlay(w, r.Overlay)
 	}
 }
 

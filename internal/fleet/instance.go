@@ -18,6 +18,7 @@ type InstanceServer interface {
 	// SetFleetSources shows the control loop and the probe share in
 	// /health and /metrics.
 	SetFleetSources(control.FleetSources)
+	OverlayHost
 }
 
 // InstanceOptions configure the fleet side of one instance: what
@@ -46,8 +47,9 @@ type InstanceOptions struct {
 
 // Instance is the fleet side of one `spillway serve --fleet`: its Agent
 // (config), ProbeShare (sharded probing; nil with Probers 0),
-// DemandShare (fleet-wide RATE; nil without Rate) and ControlLoop (the
-// elected control loop), on one Store. Build it before the server (the
+// DemandShare (fleet-wide RATE; nil without Rate), ControlLoop (the
+// elected control loop) and OverlayShare (the runtime overlay), on one
+// Store. Build it before the server (the
 // server's options need the shares, see Share and Demand) and Run it once
 // the server is ready.
 type Instance struct {
@@ -56,11 +58,12 @@ type Instance struct {
 	share  *ProbeShare
 	demand *DemandShare
 	loop   *ControlLoop
+	ov     *OverlayShare
 }
 
 // NewInstance returns the fleet side of an instance; Run starts it.
 func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
-	in := &Instance{store: store, opts: opts}
+	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
@@ -97,6 +100,10 @@ func (in *Instance) Share() *ProbeShare { return in.share }
 // server's Options.DemandShare when not nil.
 func (in *Instance) Demand() *DemandShare { return in.demand }
 
+// Overlay returns the instance's share of the fleet's runtime overlay:
+// the server's Options.OverlayStore.
+func (in *Instance) Overlay() *OverlayShare { return in.ov }
+
 // Loop returns the instance's control loop.
 func (in *Instance) Loop() *ControlLoop { return in.loop }
 
@@ -126,7 +133,8 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 		members = append(members, in.demand)
 	}
 	in.loop.host = srv
-	members = append(members, in.loop)
+	in.ov.host = srv
+	members = append(members, in.loop, in.ov)
 	in.store.runSession(ctx, ag.sessionOptions(), members...)
 	return nil
 }

@@ -30,6 +30,13 @@ type fullInstance struct {
 // etcd client (a fault injector).
 func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clientv3.Watcher) *fullInstance {
 	t.Helper()
+	return startFullInstanceOpts(t, e, name, nil, ws...)
+}
+
+// startFullInstanceOpts is startFullInstance with tweak applied to the
+// server's options (its overlay store is the instance's).
+func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak func(*serve.Options), ws ...clientv3.Watcher) *fullInstance {
+	t.Helper()
 	cl := dial(t, e)
 	if len(ws) > 0 {
 		cl.Watcher = ws[0]
@@ -54,6 +61,10 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 	}
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
+	}
+	opts.OverlayStore = inst.Overlay()
+	if tweak != nil {
+		tweak(&opts)
 	}
 	srv, err := serve.New(cfg, opts)
 	if err != nil {

@@ -93,9 +93,10 @@ func TestCombine(t *testing.T) {
 // hcBackend is a backend whose /healthz answers 200 or, once failing is
 // set, 500, and counts the probes it gets.
 type hcBackend struct {
-	addr    string
-	failing atomic.Bool
-	probes  atomic.Int64
+	addr     string
+	failing  atomic.Bool
+	probes   atomic.Int64
+	requests atomic.Int64 // requests other than health checks
 }
 
 // newHCBackend listens on ip (a loopback address of its own, so /health
@@ -114,6 +115,9 @@ func newHCBackend(t *testing.T, ip string) *hcBackend {
 				http.Error(w, "failing", http.StatusInternalServerError)
 				return
 			}
+		}
+		if r.URL.Path != "/healthz" {
+			b.requests.Add(1)
 		}
 		fmt.Fprint(w, "ok")
 	}))

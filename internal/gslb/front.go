@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,15 +28,27 @@ type Front struct {
 	udps  []*net.UDPConn
 	tcps  []*dns.Server
 	pkt   []bool // per UDP socket: read destinations (wildcard bind)
+	// rawFD maps a UDP socket served by blocking threads (udp_linux.go,
+	// which closes the *net.UDPConn) to the descriptor they read.
+	rawFD sync.Map
+	// shared is set once Files handed the sockets out: another process
+	// may serve them, so stopping must not shut them down (shutdown acts
+	// on the socket, in every process that holds it).
+	shared atomic.Bool
 }
 
 // Listen binds every DNS frontend of s (UDP and TCP on the same address)
 // and returns them ready to Serve, answering with s.
-func Listen(s *Server) (*Front, error) {
+func Listen(s *Server) (*Front, error) { return ListenWith(s, listenBoth) }
+
+// ListenWith is Listen with bind binding each DNS frontend's UDP and
+// TCP sockets (a binary upgrade passes one that takes them from the old
+// process).
+func ListenWith(s *Server, bind func(addr string) (*net.UDPConn, net.Listener, error)) (*Front, error) {
 	f := &Front{log: s.log, key: frontendKey(s), addrs: map[string]string{}}
 	f.cur.Store(s)
 	for _, fe := range s.frontends {
-		pc, ln, err := listenBoth(fe.Address)
+		pc, ln, err := bind(fe.Address)
 		if err != nil {
 			f.close()
 			return nil, fmt.Errorf("gslb: frontend %s: %w", fe.Name, err)
@@ -72,6 +85,43 @@ func frontendKey(s *Server) []string {
 	}
 	return k
 }
+
+// Files returns duplicates of every socket (UDP and TCP listeners), for
+// a binary upgrade to hand over.
+func (f *Front) Files() ([]*os.File, error) {
+	f.shared.Store(true)
+	var out []*os.File
+	for _, pc := range f.udps {
+		if fd, ok := f.rawFD.Load(pc); ok {
+			fl, err := dupFile(fd.(int))
+			if err != nil {
+				return out, err
+			}
+			out = append(out, fl)
+			continue
+		}
+		fl, err := pc.File()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, fl)
+	}
+	for _, srv := range f.tcps {
+		l, ok := srv.Listener.(interface{ File() (*os.File, error) })
+		if !ok {
+			return out, fmt.Errorf("gslb: %T has no file descriptor", srv.Listener)
+		}
+		fl, err := l.File()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, fl)
+	}
+	return out, nil
+}
+
+// ListenBoth binds UDP and TCP on the same address, as Listen does.
+func ListenBoth(addr string) (*net.UDPConn, net.Listener, error) { return listenBoth(addr) }
 
 // Addr returns the address frontend is bound to ("" if none).
 func (f *Front) Addr(frontend string) string { return f.addrs[frontend] }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -70,6 +71,8 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 		f.log.Warn("gslb: udp: serving through the Go poller", "address", pc.LocalAddr().String(), "err", err)
 		return false, nil
 	}
+	f.rawFD.Store(pc, fd)
+	defer f.rawFD.Delete(pc)
 	errs := make([]error, udpThreads())
 	defer procs.Reserve(len(errs))()
 	var stopped atomic.Bool
@@ -85,7 +88,12 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 		stopped.Store(true)
 		// Wakes every thread blocked in recvmmsg (ENOTCONN on an
 		// unconnected socket, but the shutdown is done).
-		_ = unix.Shutdown(fd, unix.SHUT_RD)
+		if !f.shared.Load() {
+			// Wakes the threads now; a socket handed to another
+			// process is left alone (shutdown acts on the socket in
+			// every process), its threads wake within rawWake.
+			_ = unix.Shutdown(fd, unix.SHUT_RD)
+		}
 		close(woken)
 	}()
 	wg.Wait()
@@ -100,6 +108,15 @@ func (f *Front) serveUDPRaw(pc *net.UDPConn, pktinfo bool, stop <-chan struct{})
 // takeUDP returns a blocking duplicate of pc's descriptor with receive
 // and send timeouts, and closes pc, which removes the socket from Go's
 // poller.
+// dupFile returns a duplicate of descriptor fd as a file.
+func dupFile(fd int) (*os.File, error) {
+	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dup udp socket: %w", err)
+	}
+	return os.NewFile(uintptr(nfd), "udp"), nil
+}
+
 func takeUDP(pc *net.UDPConn) (int, error) {
 	rc, err := pc.SyscallConn()
 	if err != nil {

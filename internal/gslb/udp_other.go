@@ -2,7 +2,14 @@
 
 package gslb
 
-import "net"
+import (
+	"errors"
+	"net"
+	"os"
+)
+
+// dupFile is not used off Linux (no socket is served by raw threads).
+func dupFile(int) (*os.File, error) { return nil, errors.New("gslb: no raw UDP descriptors off Linux") }
 
 // serveUDPRaw is Linux only: elsewhere every socket is served through
 // Go's network poller (serveUDPConn).

@@ -115,7 +115,7 @@ func (s *Server) handlers(p *plan.Plan) func(*plan.Frontend) http.Handler {
 
 // adminOptions are the admin listener's options.
 func (o Options) adminOptions() admin.Options {
-	return admin.Options{Addr: o.Admin, Token: o.AdminToken, Limits: o.AdminLimits, Pprof: o.Pprof}
+	return admin.Options{Addr: o.Admin, Token: o.AdminToken, Limits: o.AdminLimits, Pprof: o.Pprof, Listen: o.Sockets.ListenTCP}
 }
 
 // adminRoutes are what the admin listener serves.
@@ -124,6 +124,7 @@ func (s *Server) adminRoutes() admin.Routes {
 		Health:  func() any { return s.withMeasured(s.Health()) },
 		Metrics: s.metrics.handler(),
 		UI:      s.dash.Handler(),
+		Overlay: s.overlayHandler(),
 	}
 	if s.opts.ConfigPath != "" {
 		r.Reload = func(ctx context.Context) error { return s.ReloadFile(ctx, s.opts.ConfigPath) }
@@ -134,7 +135,7 @@ func (s *Server) adminRoutes() admin.Routes {
 // newDashboard returns the dashboard, reading the published state.
 func (s *Server) newDashboard() *dashboard.Dashboard {
 	return dashboard.New(dashboard.Source{
-		Health: func() *report.Health { return s.Health() },
+		Health: func() *report.Health { return s.withOverlay(s.Health()) },
 		Plan: func() *plan.Plan {
 			if snap := s.snap.Load(); snap != nil {
 				return snap.Plan

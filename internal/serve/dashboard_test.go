@@ -169,6 +169,17 @@ func TestDashboardInChromium(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](staleShown, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Errorf("stale fleet instance never shown: %v", err)
 	}
+	// A runtime overlay entry (spillway ctl) shows in its section.
+	req := serve.OverlayRequest{Op: "set", CapacityScaler: ptr(0.5), Actor: "dana", Reason: "dashboard test"}
+	req.Service = "bs-south-pref"
+	if err := srv.ChangeOverlay(ctx, req, "test"); err != nil {
+		t.Fatal(err)
+	}
+	overlayShown := `(() => { const r = document.querySelector('#overlay tr[data-id="CAPACITY_SCALER service=bs-south-pref"]');
+		return !document.getElementById("overlay-section").hidden && !!r && r.textContent.includes("dana") && r.textContent.includes("0.5") })()`
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](overlayShown, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Errorf("overlay entry never shown: %v\n%s", err, page(bctx))
+	}
 	dir := t.TempDir()
 	if os.Getenv("SPILLWAY_UPDATE_SCREENSHOTS") != "" {
 		dir = filepath.Join("..", "..", "docs", "img")

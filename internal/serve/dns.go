@@ -3,12 +3,15 @@ package serve
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"sync"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/gslb"
 	"github.com/spillwaylb/spillway/internal/plan"
+	"github.com/spillwaylb/spillway/internal/serve/handoff"
 )
 
 // newDNS builds the DNS GSLB server for cfg (nil when it has no zones). It
@@ -42,6 +45,8 @@ func (s *Server) newDNS(cfg *config.Config, p *plan.Plan) (*gslb.Server, error) 
 type dnsRunner struct {
 	first *gslb.Server
 	ctx   context.Context // Start's, for generations started on reload
+	// sockets are inherited sockets (Options.Sockets).
+	sockets *handoff.Sockets
 
 	mu  sync.Mutex // guards cur
 	cur *dnsGeneration
@@ -97,7 +102,9 @@ func (d *dnsRunner) Swap(g *gslb.Server) error {
 	if g == nil {
 		return nil
 	}
-	f, err := gslb.Listen(g)
+	f, err := gslb.ListenWith(g, func(addr string) (*net.UDPConn, net.Listener, error) {
+		return d.sockets.ListenBoth(addr, gslb.ListenBoth)
+	})
 	if err != nil {
 		return fmt.Errorf("DNS frontend: %w", err)
 	}
@@ -158,6 +165,16 @@ func (d *dnsRunner) addr(name string) string {
 		return ""
 	}
 	return d.cur.front.Addr(name)
+}
+
+// files returns duplicates of the running generation's sockets.
+func (d *dnsRunner) files() ([]*os.File, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur == nil {
+		return nil, nil
+	}
+	return d.cur.front.Files()
 }
 
 // dnsServer returns the DNS server answering now (nil without dnsZones).

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
+	"github.com/spillwaylb/spillway/internal/serve/handoff"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
@@ -29,6 +31,8 @@ type frontends struct {
 	handlers func(p *plan.Plan) func(*plan.Frontend) http.Handler
 	// plan is the plan Start serves.
 	plan func() *plan.Plan
+	// sockets are inherited listeners (Options.Sockets).
+	sockets *handoff.Sockets
 
 	mu sync.Mutex // guards m
 	m  map[string]*frontend
@@ -86,6 +90,21 @@ func (fs *frontends) addr(name string) string {
 		return f.ln.Addr().String()
 	}
 	return ""
+}
+
+// files returns duplicates of every frontend's listening socket.
+func (fs *frontends) files() ([]*os.File, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var out []*os.File
+	for _, f := range fs.m {
+		fl, err := handoff.File(f.ln)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, fl)
+	}
+	return out, nil
 }
 
 // each calls fn for every running frontend, under the lock.
@@ -165,7 +184,7 @@ func (fs *frontends) prepare(p *plan.Plan) (map[string]net.Listener, error) {
 		if inUse[pf.Address] {
 			continue
 		}
-		ln, err := listen(pf)
+		ln, err := fs.listen(pf)
 		if err != nil {
 			closeListeners(lns)
 			return nil, err
@@ -175,8 +194,8 @@ func (fs *frontends) prepare(p *plan.Plan) (map[string]net.Listener, error) {
 	return lns, nil
 }
 
-func listen(pf *plan.Frontend) (net.Listener, error) {
-	ln, err := net.Listen("tcp", pf.Address)
+func (fs *frontends) listen(pf *plan.Frontend) (net.Listener, error) {
+	ln, err := fs.sockets.ListenTCP(pf.Address)
 	if err != nil {
 		return nil, fmt.Errorf("frontend %s: listen on %s: %w (fix: free the port or change frontends[].address)", pf.Name, pf.Address, err)
 	}
@@ -222,7 +241,7 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net
 	}
 	if ln == nil {
 		var err error
-		if ln, err = listen(pf); err != nil {
+		if ln, err = fs.listen(pf); err != nil {
 			return nil, err
 		}
 	}

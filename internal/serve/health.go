@@ -13,6 +13,7 @@ func (s *Server) withMeasured(r *report.Health) *report.Health {
 	counts := s.reqMetrics.backendCounts()
 	out := *r
 	out.Fleet = s.FleetStatus()
+	out.Overlay = s.Overlay()
 	out.Services = append([]report.Service(nil), r.Services...)
 	for i := range out.Services {
 		svc := &out.Services[i]

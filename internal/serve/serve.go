@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve/admin"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 	"github.com/spillwaylb/spillway/internal/serve/dashboard"
+	"github.com/spillwaylb/spillway/internal/serve/handoff"
 	"github.com/spillwaylb/spillway/internal/serve/report"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
@@ -104,6 +106,20 @@ type Options struct {
 	// is counted across the fleet (see DemandShare). Nil: this
 	// instance's demand alone (standalone).
 	DemandShare DemandShare
+	// OverlayStore, in fleet mode, shares the runtime overlay (spillway
+	// ctl; overlay.go) through etcd. Nil: the overlay is this
+	// instance's.
+	OverlayStore OverlayStore
+	// AuditLog receives one JSON line per overlay change (nil: the
+	// process log only). OverlayCheckInterval is how often expired
+	// overlay entries are looked for (0 = 1 s).
+	AuditLog             io.Writer
+	OverlayCheckInterval time.Duration
+	// Sockets are listening sockets inherited from the process this one
+	// replaces (a binary upgrade, package handoff) or from systemd: a
+	// frontend, DNS frontend or admin listener whose address one is
+	// bound to takes it instead of binding. Nil: bind everything.
+	Sockets *handoff.Sockets
 }
 
 // Server is a running Spillway instance.
@@ -117,6 +133,11 @@ type Server struct {
 	// config is applied (New, Reload, ReloadFile, the watcher). The
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
+	// base is the config in force as loaded, before the overlay (ov) is
+	// applied on top; reloadMu serialises reloads and overlay changes.
+	base     atomic.Pointer[config.Config]
+	ov       overlayState
+	reloadMu sync.Mutex
 
 	events   chan event
 	outcomes chan proxy.Outcome
@@ -211,9 +232,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s.alog = accesslog.New(stdout, s.log)
 	s.inForce.Store(&sum)
+	s.base.Store(cfg)
+	s.ov.audit = opts.AuditLog
 	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
-	s.front = &frontends{log: s.log, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
+	s.front = &frontends{log: s.log, sockets: opts.Sockets, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
 		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}}
 	s.dash = s.newDashboard()
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
@@ -228,11 +251,42 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.dns = &dnsRunner{first: first}
+	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
 	if err := s.alog.Configure(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ListenerFiles returns duplicates of every listening socket (HTTP(S)
+// and DNS frontends, the admin listener), for a binary upgrade to hand
+// to the new process (package handoff). The caller closes them.
+func (s *Server) ListenerFiles() ([]*os.File, error) {
+	fs, err := s.front.files()
+	closeAll := func() {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	dfs, err := s.dns.files()
+	fs = append(fs, dfs...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	if ln := s.admin.Listener(); ln != nil {
+		f, err := handoff.File(ln)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
 }
 
 // Snapshot returns the current snapshot (for tests and the admin API).
@@ -262,8 +316,9 @@ func (s *Server) onProbe(r probe.Result) {
 	}
 }
 
-// Reload validates and compiles cfg and swaps it in. On error the running
-// config keeps serving and the error says why.
+// Reload validates and compiles cfg and swaps it in, with the runtime
+// overlay applied on top (overlay.go). On error the running config keeps
+// serving and the error says why.
 func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if err != nil {
@@ -278,6 +333,27 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	set, _ := s.ov.get()
+	eff, problems := s.overlaid(cfg, set)
+	if err := s.swapIn(ctx, eff, sum); err != nil {
+		return err
+	}
+	s.base.Store(cfg)
+	s.ov.put(set, problems)
+	for _, p := range problems {
+		s.log.Warn("reload: overlay", "problem", p)
+	}
+	return nil
+}
+
+// swapIn provisions cfg (the config with the overlay applied; sum is the
+// loaded config's) and has the loop swap it in.
+func (s *Server) swapIn(ctx context.Context, cfg *config.Config, sum [32]byte) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -474,7 +550,7 @@ func (s *Server) components() []component {
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
-	cs = append(cs, s.probe)
+	cs = append(cs, s.probe, &task{run: s.expireOverlay})
 	if s.opts.WatchInterval >= 0 {
 		cs = append(cs, &task{run: s.watch})
 	}

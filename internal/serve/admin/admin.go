@@ -1,5 +1,6 @@
 // Package admin is the admin listener of spillway serve: the get-health
-// API, /metrics, the dashboard, reloads and (opt-in) profiling, behind
+// API, /metrics, the dashboard, reloads, the runtime overlay (/overlay:
+// drains, capacity scalers and weights) and (opt-in) profiling, behind
 // loopback-only or token access control, with limits of its own (see
 // Limits). It is a component with a lifecycle (Start, Stop); what it
 // serves comes from Routes, read-only views of the running server.
@@ -45,6 +46,9 @@ type Options struct {
 	Limits Limits
 	// Pprof serves net/http/pprof under /debug/pprof/ (off by default).
 	Pprof bool
+	// Listen binds the listener (nil: net.Listen on tcp); a binary
+	// upgrade passes one that takes the old process's socket.
+	Listen func(addr string) (net.Listener, error)
 }
 
 // Routes are what the admin API serves, read-only views of the running
@@ -59,6 +63,9 @@ type Routes struct {
 	// Reload re-reads the config file (POST /reload); nil when the server
 	// has no config file (409).
 	Reload func(ctx context.Context) error
+	// Overlay serves GET /overlay (the runtime overlay) and POST /overlay
+	// (change it: spillway ctl); nil: 404.
+	Overlay http.Handler
 }
 
 // Check validates the admin options: a non-loopback admin address needs
@@ -87,6 +94,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	addr string
+	ln   net.Listener
 	srv  *http.Server
 	done chan struct{}
 }
@@ -107,7 +115,11 @@ func (a *Server) Start(context.Context) error {
 	if a == nil {
 		return nil
 	}
-	ln, err := net.Listen("tcp", a.opts.Addr)
+	listen := a.opts.Listen
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(a.opts.Addr)
 	if err != nil {
 		return fmt.Errorf("admin listener %s: %w", a.opts.Addr, err)
 	}
@@ -119,7 +131,7 @@ func (a *Server) Start(context.Context) error {
 	srv, aln := a.newServer(ln, remote)
 	done := make(chan struct{})
 	a.mu.Lock()
-	a.addr, a.srv, a.done = ln.Addr().String(), srv, done
+	a.addr, a.ln, a.srv, a.done = ln.Addr().String(), ln, srv, done
 	a.mu.Unlock()
 	go func() { defer close(done); srv.Serve(aln) }()
 	return nil
@@ -151,6 +163,17 @@ func (a *Server) Addr() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.addr
+}
+
+// Listener returns the bound listener (nil before Start or without a
+// listener), for a binary upgrade to hand over.
+func (a *Server) Listener() net.Listener {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ln
 }
 
 // loopbackAddr reports whether host:port names a loopback host: an IP in
@@ -210,6 +233,10 @@ func (a *Server) handler(remote bool) http.Handler {
 		}
 		w.Write([]byte("reloaded\n"))
 	})
+	if a.routes.Overlay != nil {
+		mux.Handle("GET /overlay", a.routes.Overlay)
+		mux.Handle("POST /overlay", a.routes.Overlay)
+	}
 	var h http.Handler = mux
 	if a.opts.Token != "" {
 		h = requireToken(h, a.opts.Token, remote)

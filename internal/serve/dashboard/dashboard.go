@@ -126,6 +126,9 @@ type DashState struct {
 	// Fleet is the instance's fleet status (as in /health), absent when
 	// standalone.
 	Fleet *control.FleetStatus `json:"fleet,omitempty"`
+	// Overlay is the runtime overlay in force (spillway ctl), absent
+	// when none.
+	Overlay *report.Overlay `json:"overlay,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
 }
@@ -355,7 +358,7 @@ func (d *Dashboard) state() *DashState {
 	if h == nil || p == nil {
 		return st
 	}
-	st.Version = h.Version
+	st.Version, st.Overlay = h.Version, h.Overlay
 	d.mu.Lock()
 	samples := d.samples
 	st.Transitions = slices.Clone(d.transitions)

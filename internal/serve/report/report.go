@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
+	"github.com/spillwaylb/spillway/internal/overlay"
 )
 
 // Health is the get-health view: per backend service, backend and
@@ -27,6 +28,20 @@ type Health struct {
 	// each zone that has them: every key's role, schedule and phase, and
 	// when the keys next change. Absent without managed keys.
 	DNSSEC []KeyZone `json:"dnssec,omitempty"`
+	// Overlay is the runtime changes in force (spillway ctl, POST
+	// /overlay) and the problems applying them; absent when there are
+	// none.
+	Overlay *Overlay `json:"overlay,omitempty"`
+}
+
+// Overlay is the runtime changes (package overlay) an instance applies
+// on top of its config.
+type Overlay struct {
+	Entries []overlay.Entry `json:"entries"`
+	// Problems are entries that name something the config lacks (they
+	// change nothing until it has it again) or that the config could not
+	// take.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Service is one backend service.

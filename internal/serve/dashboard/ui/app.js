@@ -113,6 +113,24 @@ function renderSecurity(rules) {
       el("td", { class: "num", text: String(r.count) }))));
 }
 
+// renderOverlay lists the runtime overlay's entries (drains, capacity
+// scalers, weights set with spillway ctl) and its problems.
+function renderOverlay(ov) {
+  const sec = document.getElementById("overlay-section");
+  sec.hidden = !ov;
+  if (!ov) return;
+  const when = (t) => t ? new Date(t).toLocaleTimeString() : "cleared";
+  document.querySelector("#overlay tbody").replaceChildren(...(ov.entries || []).map((e) =>
+    el("tr", { "data-id": e.id },
+      el("td", { text: e.action === "DRAIN" ? e.id : `${e.id} = ${e.value}` }),
+      el("td", { text: e.actor || "" }),
+      el("td", { text: when(e.set) }),
+      el("td", { text: e.expires ? when(e.expires) : "cleared" }),
+      el("td", { text: e.reason || "" }))));
+  document.getElementById("overlay-problems").replaceChildren(...(ov.problems || []).map((p) =>
+    el("li", { text: p })));
+}
+
 function renderTransitions(ts) {
   const box = document.getElementById("transitions");
   if (!ts.length) {
@@ -153,6 +171,7 @@ async function tick() {
     renderSecurity(st.securityRules);
     renderTransitions(st.transitions || []);
     renderFleet(st.fleet);
+    renderOverlay(st.overlay);
     status.dataset.state = "live";
     status.textContent = `state version ${st.version} · ${new Date(st.time).toLocaleTimeString()}`;
   } catch (e) {
