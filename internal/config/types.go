@@ -34,6 +34,10 @@ type Config struct {
 	SslPolicies       []SslPolicy       `json:"sslPolicies,omitempty"`
 	ServerTLSPolicies []ServerTLSPolicy `json:"serverTlsPolicies,omitempty"`
 	TrustConfigs      []TrustConfig     `json:"trustConfigs,omitempty"`
+	// SslCertificates are the certificates HTTPS frontends name in their
+	// sslCertificates: SELF_MANAGED (inline PEM) or MANAGED (obtained
+	// over ACME; see sslcert.go).
+	SslCertificates []SslCertificate `json:"sslCertificates,omitempty"`
 	// DNSZones is a Spillway extension: zones served on protocol: DNS
 	// frontends (see dns.go and docs/dns.md).
 	DNSZones []DNSZone `json:"dnsZones,omitempty"`
@@ -98,6 +102,9 @@ type Tuning struct {
 	// hostname.bind in class CH (see dns_transfer.go, docs/dns.md). Off
 	// (REFUSED) by default.
 	DNSIdentity *DNSIdentity `json:"dnsIdentity,omitempty"`
+	// ACME says how MANAGED sslCertificates are obtained and renewed
+	// (sslcert.go). Defaults apply when absent.
+	ACME *ACME `json:"acme,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.
@@ -592,6 +599,10 @@ type Frontend struct {
 	// ServerTLSPolicy names a serverTlsPolicies[] entry (HTTPS only), as a
 	// target HTTPS proxy's serverTlsPolicy does: client certificates.
 	ServerTLSPolicy string `json:"serverTlsPolicy,omitempty"`
+	// SslCertificates names sslCertificates[] entries (HTTPS only), as a
+	// target HTTPS proxy's sslCertificates does; they are offered after
+	// certificates[], in order.
+	SslCertificates []string `json:"sslCertificates,omitempty"`
 }
 
 // Certificate is a PEM certificate and key pair on disk. Both files are

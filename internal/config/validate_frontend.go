@@ -56,12 +56,7 @@ func (v *validator) frontends() {
 		case proto == "HTTP" || proto == "HTTPS":
 			v.add(p+".urlMap", "name the URL map that routes this frontend's requests", "a URL map is required for %s", proto)
 		}
-		switch {
-		case proto == "HTTPS" && len(f.Certificates) == 0:
-			v.add(p+".certificates", "add certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}]", "HTTPS needs at least one certificate")
-		case proto != "HTTPS" && proto != "" && len(f.Certificates) > 0:
-			v.add(p+".certificates", "remove them, or use protocol HTTPS", "certificates are only used with HTTPS")
-		}
+		v.frontendCertificates(p, f, proto)
 		v.frontendTLS(p, f, proto == "HTTPS")
 		v.certificateFiles(p, f.Certificates)
 		// A built-in Google Cloud region needs no regions[] entry (nor
@@ -154,6 +149,7 @@ func (v *validator) tuning() {
 	v.intRange("spillway.demandWindowSec", t.DemandWindowSec, 1, 60)
 	v.intRange("spillway.undrainRampSec", t.UndrainRampSec, 0, 3600)
 	v.intRange("spillway.secondLayerProxies", t.SecondLayerProxies, 1, 64)
+	v.acme(t.ACME)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 	if al := t.AccessLog; al != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
+	"github.com/spillwaylb/spillway/internal/serve/managedcert"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
@@ -29,6 +30,8 @@ type frontends struct {
 	handlers func(p *plan.Plan) func(*plan.Frontend) http.Handler
 	// plan is the plan Start serves.
 	plan func() *plan.Plan
+	// acme obtains the MANAGED certificates (managed.go).
+	acme *managedcert.Manager
 
 	mu sync.Mutex // guards m
 	m  map[string]*frontend
@@ -54,7 +57,7 @@ type frontendServer interface {
 // Start binds and serves the frontends of the plan in force.
 func (fs *frontends) Start(context.Context) error {
 	p := fs.plan()
-	tlsStates, err := tlsreload.LoadAll(p)
+	tlsStates, err := fs.loadTLS(p)
 	if err != nil {
 		return err
 	}
@@ -75,6 +78,7 @@ func (fs *frontends) Stop(ctx context.Context) error {
 		<-f.done
 		delete(fs.m, name)
 	}
+	fs.acme.Stop()
 	return nil
 }
 
@@ -100,8 +104,8 @@ func (fs *frontends) each(fn func(name string, f *frontend)) {
 // sync starts listeners for new frontends, stops removed ones and swaps
 // the handler and TLS settings of every kept one, so open connections
 // survive a reload. tlsStates has the loaded TLS of every HTTPS frontend
-// of p.
-func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsreload.State) error {
+// of p and the ACME settings of its MANAGED certificates.
+func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsStates *frontendTLS) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	defer closeListeners(prebound) // the ones not taken below
@@ -127,18 +131,21 @@ func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsSta
 			f.cfg = pf
 			f.handler.Store(&h)
 			if f.tls != nil {
-				f.tls.Set(tlsStates[name])
+				f.tls.Set(tlsStates.states[name])
 			}
 			continue
 		}
 		ln := prebound[name]
 		delete(prebound, name)
-		f, err := fs.start(pf, h, useH1Server(p), ln, tlsStates[name])
+		f, err := fs.start(pf, h, useH1Server(p), ln, tlsStates.states[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fs.m[name] = f
+	}
+	if err := fs.applyACME(p, tlsStates); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -230,6 +237,14 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net
 	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*f.handler.Load()).ServeHTTP(w, r)
 	})
+	if pf.Protocol == "HTTP" {
+		// HTTP-01 validations of MANAGED certificates are answered here.
+		fh = func(w http.ResponseWriter, r *http.Request) {
+			if !fs.acme.ServeChallenge(w, r) {
+				(*f.handler.Load()).ServeHTTP(w, r)
+			}
+		}
+	}
 	serveFn := fs.server(f, fh, useH1, tlsCfg)
 	go func() {
 		defer close(f.done)

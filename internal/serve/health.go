@@ -13,6 +13,9 @@ func (s *Server) withMeasured(r *report.Health) *report.Health {
 	counts := s.reqMetrics.backendCounts()
 	out := *r
 	out.Fleet = s.FleetStatus()
+	if snap := s.snap.Load(); snap != nil {
+		out.SslCertificates = s.front.certificates(snap.Plan)
+	}
 	out.Services = append([]report.Service(nil), r.Services...)
 	for i := range out.Services {
 		svc := &out.Services[i]

@@ -52,8 +52,8 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve/admin"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 	"github.com/spillwaylb/spillway/internal/serve/dashboard"
+	"github.com/spillwaylb/spillway/internal/serve/managedcert"
 	"github.com/spillwaylb/spillway/internal/serve/report"
-	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
 // Options configure a Server.
@@ -164,8 +164,8 @@ type reloadReq struct {
 	p         *plan.Plan
 	edge      *edgeConfig
 	dns       *gslb.Server
-	listeners map[string]net.Listener     // pre-bound for new frontend addresses
-	tls       map[string]*tlsreload.State // loaded TLS of every HTTPS frontend
+	listeners map[string]net.Listener // pre-bound for new frontend addresses
+	tls       *frontendTLS            // loaded TLS of every HTTPS frontend
 	errc      chan error
 }
 
@@ -214,7 +214,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
 	s.front = &frontends{log: s.log, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
-		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}}
+		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}, acme: managedcert.New(s.log)}
 	s.dash = s.newDashboard()
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
 	s.state = control.New(p)
@@ -303,7 +303,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	}
 	// Certificates are read from disk on every reload, so files replaced
 	// in place are picked up; any that fail reject the reload.
-	tlsStates, err := tlsreload.LoadAll(p)
+	tlsStates, err := s.front.loadTLS(p)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ type Health struct {
 	// (spillway serve --fleet): revision in force, stale or not. Absent
 	// when standalone.
 	Fleet *control.FleetStatus `json:"fleet,omitempty"`
+	// SslCertificates are the config's SSL certificates, MANAGED ones
+	// with their status (filled in by the server, like Fleet).
+	SslCertificates []SslCertificate `json:"sslCertificates,omitempty"`
 }
 
 // Service is one backend service.
@@ -158,4 +161,28 @@ func Build(st *control.State, v *engine.View, now time.Time) *Health {
 		r.Services = append(r.Services, sh)
 	}
 	return r
+}
+
+// SslCertificate is one sslCertificates[] entry, as `gcloud compute
+// ssl-certificates describe` shows it: a MANAGED one's status and each
+// domain's.
+type SslCertificate struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// ExpireTime is when the served certificate expires (RFC 3339; set
+	// once a MANAGED certificate is ACTIVE).
+	ExpireTime string         `json:"expireTime,omitempty"`
+	Managed    *ManagedStatus `json:"managed,omitempty"`
+}
+
+// ManagedStatus is sslCertificates[].managed: Status is PROVISIONING,
+// ACTIVE, PROVISIONING_FAILED or RENEWAL_FAILED; DomainStatus maps each
+// domain to PROVISIONING, ACTIVE, FAILED_NOT_VISIBLE, FAILED_CAA_FORBIDDEN
+// or FAILED_RATE_LIMITED. Detail (a Spillway addition) is each failed
+// domain's last error.
+type ManagedStatus struct {
+	Domains      []string          `json:"domains"`
+	Status       string            `json:"status"`
+	DomainStatus map[string]string `json:"domainStatus,omitempty"`
+	Detail       map[string]string `json:"detail,omitempty"`
 }
