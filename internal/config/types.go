@@ -105,6 +105,18 @@ type Tuning struct {
 	// ACME says how MANAGED sslCertificates are obtained and renewed
 	// (sslcert.go). Defaults apply when absent.
 	ACME *ACME `json:"acme,omitempty"`
+	// Tracing exports a span per request over OTLP/HTTP (OpenTelemetry).
+	// Off when absent.
+	Tracing *Tracing `json:"tracing,omitempty"`
+}
+
+// Tracing is spillway.tracing.
+type Tracing struct {
+	// OTLPEndpoint is the collector's OTLP/HTTP traces URL, e.g.
+	// http://127.0.0.1:4318/v1/traces (http:// sends in clear text).
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
+	// ServiceName is the spans' service.name. Default "spillway".
+	ServiceName string `json:"serviceName,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.
@@ -125,6 +137,9 @@ type AccessLog struct {
 	// records are dropped and counted
 	// (spillway_access_log_dropped_total). Default 4096.
 	BufferSize *int `json:"bufferSize,omitempty"`
+	// ProjectID, when set, writes each line's trace as Cloud Logging's
+	// projects/PROJECT_ID/traces/TRACE_ID, which links it to the trace.
+	ProjectID string `json:"projectId,omitempty"`
 }
 
 // LogConfig is backendService.logConfig (Google's): whether and how often

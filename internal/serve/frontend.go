@@ -38,12 +38,14 @@ type frontends struct {
 }
 
 type frontend struct {
-	cfg     *plan.Frontend
-	handler atomic.Pointer[http.Handler]
-	tls     *tlsreload.Frontend // HTTPS only
-	srv     frontendServer
-	ln      net.Listener
-	done    chan struct{}
+	// inflight counts the requests being served (spillway_requests_in_flight).
+	inflight atomic.Int64
+	cfg      *plan.Frontend
+	handler  atomic.Pointer[http.Handler]
+	tls      *tlsreload.Frontend // HTTPS only
+	srv      frontendServer
+	ln       net.Listener
+	done     chan struct{}
 }
 
 // frontendServer is what serves a frontend's listener: *h1.Server
@@ -235,11 +237,15 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net
 	}
 	f.ln = ln
 	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.inflight.Add(1)
+		defer f.inflight.Add(-1)
 		(*f.handler.Load()).ServeHTTP(w, r)
 	})
 	if pf.Protocol == "HTTP" {
 		// HTTP-01 validations of MANAGED certificates are answered here.
 		fh = func(w http.ResponseWriter, r *http.Request) {
+			f.inflight.Add(1)
+			defer f.inflight.Add(-1)
 			if !fs.acme.ServeChallenge(w, r) {
 				(*f.handler.Load()).ServeHTTP(w, r)
 			}

@@ -54,6 +54,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve/dashboard"
 	"github.com/spillwaylb/spillway/internal/serve/managedcert"
 	"github.com/spillwaylb/spillway/internal/serve/report"
+	"github.com/spillwaylb/spillway/internal/serve/tracing"
 )
 
 // Options configure a Server.
@@ -136,6 +137,7 @@ type Server struct {
 	metrics    *metrics
 	reqMetrics *requestMetrics
 	alog       *accesslog.Log
+	tracing    *tracing.Exporter
 	// passive counts the requests of frontends DNS names depend on.
 	passive passiveCounters
 	// fleet is the fleet status (fleet.go); empty when standalone.
@@ -210,10 +212,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		stdout = os.Stdout
 	}
 	s.alog = accesslog.New(stdout, s.log)
+	s.tracing = tracing.New(s.log)
 	s.inForce.Store(&sum)
 	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
-	s.front = &frontends{log: s.log, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
+	s.front = &frontends{log: s.log, conns: connlimit.Counted(opts.MaxConnections), handlers: s.handlers,
 		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}, acme: managedcert.New(s.log)}
 	s.dash = s.newDashboard()
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
@@ -230,6 +233,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s.dns = &dnsRunner{first: first}
 	if err := s.alog.Configure(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.tracing.Configure(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -461,7 +467,7 @@ type component interface {
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.alog, s.front, s.dns}
+	cs := []component{s.alog, s.tracing, s.front, s.dns}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
@@ -599,6 +605,9 @@ func (s *Server) applyReload(req *reloadReq) error {
 		// The new routing applies; the access log keeps its old
 		// destination.
 		s.log.Error("reload: access log", "err", err)
+	}
+	if err := s.tracing.Configure(req.cfg); err != nil {
+		s.log.Error("reload: tracing", "err", err)
 	}
 	if err := s.front.sync(req.p, req.listeners, req.tls); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan
