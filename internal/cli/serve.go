@@ -829,6 +829,24 @@ func PrintHealth(w io.Writer, r *report.Health) {
 		fmt.Fprintln(w, "runtime overlay (spillway ctl list):")
 		printOverlay(w, r.Overlay)
 	}
+	printCertificates(w, r.SslCertificates)
+}
+
+// printCertificates prints the managed certificates' status, per domain.
+func printCertificates(w io.Writer, certs []report.SslCertificate) {
+	for _, c := range certs {
+		if c.Managed == nil {
+			continue
+		}
+		expires := ""
+		if c.ExpireTime != "" {
+			expires = ", expires " + c.ExpireTime
+		}
+		fmt.Fprintf(w, "ssl certificate %s (MANAGED, %s%s)\n", c.Name, c.Managed.Status, expires)
+		for _, d := range c.Managed.Domains {
+			fmt.Fprintf(w, "  %-40s %-20s %s\n", d, c.Managed.DomainStatus[strings.ToLower(d)], c.Managed.Detail[strings.ToLower(d)])
+		}
+	}
 }
 
 // embeddedFlags checks --fleet-embedded and its companions and returns

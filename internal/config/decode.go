@@ -86,6 +86,9 @@ func shortenResourceNames(cfg *Config) {
 	for i := range cfg.TrustConfigs {
 		shorten(&cfg.TrustConfigs[i].Name, "trustConfigs")
 	}
+	for i := range cfg.SslCertificates {
+		shorten(&cfg.SslCertificates[i].Name, "sslCertificates")
+	}
 }
 
 // aliasBudget bounds how many values one Parse decodes through aliases

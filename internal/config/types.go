@@ -34,6 +34,10 @@ type Config struct {
 	SslPolicies       []SslPolicy       `json:"sslPolicies,omitempty"`
 	ServerTLSPolicies []ServerTLSPolicy `json:"serverTlsPolicies,omitempty"`
 	TrustConfigs      []TrustConfig     `json:"trustConfigs,omitempty"`
+	// SslCertificates are the certificates HTTPS frontends name in their
+	// sslCertificates: SELF_MANAGED (inline PEM) or MANAGED (obtained
+	// over ACME; see sslcert.go).
+	SslCertificates []SslCertificate `json:"sslCertificates,omitempty"`
 	// DNSZones is a Spillway extension: zones served on protocol: DNS
 	// frontends (see dns.go and docs/dns.md).
 	DNSZones []DNSZone `json:"dnsZones,omitempty"`
@@ -106,6 +110,21 @@ type Tuning struct {
 	// over UDP and, separately, over TCP; above it a UDP denial is
 	// answered truncated and a TCP one SERVFAIL. 0 (the default): no cap.
 	DNSMaxDenialSignaturesPerSecond int `json:"dnsMaxDenialSignaturesPerSecond,omitempty"`
+	// ACME says how MANAGED sslCertificates are obtained and renewed
+	// (sslcert.go). Defaults apply when absent.
+	ACME *ACME `json:"acme,omitempty"`
+	// Tracing exports a span per request over OTLP/HTTP (OpenTelemetry).
+	// Off when absent.
+	Tracing *Tracing `json:"tracing,omitempty"`
+}
+
+// Tracing is spillway.tracing.
+type Tracing struct {
+	// OTLPEndpoint is the collector's OTLP/HTTP traces URL, e.g.
+	// http://127.0.0.1:4318/v1/traces (http:// sends in clear text).
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
+	// ServiceName is the spans' service.name. Default "spillway".
+	ServiceName string `json:"serviceName,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.
@@ -126,6 +145,9 @@ type AccessLog struct {
 	// records are dropped and counted
 	// (spillway_access_log_dropped_total). Default 4096.
 	BufferSize *int `json:"bufferSize,omitempty"`
+	// ProjectID, when set, writes each line's trace as Cloud Logging's
+	// projects/PROJECT_ID/traces/TRACE_ID, which links it to the trace.
+	ProjectID string `json:"projectId,omitempty"`
 }
 
 // LogConfig is backendService.logConfig (Google's): whether and how often
@@ -600,6 +622,10 @@ type Frontend struct {
 	// ServerTLSPolicy names a serverTlsPolicies[] entry (HTTPS only), as a
 	// target HTTPS proxy's serverTlsPolicy does: client certificates.
 	ServerTLSPolicy string `json:"serverTlsPolicy,omitempty"`
+	// SslCertificates names sslCertificates[] entries (HTTPS only), as a
+	// target HTTPS proxy's sslCertificates does; they are offered after
+	// certificates[], in order.
+	SslCertificates []string `json:"sslCertificates,omitempty"`
 }
 
 // Certificate is a PEM certificate and key pair on disk. Both files are

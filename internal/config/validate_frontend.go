@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,12 +57,7 @@ func (v *validator) frontends() {
 		case proto == "HTTP" || proto == "HTTPS":
 			v.add(p+".urlMap", "name the URL map that routes this frontend's requests", "a URL map is required for %s", proto)
 		}
-		switch {
-		case proto == "HTTPS" && len(f.Certificates) == 0:
-			v.add(p+".certificates", "add certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}]", "HTTPS needs at least one certificate")
-		case proto != "HTTPS" && proto != "" && len(f.Certificates) > 0:
-			v.add(p+".certificates", "remove them, or use protocol HTTPS", "certificates are only used with HTTPS")
-		}
+		v.frontendCertificates(p, f, proto)
 		v.frontendTLS(p, f, proto == "HTTPS")
 		v.certificateFiles(p, f.Certificates)
 		// A built-in Google Cloud region needs no regions[] entry (nor
@@ -124,6 +120,21 @@ func (v *validator) address(path, s string) bool {
 	return true
 }
 
+// isProjectID reports whether s is a Google Cloud project ID: 6 to 30
+// lowercase letters, digits and hyphens, starting with a letter and not
+// ending with a hyphen.
+func isProjectID(s string) bool {
+	if len(s) < 6 || len(s) > 30 || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // IsHostName reports whether s looks like a DNS host name (letters,
 // digits and hyphens in labels of 1 to 63 bytes, 253 bytes in all).
 func IsHostName(s string) bool {
@@ -154,12 +165,21 @@ func (v *validator) tuning() {
 	v.intRange("spillway.demandWindowSec", t.DemandWindowSec, 1, 60)
 	v.intRange("spillway.undrainRampSec", t.UndrainRampSec, 0, 3600)
 	v.intRange("spillway.secondLayerProxies", t.SecondLayerProxies, 1, 64)
+	v.acme(t.ACME)
+	if tr := t.Tracing; tr != nil {
+		if u, err := url.Parse(tr.OTLPEndpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			v.add("spillway.tracing.otlpEndpoint", "give the collector's OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces", "%q is not an http(s) URL", tr.OTLPEndpoint)
+		}
+	}
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 	if al := t.AccessLog; al != nil {
 		v.enum("spillway.accessLog.format", al.Format, "JSON", "TEXT")
 		v.floatRange("spillway.accessLog.sampleRate", al.SampleRate, 0, 1)
 		v.intRange("spillway.accessLog.bufferSize", al.BufferSize, 1, 1<<20)
+		if al.ProjectID != "" && !isProjectID(al.ProjectID) {
+			v.add("spillway.accessLog.projectId", "write the Google Cloud project ID (6-30 lowercase letters, digits and '-', starting with a letter), e.g. my-project", "%q is not a project ID", al.ProjectID)
+		}
 		if al.Path != "" && al.Path != "stdout" && strings.ContainsRune(al.Path, 0) {
 			v.add("spillway.accessLog.path", `write a file path or "stdout"`, "%q is not a file path", al.Path)
 		}

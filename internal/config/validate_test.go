@@ -270,7 +270,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"frontend address without port", []edit{{"127.0.0.1:8080", "127.0.0.1"}},
 			`test.yaml:64:3: frontends[web].address: "127.0.0.1" has no port (fix: write host:port, e.g. 0.0.0.0:8080, :8080 or [::1]:8443)`},
 		{"https frontend without certificate", []edit{{"  urlMap: web-map\n", "  urlMap: web-map\n  protocol: HTTPS\n"}},
-			`test.yaml:63:3: frontends[web].certificates: HTTPS needs at least one certificate (fix: add certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}])`},
+			`test.yaml:63:3: frontends[web].certificates: HTTPS needs at least one certificate (fix: add certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}], or sslCertificates: [NAME])`},
 		{"frontend without URL map", []edit{{"  urlMap: web-map\n", "  region: us-east1\n"}},
 			`test.yaml:63:3: frontends[web].urlMap: a URL map is required for HTTP (fix: name the URL map that routes this frontend's requests)`},
 		{"frontend in unknown region", []edit{{"  urlMap: web-map\n", "  urlMap: web-map\n  region: us-east2\n"}},

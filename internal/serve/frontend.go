@@ -17,6 +17,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 	"github.com/spillwaylb/spillway/internal/serve/handoff"
+	"github.com/spillwaylb/spillway/internal/serve/managedcert"
 	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
@@ -33,18 +34,22 @@ type frontends struct {
 	plan func() *plan.Plan
 	// sockets are inherited listeners (Options.Sockets).
 	sockets *handoff.Sockets
+	// acme obtains the MANAGED certificates (managed.go).
+	acme *managedcert.Manager
 
 	mu sync.Mutex // guards m
 	m  map[string]*frontend
 }
 
 type frontend struct {
-	cfg     *plan.Frontend
-	handler atomic.Pointer[http.Handler]
-	tls     *tlsreload.Frontend // HTTPS only
-	srv     frontendServer
-	ln      net.Listener
-	done    chan struct{}
+	// inflight counts the requests being served (spillway_requests_in_flight).
+	inflight atomic.Int64
+	cfg      *plan.Frontend
+	handler  atomic.Pointer[http.Handler]
+	tls      *tlsreload.Frontend // HTTPS only
+	srv      frontendServer
+	ln       net.Listener
+	done     chan struct{}
 }
 
 // frontendServer is what serves a frontend's listener: *h1.Server
@@ -58,7 +63,7 @@ type frontendServer interface {
 // Start binds and serves the frontends of the plan in force.
 func (fs *frontends) Start(context.Context) error {
 	p := fs.plan()
-	tlsStates, err := tlsreload.LoadAll(p)
+	tlsStates, err := fs.loadTLS(p)
 	if err != nil {
 		return err
 	}
@@ -79,6 +84,7 @@ func (fs *frontends) Stop(ctx context.Context) error {
 		<-f.done
 		delete(fs.m, name)
 	}
+	fs.acme.Stop()
 	return nil
 }
 
@@ -119,8 +125,8 @@ func (fs *frontends) each(fn func(name string, f *frontend)) {
 // sync starts listeners for new frontends, stops removed ones and swaps
 // the handler and TLS settings of every kept one, so open connections
 // survive a reload. tlsStates has the loaded TLS of every HTTPS frontend
-// of p.
-func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsStates map[string]*tlsreload.State) error {
+// of p and the ACME settings of its MANAGED certificates.
+func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsStates *frontendTLS) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	defer closeListeners(prebound) // the ones not taken below
@@ -146,18 +152,21 @@ func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsSta
 			f.cfg = pf
 			f.handler.Store(&h)
 			if f.tls != nil {
-				f.tls.Set(tlsStates[name])
+				f.tls.Set(tlsStates.states[name])
 			}
 			continue
 		}
 		ln := prebound[name]
 		delete(prebound, name)
-		f, err := fs.start(pf, h, useH1Server(p), ln, tlsStates[name])
+		f, err := fs.start(pf, h, useH1Server(p), ln, tlsStates.states[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fs.m[name] = f
+	}
+	if err := fs.applyACME(p, tlsStates); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -247,8 +256,20 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net
 	}
 	f.ln = ln
 	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.inflight.Add(1)
+		defer f.inflight.Add(-1)
 		(*f.handler.Load()).ServeHTTP(w, r)
 	})
+	if pf.Protocol == "HTTP" {
+		// HTTP-01 validations of MANAGED certificates are answered here.
+		fh = func(w http.ResponseWriter, r *http.Request) {
+			f.inflight.Add(1)
+			defer f.inflight.Add(-1)
+			if !fs.acme.ServeChallenge(w, r) {
+				(*f.handler.Load()).ServeHTTP(w, r)
+			}
+		}
+	}
 	serveFn := fs.server(f, fh, useH1, tlsCfg)
 	go func() {
 		defer close(f.done)

@@ -14,6 +14,9 @@ func (s *Server) withMeasured(r *report.Health) *report.Health {
 	out := *r
 	out.Fleet = s.FleetStatus()
 	out.Overlay = s.Overlay()
+	if snap := s.snap.Load(); snap != nil {
+		out.SslCertificates = s.front.certificates(snap.Plan)
+	}
 	out.Services = append([]report.Service(nil), r.Services...)
 	for i := range out.Services {
 		svc := &out.Services[i]

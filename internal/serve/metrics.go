@@ -152,6 +152,6 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // global registry), with the Go runtime and process collectors.
 func (m *metrics) handler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(m, newRunMetrics(m.s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -13,13 +13,14 @@ func requestMetricsOn(c *config.Config) bool {
 }
 
 // recorder returns the proxy's Record hook for frontend pf of plan p: the
-// request metrics and the access log, the one observation point of a
-// request. It returns nil when both are off, so the proxy skips records
-// altogether.
+// request metrics, the access log and the trace export, the one
+// observation point of a request. It returns nil when all are off, so
+// the proxy skips records altogether.
 func (s *Server) recorder(p *plan.Plan, pf *plan.Frontend) func(*proxy.Record) {
 	metricsOn := requestMetricsOn(p.Config)
 	rate, logOn := accesslog.Sampling(p.Config)
-	if !metricsOn && !logOn {
+	tr := s.tracing.Current() // configured before the handlers are built
+	if !metricsOn && !logOn && tr == nil {
 		return nil
 	}
 	var fs *frontendSeries
@@ -30,6 +31,9 @@ func (s *Server) recorder(p *plan.Plan, pf *plan.Frontend) func(*proxy.Record) {
 	return func(rec *proxy.Record) {
 		if fs != nil {
 			fs.of(rec).observe(rec)
+		}
+		if tr != nil {
+			tr.Export(rec)
 		}
 		if !logOn {
 			return

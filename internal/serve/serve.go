@@ -54,8 +54,9 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 	"github.com/spillwaylb/spillway/internal/serve/dashboard"
 	"github.com/spillwaylb/spillway/internal/serve/handoff"
+	"github.com/spillwaylb/spillway/internal/serve/managedcert"
 	"github.com/spillwaylb/spillway/internal/serve/report"
-	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
+	"github.com/spillwaylb/spillway/internal/serve/tracing"
 )
 
 // Options configure a Server.
@@ -157,6 +158,7 @@ type Server struct {
 	metrics    *metrics
 	reqMetrics *requestMetrics
 	alog       *accesslog.Log
+	tracing    *tracing.Exporter
 	// passive counts the requests of frontends DNS names depend on.
 	passive passiveCounters
 	// fleet is the fleet status (fleet.go); empty when standalone.
@@ -185,8 +187,8 @@ type reloadReq struct {
 	p         *plan.Plan
 	edge      *edgeConfig
 	dns       *gslb.Server
-	listeners map[string]net.Listener     // pre-bound for new frontend addresses
-	tls       map[string]*tlsreload.State // loaded TLS of every HTTPS frontend
+	listeners map[string]net.Listener // pre-bound for new frontend addresses
+	tls       *frontendTLS            // loaded TLS of every HTTPS frontend
 	errc      chan error
 }
 
@@ -231,13 +233,14 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		stdout = os.Stdout
 	}
 	s.alog = accesslog.New(stdout, s.log)
+	s.tracing = tracing.New(s.log)
 	s.inForce.Store(&sum)
 	s.base.Store(cfg)
 	s.ov.audit = opts.AuditLog
 	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
-	s.front = &frontends{log: s.log, sockets: opts.Sockets, conns: connlimit.New(opts.MaxConnections), handlers: s.handlers,
-		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}}
+	s.front = &frontends{log: s.log, sockets: opts.Sockets, conns: connlimit.Counted(opts.MaxConnections), handlers: s.handlers,
+		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}, acme: managedcert.New(s.log)}
 	s.dash = s.newDashboard()
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
 	s.state = control.New(p)
@@ -253,6 +256,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
 	if err := s.alog.Configure(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.tracing.Configure(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -379,7 +385,7 @@ func (s *Server) swapIn(ctx context.Context, cfg *config.Config, sum [32]byte) e
 	}
 	// Certificates are read from disk on every reload, so files replaced
 	// in place are picked up; any that fail reject the reload.
-	tlsStates, err := tlsreload.LoadAll(p)
+	tlsStates, err := s.front.loadTLS(p)
 	if err != nil {
 		return err
 	}
@@ -546,7 +552,7 @@ type component interface {
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.alog, s.front, s.dns}
+	cs := []component{s.alog, s.tracing, s.front, s.dns}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
@@ -685,6 +691,9 @@ func (s *Server) applyReload(req *reloadReq) error {
 		// The new routing applies; the access log keeps its old
 		// destination.
 		s.log.Error("reload: access log", "err", err)
+	}
+	if err := s.tracing.Configure(req.cfg); err != nil {
+		s.log.Error("reload: tracing", "err", err)
 	}
 	if err := s.front.sync(req.p, req.listeners, req.tls); err != nil {
 		// Listener changes failed (e.g. a port in use): the new plan

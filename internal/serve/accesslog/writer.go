@@ -5,10 +5,12 @@ package accesslog
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,11 +41,17 @@ type logEntry struct {
 	frontend, urlMap, route          string
 	service, group, zone, endpoint   string
 	details, reason                  string
-	status, retries                  int
-	reqSize, respSize                int64
-	latency, backendLatency          time.Duration
-	trace                            proxy.TraceContext
-	hasBackendLatency                bool
+	// remotePort, requestID (x-request-id), tlsVersion (as Envoy's
+	// %DOWNSTREAM_TLS_VERSION%: TLSv1.3) and sni (%REQUESTED_SERVER_NAME%).
+	remotePort, requestID, tlsVersion, sni string
+	// project, when set, makes trace Cloud Logging's
+	// projects/PROJECT/traces/ID.
+	project                 string
+	status, retries         int
+	reqSize, respSize       int64
+	latency, backendLatency time.Duration
+	trace                   proxy.TraceContext
+	hasBackendLatency       bool
 	// security is what the edge ([0]) and backend ([1]) security
 	// policies decided.
 	security [2]armor.Decision
@@ -72,6 +80,15 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 	if ua := r.Header["User-Agent"]; len(ua) > 0 {
 		e.userAgent = ua[0]
 	}
+	if id := r.Header["X-Request-Id"]; len(id) > 0 {
+		e.requestID = id[0]
+	}
+	if i := strings.LastIndexByte(r.RemoteAddr, ':'); i >= 0 {
+		e.remotePort = r.RemoteAddr[i+1:]
+	}
+	if cs := r.TLS; cs != nil {
+		e.tlsVersion, e.sni = tlsVersionName(cs.Version), cs.ServerName
+	}
 	if ref := r.Header["Referer"]; len(ref) > 0 {
 		e.referer = ref[0]
 	}
@@ -89,11 +106,27 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 	}
 }
 
+// tlsVersionName names a TLS version as Envoy's %DOWNSTREAM_TLS_VERSION%.
+func tlsVersionName(v uint16) string {
+	switch v {
+	case tls.VersionTLS13:
+		return "TLSv1.3"
+	case tls.VersionTLS12:
+		return "TLSv1.2"
+	case tls.VersionTLS11:
+		return "TLSv1.1"
+	case tls.VersionTLS10:
+		return "TLSv1"
+	}
+	return "unknown"
+}
+
 // accessLogSettings are spillway.accessLog's resolved values.
 type accessLogSettings struct {
-	path   string // "stdout" or a file
-	text   bool
-	buffer int
+	path    string // "stdout" or a file
+	text    bool
+	buffer  int
+	project string // projectId: trace as projects/PROJECT/traces/ID
 }
 
 func accessLogConfig(c *config.Config) (accessLogSettings, float64, bool) {
@@ -101,7 +134,7 @@ func accessLogConfig(c *config.Config) (accessLogSettings, float64, bool) {
 		return accessLogSettings{}, 0, false
 	}
 	al := c.Spillway.AccessLog
-	st := accessLogSettings{path: al.Path, text: al.Format == "TEXT", buffer: defaultAccessLogBuffer}
+	st := accessLogSettings{path: al.Path, text: al.Format == "TEXT", buffer: defaultAccessLogBuffer, project: al.ProjectID}
 	if st.path == "" {
 		st.path = "stdout"
 	}
@@ -172,6 +205,7 @@ func (a *accessLog) slot() *logEntry {
 func (a *accessLog) record(rec *proxy.Record) {
 	if e := a.slot(); e != nil {
 		fillLogEntry(e, rec)
+		e.project = a.settings.project
 		a.mu.Unlock()
 	}
 }
@@ -245,6 +279,26 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 // absorbs bufferSize/accessLogTick lines a second (409,600 by default).
 const accessLogTick = 10 * time.Millisecond
 
+// appendJSONTrace writes the entry's trace, span and sampling fields
+// (trace as projects/PROJECT/traces/ID when a project is configured, so
+// that Cloud Logging links it), when it has a trace.
+func appendJSONTrace(b []byte, e *logEntry) []byte {
+	if !e.trace.Valid() {
+		return b
+	}
+	b = append(b, `,"trace":"`...)
+	if e.project != "" {
+		b = append(b, "projects/"...)
+		b = appendJSONChars(b, e.project)
+		b = append(b, "/traces/"...)
+	}
+	b = append(b, e.trace.ID[:]...)
+	b = append(b, `","spanId":"`...)
+	b = appendHex16(b, e.trace.Span)
+	b = append(b, `","traceSampled":`...)
+	return strconv.AppendBool(b, e.trace.Sampled)
+}
+
 // appendJSONLine formats an entry like a Google load balancer log entry:
 // httpRequest, trace, spanId and jsonPayload with statusDetails, plus
 // Spillway's decision (docs/operations.md).
@@ -283,14 +337,7 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	b = append(b, `s","protocol":`...)
 	b = appendJSONString(b, e.proto)
 	b = append(b, '}')
-	if e.trace.Valid() {
-		b = append(b, `,"trace":"`...)
-		b = append(b, e.trace.ID[:]...)
-		b = append(b, `","spanId":"`...)
-		b = appendHex16(b, e.trace.Span)
-		b = append(b, `","traceSampled":`...)
-		b = strconv.AppendBool(b, e.trace.Sampled)
-	}
+	b = appendJSONTrace(b, e)
 	b = append(b, `,"jsonPayload":{"@type":"type.googleapis.com/google.cloud.loadbalancing.type.LoadBalancerLogEntry","statusDetails":`...)
 	b = appendJSONString(b, e.details)
 	b = append(b, `,"frontend":`...)
@@ -318,6 +365,10 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 		b = append(b, 's', '"')
 	}
 	opt("reason", e.reason)
+	opt("requestId", e.requestID)
+	opt("remotePort", e.remotePort)
+	opt("tlsVersion", e.tlsVersion)
+	opt("requestedServerName", e.sni)
 	if e.trace.Generated {
 		b = append(b, `,"traceGenerated":true`...)
 	}
@@ -417,6 +468,11 @@ func appendTextLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	kn("retries", int64(e.retries))
 	if e.reason != "" {
 		kv("reason", e.reason)
+	}
+	for _, f := range [...][2]string{{"requestId", e.requestID}, {"remotePort", e.remotePort}, {"tlsVersion", e.tlsVersion}, {"requestedServerName", e.sni}} {
+		if f[1] != "" {
+			kv(f[0], f[1])
+		}
 	}
 	for i := range e.security {
 		if o := &e.security[i].Enforced; o.Policy != "" {

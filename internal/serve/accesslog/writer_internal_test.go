@@ -73,6 +73,18 @@ func TestAccessLogLineIsJSON(t *testing.T) {
 			t.Errorf("appendSeconds(%v) = %q, want %q", d, got, want)
 		}
 	}
+	e.project, e.requestID, e.remotePort, e.tlsVersion, e.sni = "my-project", "req-7", "51234", "TLSv1.2", "h.example"
+	var w struct {
+		Trace   string         `json:"trace"`
+		Payload map[string]any `json:"jsonPayload"`
+	}
+	if err := json.Unmarshal(appendJSONLine(nil, &e, new(timeCache)), &w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Trace != "projects/my-project/traces/4bf92f3577b34da6a3ce929d0e0e4736" || w.Payload["requestId"] != "req-7" ||
+		w.Payload["remotePort"] != "51234" || w.Payload["tlsVersion"] != "TLSv1.2" || w.Payload["requestedServerName"] != "h.example" {
+		t.Errorf("with a project and the Envoy fields: %+v", w)
+	}
 	if v.HTTPRequest.RequestURL != "http://h\"x/p?q=\x01\ufffd\"\\" || v.HTTPRequest.UserAgent != "ua\n\t\u2603" ||
 		v.HTTPRequest.Latency != "0.0015s" || v.HTTPRequest.Status != 503 || v.Trace != "4bf92f3577b34da6a3ce929d0e0e4736" ||
 		v.SpanID != "00f067aa0ba902b7" || v.Payload.Reason != e.reason {
@@ -106,8 +118,10 @@ func TestAccessLogTextLine(t *testing.T) {
 		frontend: "fe", urlMap: "um", service: "bs", latency: 2 * time.Millisecond,
 		trace: proxy.TraceContext{ID: [32]byte([]byte("4bf92f3577b34da6a3ce929d0e0e4736"))},
 	}
+	e.requestID, e.remotePort, e.tlsVersion, e.sni = "req-7", "51234", "TLSv1.3", "shop.example"
 	got := string(appendTextLine(nil, &e, new(timeCache)))
 	for _, want := range []string{
+		` requestId="req-7"`, ` remotePort="51234"`, ` tlsVersion="TLSv1.3"`, ` requestedServerName="shop.example"`,
 		"2023-11-14T22:13:20Z ", ` url="https://shop.example/cart?id=7"`, " status=503", ` statusDetails="failed_to_pick_backend"`,
 		" latency=0.002s", ` protocol="HTTP/2.0"`, ` backendService="bs"`, ` reason="no healthy backend in backend service bs"`,
 		" trace=4bf92f3577b34da6a3ce929d0e0e4736\n",

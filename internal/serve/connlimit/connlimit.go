@@ -7,13 +7,43 @@ package connlimit
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // Limiter bounds the connections of the listeners it wraps, together.
 // It costs a channel send per accepted connection and a receive when it
 // closes, nothing per request. A nil *Limiter has no limit.
 type Limiter struct {
-	sem chan struct{}
+	sem chan struct{} // nil: no limit (Counted)
+	// accepted and active count the connections (for metrics).
+	accepted atomic.Uint64
+	active   atomic.Int64
+}
+
+// Counted returns a limiter for n connections (no limit for n <= 0) that
+// is never nil, so that its connections are counted either way.
+func Counted(n int) *Limiter {
+	if n <= 0 {
+		return &Limiter{}
+	}
+	return New(n)
+}
+
+// Accepted returns how many connections the limiter's listeners have
+// accepted; Active how many of them are open. A nil Limiter counts none.
+func (l *Limiter) Accepted() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.accepted.Load()
+}
+
+// Active returns how many accepted connections are open.
+func (l *Limiter) Active() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.active.Load()
 }
 
 // New returns a limiter for n connections, nil (no limit) for n <= 0.
@@ -41,17 +71,29 @@ type limitListener struct {
 
 // Accept waits for a free slot, then for a connection.
 func (ln *limitListener) Accept() (net.Conn, error) {
-	select {
-	case ln.l.sem <- struct{}{}:
-	case <-ln.done:
-		return nil, net.ErrClosed
+	l := ln.l
+	if l.sem != nil {
+		select {
+		case l.sem <- struct{}{}:
+		case <-ln.done:
+			return nil, net.ErrClosed
+		}
 	}
 	c, err := ln.Listener.Accept()
 	if err != nil {
-		<-ln.l.sem
+		if l.sem != nil {
+			<-l.sem
+		}
 		return nil, err
 	}
-	release := func() { <-ln.l.sem }
+	l.accepted.Add(1)
+	l.active.Add(1)
+	release := func() {
+		l.active.Add(-1)
+		if l.sem != nil {
+			<-l.sem
+		}
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		return &limitConn{TCPConn: tc, release: release}, nil
 	}

@@ -32,6 +32,9 @@ type Health struct {
 	// /overlay) and the problems applying them; absent when there are
 	// none.
 	Overlay *Overlay `json:"overlay,omitempty"`
+	// SslCertificates are the config's SSL certificates, MANAGED ones
+	// with their status (filled in by the server, like Fleet).
+	SslCertificates []SslCertificate `json:"sslCertificates,omitempty"`
 }
 
 // Overlay is the runtime changes (package overlay) an instance applies
@@ -201,4 +204,28 @@ type Key struct {
 	Removed   time.Time `json:"removed,omitzero"`
 	Phase     string    `json:"phase"`
 	InDS      bool      `json:"inDs,omitempty"`
+}
+
+// SslCertificate is one sslCertificates[] entry, as `gcloud compute
+// ssl-certificates describe` shows it: a MANAGED one's status and each
+// domain's.
+type SslCertificate struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// ExpireTime is when the served certificate expires (RFC 3339; set
+	// once a MANAGED certificate is ACTIVE).
+	ExpireTime string         `json:"expireTime,omitempty"`
+	Managed    *ManagedStatus `json:"managed,omitempty"`
+}
+
+// ManagedStatus is sslCertificates[].managed: Status is PROVISIONING,
+// ACTIVE, PROVISIONING_FAILED or RENEWAL_FAILED; DomainStatus maps each
+// domain to PROVISIONING, ACTIVE, FAILED_NOT_VISIBLE, FAILED_CAA_FORBIDDEN
+// or FAILED_RATE_LIMITED. Detail (a Spillway addition) is each failed
+// domain's last error.
+type ManagedStatus struct {
+	Domains      []string          `json:"domains"`
+	Status       string            `json:"status"`
+	DomainStatus map[string]string `json:"domainStatus,omitempty"`
+	Detail       map[string]string `json:"detail,omitempty"`
 }

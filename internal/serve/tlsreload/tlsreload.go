@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spillwaylb/spillway/internal/config"
@@ -72,10 +74,24 @@ type State struct {
 	files map[string][32]byte
 }
 
+// Managed serves the certificates of MANAGED sslCertificates (package
+// managedcert's Manager).
+type Managed interface {
+	// Certificate returns the certificate of hello's server name, a
+	// managed domain, or an error while there is none.
+	Certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error)
+	// ChallengeConfig is the config of a TLS-ALPN-01 validation's
+	// handshake (ALPN acme-tls/1).
+	ChallengeConfig() *tls.Config
+}
+
 // source is what a frontend's TLS is built from, resolved from the config.
 type source struct {
 	frontend string
 	certs    []config.Certificate
+	// sslCerts are the frontend's sslCertificates, in order.
+	sslCerts []*config.SslCertificate
+	managed  Managed            // nil: no MANAGED certificate
 	policy   *config.SslPolicy  // nil: Go's defaults
 	mtls     *config.MTLSPolicy // nil: no client certificates
 	trust    *config.TrustConfig
@@ -86,17 +102,33 @@ type source struct {
 func (ft *Frontend) ServerConfig() *tls.Config {
 	return &tls.Config{
 		NextProtos: []string{"h2", "http/1.1"},
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return ft.cur.Load().cfg, nil
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			st := ft.cur.Load()
+			if st.spec.managed != nil && slices.Contains(hello.SupportedProtos, acmeTLS1) {
+				return st.spec.managed.ChallengeConfig(), nil
+			}
+			return st.cfg, nil
 		},
 	}
 }
 
-// resolve finds the SSL policy, server TLS policy and trust config of
-// HTTPS frontend pf in p's config (validated, so references resolve).
-func resolve(p *plan.Plan, pf *plan.Frontend) source {
+// acmeTLS1 is the ALPN protocol of TLS-ALPN-01 validations (RFC 8737).
+const acmeTLS1 = "acme-tls/1"
+
+// resolve finds the SSL certificates, SSL policy, server TLS policy and
+// trust config of HTTPS frontend pf in p's config (validated, so
+// references resolve).
+func resolve(p *plan.Plan, pf *plan.Frontend, managed Managed) source {
 	c, fc := p.Config, pf.Config
 	spec := source{frontend: pf.Name, certs: fc.Certificates}
+	for _, ref := range fc.SslCertificates {
+		if sc := c.SslCertificate(ref); sc != nil {
+			spec.sslCerts = append(spec.sslCerts, sc)
+			if sc.IsManaged() {
+				spec.managed = managed
+			}
+		}
+	}
 	if fc.SslPolicy != "" {
 		name := config.RefName(fc.SslPolicy)
 		for i := range c.SslPolicies {
@@ -136,7 +168,39 @@ func load(spec source) (*State, error) {
 		st.files[path] = sha256.Sum256(b)
 		return b, nil
 	}
-	var certs []tls.Certificate
+	entries, err := st.certificates(read)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{
+		NextProtos:     []string{"h2", "http/1.1"},
+		GetCertificate: pick(entries, spec.managed),
+	}
+	if p := spec.policy; p != nil {
+		cfg.MinVersion = p.MinVersion()
+		cfg.CipherSuites = p.CipherSuites()
+	}
+	if m := spec.mtls; m != nil {
+		if err := st.clientValidation(cfg, m, spec.trust, read); err != nil {
+			return nil, err
+		}
+	}
+	st.cfg = cfg
+	return st, nil
+}
+
+// entry is one certificate a frontend offers: a loaded one (cert) or a
+// MANAGED certificate's domains.
+type entry struct {
+	cert    *tls.Certificate
+	domains []string
+}
+
+// certificates loads the frontend's certificates[] (files) and its
+// sslCertificates, in that order.
+func (st *State) certificates(read func(string) ([]byte, error)) ([]entry, error) {
+	spec := st.spec
+	var entries []entry
 	for i, c := range spec.certs {
 		certPEM, err := read(c.CertificateFile)
 		if err != nil {
@@ -151,35 +215,65 @@ func load(spec source) (*State, error) {
 			return nil, fmt.Errorf("frontend %s: certificates[%d] (%s, %s): %w (fix: give a PEM certificate chain and its matching PEM private key)",
 				spec.frontend, i, c.CertificateFile, c.PrivateKeyFile, err)
 		}
-		certs = append(certs, cert)
+		entries = append(entries, entry{cert: &cert})
 	}
-	if len(certs) == 0 {
+	for _, sc := range spec.sslCerts {
+		if sc.IsManaged() {
+			entries = append(entries, entry{domains: lower(sc.Managed.Domains)})
+			continue
+		}
+		cert, err := tls.X509KeyPair([]byte(sc.Certificate), []byte(sc.PrivateKey))
+		if err != nil {
+			return nil, fmt.Errorf("frontend %s: sslCertificates %s: %w (fix: give a PEM certificate chain and its matching PEM private key)", spec.frontend, sc.Name, err)
+		}
+		entries = append(entries, entry{cert: &cert})
+	}
+	if len(entries) == 0 {
 		return nil, fmt.Errorf("frontend %s: no certificates", spec.frontend)
 	}
-	cfg := &tls.Config{
-		NextProtos: []string{"h2", "http/1.1"},
-		// The first certificate whose names and key suit the client's
-		// hello (SNI, signature algorithms), else the first.
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			for i := range certs {
-				if hello.SupportsCertificate(&certs[i]) == nil {
-					return &certs[i], nil
+	return entries, nil
+}
+
+func lower(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ToLower(n)
+	}
+	return out
+}
+
+// pick chooses a handshake's certificate, as a target HTTPS proxy does:
+// the first whose names and key suit the client's hello (SNI, signature
+// algorithms), a MANAGED one once it has been obtained; else the first
+// loaded one; else the first MANAGED one obtained.
+func pick(entries []entry, managed Managed) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		name := strings.ToLower(hello.ServerName)
+		for i := range entries {
+			e := &entries[i]
+			if e.cert != nil && hello.SupportsCertificate(e.cert) == nil {
+				return e.cert, nil
+			}
+			if e.cert == nil && slices.Contains(e.domains, name) {
+				if c, err := managed.Certificate(hello); err == nil {
+					return c, nil
 				}
 			}
-			return &certs[0], nil
-		},
-	}
-	if p := spec.policy; p != nil {
-		cfg.MinVersion = p.MinVersion()
-		cfg.CipherSuites = p.CipherSuites()
-	}
-	if m := spec.mtls; m != nil {
-		if err := st.clientValidation(cfg, m, spec.trust, read); err != nil {
-			return nil, err
 		}
+		for i := range entries {
+			if entries[i].cert != nil {
+				return entries[i].cert, nil
+			}
+		}
+		for i := range entries {
+			h := *hello
+			h.ServerName = entries[i].domains[0]
+			if c, err := managed.Certificate(&h); err == nil {
+				return c, nil
+			}
+		}
+		return nil, fmt.Errorf("no certificate for %q yet (managed certificates are provisioning)", hello.ServerName)
 	}
-	st.cfg = cfg
-	return st, nil
 }
 
 // clientValidation sets up the mtlsPolicy: REJECT_INVALID requires a
@@ -263,14 +357,15 @@ func (st *State) changed() (bool, map[string][32]byte) {
 	return diff, now
 }
 
-// LoadAll loads the TLS of every HTTPS frontend of p.
-func LoadAll(p *plan.Plan) (map[string]*State, error) {
+// LoadAll loads the TLS of every HTTPS frontend of p; managed serves
+// their MANAGED certificates.
+func LoadAll(p *plan.Plan, managed Managed) (map[string]*State, error) {
 	states := map[string]*State{}
 	for _, pf := range p.Frontends {
 		if pf.Protocol != "HTTPS" {
 			continue
 		}
-		st, err := load(resolve(p, pf))
+		st, err := load(resolve(p, pf, managed))
 		if err != nil {
 			return nil, err
 		}
