@@ -117,6 +117,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&down, "down", "comma-separated `LIST` of zones, regions or ip:port endpoints (with --dns also pool member names, addresses or regions) that fail health checks before counting")
 	var at listFlag
 	fs.Var(&atFlag{&at}, "at", "scripted event `OFFSET:down=LIST` or OFFSET:up=LIST (rate mode; repeatable)")
+	failAs := fs.String("fail-as", "refused", "what a down endpoint does to requests until its health checks take it out: `MODE` refused (connections refused at once), blackhole (nothing answers: attempts wait out the 5 s dial timeout, probes their timeout) or health (only health checks fail; requests are still served)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -159,7 +160,12 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--%s needs --dns NAME", f)
 		}
 	}
+	mode, err := sim.ParseFailMode(*failAs)
+	if err != nil {
+		return err
+	}
 	opts := sim.Options{
+		FailAs:   mode,
 		Requests: *requests, Rate: *rate, Duration: *duration, Step: *step, Seed: *seed,
 		ClientRegion: *client, ClientIP: *clientIP, URLMap: *urlMap, Host: *host, Path: *path, Down: down, Events: events,
 	}
@@ -266,6 +272,9 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	for _, reason := range slices.Sorted(maps.Keys(r.Reasons)) {
 		fmt.Fprintf(w, "  %d × %s\n", r.Reasons[reason], reason)
 	}
+	if r.Retries > 0 || len(o.Events) > 0 || len(o.Down) > 0 {
+		fmt.Fprintf(w, "retries: %d (down endpoints: %s; the proxy's retry policy: docs/semantics.md §5)\n", r.Retries, o.FailAs)
+	}
 
 	for _, s := range r.Services {
 		svc := p.ServiceByName[s.Name]
@@ -285,18 +294,35 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	}
 
 	if len(r.Timeline) > 0 {
-		fmt.Fprintf(w, "\ntimeline (share of each step's requests)\n%-8s", "T+")
+		printTimeline(w, r)
+	}
+}
+
+// printTimeline prints rate mode's timeline: each step's share per zone,
+// of 503 and 504 answers, and of requests retried. A request counts in
+// the step it was sent in.
+func printTimeline(w io.Writer, r *sim.Result) {
+	codes := []string{"503"}
+	if r.Status["504"] > 0 {
+		codes = append(codes, "504")
+	}
+	fmt.Fprintf(w, "\ntimeline (share of each step's requests, by when they were sent)\n%-8s", "T+")
+	for _, z := range r.ZoneOrder {
+		fmt.Fprintf(w, " %12s", z)
+	}
+	for _, c := range codes {
+		fmt.Fprintf(w, " %7s", c)
+	}
+	fmt.Fprintf(w, " %8s\n", "retried")
+	for _, b := range r.Timeline {
+		fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
 		for _, z := range r.ZoneOrder {
-			fmt.Fprintf(w, " %12s", z)
+			fmt.Fprintf(w, " %12s", pct(b.Zones[z], b.Requests))
 		}
-		fmt.Fprintf(w, " %7s\n", "503")
-		for _, b := range r.Timeline {
-			fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
-			for _, z := range r.ZoneOrder {
-				fmt.Fprintf(w, " %12s", pct(b.Zones[z], b.Requests))
-			}
-			fmt.Fprintf(w, " %7s\n", pct(b.Status["503"], b.Requests))
+		for _, c := range codes {
+			fmt.Fprintf(w, " %7s", pct(b.Status[c], b.Requests))
 		}
+		fmt.Fprintf(w, " %8s\n", pct(b.Retried, b.Requests))
 	}
 }
 
