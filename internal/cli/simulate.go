@@ -272,7 +272,7 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	for _, reason := range slices.Sorted(maps.Keys(r.Reasons)) {
 		fmt.Fprintf(w, "  %d × %s\n", r.Reasons[reason], reason)
 	}
-	if r.Retries > 0 || len(o.Events) > 0 || len(o.Down) > 0 {
+	if r.Retries > 0 || len(o.Events) > 0 {
 		fmt.Fprintf(w, "retries: %d (down endpoints: %s; the proxy's retry policy: docs/semantics.md §5)\n", r.Retries, o.FailAs)
 	}
 
@@ -283,6 +283,7 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 			fmt.Fprint(w, ", autoCapacityDrain")
 		}
 		fmt.Fprintf(w, ", failover threshold %.0f%%)\n", svc.FailoverThreshold*100)
+		fmt.Fprintf(w, "  failover threshold %.0f%%: %s\n", svc.FailoverThreshold*100, svc.ThresholdRule)
 		fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %6s\n", "GROUP", "ZONE", "PREFERENCE", "HEALTHY", "STATE", "SHARE")
 		for _, b := range s.Backends {
 			pref := "DEFAULT"

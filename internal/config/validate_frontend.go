@@ -154,6 +154,7 @@ func (v *validator) tuning() {
 	v.intRange("spillway.demandWindowSec", t.DemandWindowSec, 1, 60)
 	v.intRange("spillway.undrainRampSec", t.UndrainRampSec, 0, 3600)
 	v.intRange("spillway.secondLayerProxies", t.SecondLayerProxies, 1, 64)
+	v.enum("spillway.fidelityProfile", t.FidelityProfile, FidelityDocumented, FidelitySeed000)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 	if al := t.AccessLog; al != nil {
