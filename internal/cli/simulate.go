@@ -71,8 +71,13 @@ recovered members ramp back (failback steps over rampSec) and answers carry
 the transition TTL while a name changes, all in virtual time. --down and --at
 may also name endpoints (zones, regions, ...), which decide backendService
 names through the engine View. --client-subnet sends EDNS Client Subnet, so
-GEO and LATENCY names place the client (without it they answer as
-WEIGHTED). --queries N counts N queries after convergence; --rate QPS
+GEO and LATENCY names place the client by it; without it they place the
+client by the resolver's own address, --resolver ADDRESS, as a real server
+does. The default resolver is an address no locations[] CIDR contains
+(the first of 192.0.2.53, 198.51.100.53, 203.0.113.53, 100.64.0.53, ...),
+so such names answer as WEIGHTED over all members unless a geoDatabase
+places it. The output says which address was placed and which locations
+entry it matched. --queries N counts N queries after convergence; --rate QPS
 --duration D sends queries over time and prints a timeline (with --at
 60s:up=MEMBER it shows the failback ramp). Output: the share of answers per
 member (address, region), per TTL, the rcodes (NOERROR, NXDOMAIN, SERVFAIL)
@@ -112,6 +117,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
 	dnsName := fs.String("dns", "", "simulate DNS queries for GSLB `NAME` (e.g. api.gslb.example) instead of HTTP requests")
 	subnet := fs.String("client-subnet", "", "EDNS Client Subnet `CIDR` of DNS queries (with --dns)")
+	resolver := fs.String("resolver", "", "the `ADDRESS` DNS queries come from (with --dns): without --client-subnet, GEO and LATENCY names place the client by it (default: the first of 192.0.2.53, 198.51.100.53, 203.0.113.53, 100.64.0.53, 10.0.0.53, 172.16.0.53, 192.168.0.53 that no locations[] CIDR contains, so such names answer as WEIGHTED)")
 	queries := fs.Int("queries", 1000, "DNS queries to count in count mode (with --dns)")
 	var down listFlag
 	fs.Var(&down, "down", "comma-separated `LIST` of zones, regions or ip:port endpoints (with --dns also pool member names, addresses or regions) that fail health checks before counting")
@@ -143,7 +149,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 				return fmt.Errorf("--%s is for HTTP requests; with --dns use --client-subnet and --queries", f)
 			}
 		}
-		o := sim.DNSOptions{Name: *dnsName, ClientSubnet: *subnet, Queries: *queries, Rate: *rate, Duration: *duration,
+		o := sim.DNSOptions{Name: *dnsName, ClientSubnet: *subnet, Resolver: *resolver, Queries: *queries, Rate: *rate, Duration: *duration,
 			Step: *step, Seed: *seed, Down: down, Events: events}
 		res, err := simulateDNS(p, o)
 		if err != nil {
@@ -155,7 +161,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 		printDNSResult(stdout, o, res)
 		return nil
 	}
-	for _, f := range []string{"client-subnet", "queries"} {
+	for _, f := range []string{"client-subnet", "queries", "resolver"} {
 		if set[f] {
 			return fmt.Errorf("--%s needs --dns NAME", f)
 		}
