@@ -93,7 +93,7 @@ type DNSQuery struct {
 	// and LATENCY names place the client by it.
 	Resolver string
 	Now      time.Time
-	View         *engine.View
+	View     *engine.View
 }
 
 // DNSAnswer is the server's reply to a DNSQuery.
