@@ -115,6 +115,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")
 	path := fs.String("path", "/", "request path, matched against the URL map's path matchers")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	spread := fs.Int("spread-clients", sim.DefaultSpreadClients, "with --client-ip under WATERFALL_BY_REGION (count mode): also run this many other client addresses and show each zone's p5-p95 over them, the range one client's zones are a draw from (0: off)")
 	dnsName := fs.String("dns", "", "simulate DNS queries for GSLB `NAME` (e.g. api.gslb.example) instead of HTTP requests")
 	subnet := fs.String("client-subnet", "", "EDNS Client Subnet `CIDR` of DNS queries (with --dns)")
 	resolver := fs.String("resolver", "", "the `ADDRESS` DNS queries come from (with --dns): without --client-subnet, GEO and LATENCY names place the client by it (default: the first of 192.0.2.53, 198.51.100.53, 203.0.113.53, 100.64.0.53, 10.0.0.53, 172.16.0.53, 192.168.0.53 that no locations[] CIDR contains, so such names answer as WEIGHTED)")
@@ -178,6 +179,11 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	res, err := sim.Run(p, opts)
 	if err != nil {
 		return err
+	}
+	if opts.ClientIP != "" && opts.Rate == 0 && *spread > 0 && sim.UsesWaterfallByRegion(p) {
+		if res.ClientSpread, err = sim.ClientSpread(p, opts, *spread); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return printJSON(stdout, res)
@@ -260,17 +266,7 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	fmt.Fprintf(w, "client region %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
 		client, down, mode, time.Duration(r.ConvergedAfter), o.Seed)
 
-	regions := slices.Sorted(maps.Keys(r.Regions))
-	fmt.Fprintf(w, "%-14s %-16s %9s %7s\n", "REGION", "ZONE", "REQUESTS", "SHARE")
-	for _, reg := range regions {
-		for _, z := range r.ZoneOrder {
-			if !zoneInRegion(p, z, reg) {
-				continue
-			}
-			fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, z, r.Zones[z], pct(r.Zones[z], r.Requests))
-		}
-		fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, "(region)", r.Regions[reg], pct(r.Regions[reg], r.Requests))
-	}
+	printZones(w, p, r)
 	fmt.Fprintln(w)
 	for _, code := range slices.Sorted(maps.Keys(r.Status)) {
 		fmt.Fprintf(w, "HTTP %s: %d (%s)\n", code, r.Status[code], strings.TrimSpace(pct(r.Status[code], r.Requests)))
@@ -330,6 +326,35 @@ func printTimeline(w io.Writer, r *sim.Result) {
 			fmt.Fprintf(w, " %7s", pct(b.Status[c], b.Requests))
 		}
 		fmt.Fprintf(w, " %8s\n", pct(b.Retried, b.Requests))
+	}
+}
+
+// printZones prints the region and zone table; with a client spread, a
+// column with each share's p5-p95 over many clients.
+func printZones(w io.Writer, p *plan.Plan, r *sim.Result) {
+	regions := slices.Sorted(maps.Keys(r.Regions))
+	fmt.Fprintf(w, "%-14s %-16s %9s %7s", "REGION", "ZONE", "REQUESTS", "SHARE")
+	if r.ClientSpread != nil {
+		fmt.Fprintf(w, "   %s", "ANY ONE CLIENT (p5-p95)")
+	}
+	fmt.Fprintln(w)
+	row := func(reg, name, key string, n int) {
+		fmt.Fprintf(w, "%-14s %-16s %9d %7s", reg, name, n, pct(n, r.Requests))
+		if zr, ok := r.ClientSpread[key]; ok {
+			fmt.Fprintf(w, "   %5.1f-%5.1f%%", zr.P5, zr.P95)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, reg := range regions {
+		for _, z := range r.ZoneOrder {
+			if zoneInRegion(p, z, reg) {
+				row(reg, z, z, r.Zones[z])
+			}
+		}
+		row(reg, "(region)", reg, r.Regions[reg])
+	}
+	if r.ClientSpread != nil {
+		fmt.Fprintf(w, "(WATERFALL_BY_REGION: one client's zones are a draw of its second-layer proxies; the range is over --spread-clients other client addresses, default 200; docs/semantics.md §2.4)\n")
 	}
 }
 

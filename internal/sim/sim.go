@@ -85,6 +85,10 @@ type Result struct {
 	Services []ServiceState `json:"services"`
 	// Reasons counts the reasons of non-200 answers.
 	Reasons map[string]int `json:"reasons,omitempty"`
+	// ClientSpread, when set (ClientSpread, for one client under
+	// WATERFALL_BY_REGION), is each zone's and region's share range over
+	// many clients: what any one client may see.
+	ClientSpread map[string]ZoneRange `json:"clientSpread,omitempty"`
 	// Zone order for printing (config order).
 	ZoneOrder []string `json:"-"`
 }
