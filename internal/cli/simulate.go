@@ -58,7 +58,11 @@ regions are ordered by round-trip time from it (regions[].rttMs, else the
 built-in inter-region RTT table; see docs/semantics.md §2.1).
 
 --down and --at targets are zones (us-south1-a), regions (us-south1), group
-names, instance names or ip:port endpoints. --json prints
+names, instance names or ip:port endpoints. Until their health checks see
+the failure (interval x unhealthyThreshold), requests the engine still sends
+there fail and are retried as the proxy retries them; --fail-as says how
+they fail: refused (default), blackhole or health (docs/semantics.md §4.3).
+The timeline shows each step's 503 (and 504) share and the share retried. --json prints
 {"requests": N, "regions": {...}, "zones": {...}, "status": {"200": N, "503": N}, ...}
 with counts; every zone of the config is present.
 
