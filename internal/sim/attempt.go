@@ -188,6 +188,9 @@ func (s *sim) zoneRegion(zone string) string {
 // under retry policy pol and timeout; it returns the answer when it is
 // known now, or queues the request in flight.
 func (s *sim) send(d engine.Decision, pol plan.RetryPolicy, timeout time.Duration, bucket int) (code, zone string, done bool) {
+	if !s.down[d.Endpoint.ID] || s.o.FailAs == FailHealthOnly {
+		return "200", d.Backend.Group.Zone, true // no flight to allocate
+	}
 	f := &flight{deadline: s.now.Add(timeout), svc: d.Service, policy: pol, perTry: pol.PerTry, bucket: bucket}
 	if s.attempt(f, d.Endpoint) {
 		return "200", d.Backend.Group.Zone, true
