@@ -45,9 +45,12 @@ zones fit, else "DIFF". Zones fit under SPRAY_TO_REGION (with-policy) when
 each is within ±4 points. Under WATERFALL_BY_REGION (no-policy, baseline)
 a zone's share is a draw: the lab's one client (127.0.0.1) reaches only its
 own second-layer proxies, each favouring a zone, as the seed's client did;
-those zones fit when dead ones are empty and each region's busiest zone
-carries a fraction of it that 99% of clients would see (docs/semantics.md
-§2.4). 'spillway simulate --client-ip 127.0.0.1' predicts the lab's zones.
+those zones fit when dead ones are empty, each region's busiest zone
+carries a fraction of it that 99% of clients would see, and each zone lies
+in the p1-p99 of 200 simulated clients in the same scenario, printed under
+the row as "any client p1-p99" (docs/semantics.md §2.4). 'spillway simulate
+--client-ip 127.0.0.1' predicts the lab's zones, and its p5-p95 column the
+range.
 
 The whole matrix (12 scenarios × 1,000 requests) takes about a minute;
 progress goes to stderr, the table (or --json) to stdout. Linux only as is:
