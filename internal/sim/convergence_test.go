@@ -1,11 +1,15 @@
 package sim_test
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/h1"
+	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/sim"
 )
 
@@ -83,5 +87,57 @@ func TestConvergenceWindowErrors(t *testing.T) {
 func TestDialTimeoutIsTheProxys(t *testing.T) {
 	if sim.DialTimeout != h1.BackendDialTimeout {
 		t.Errorf("sim waits %s for a blackholed connection, the proxy %s", sim.DialTimeout, h1.BackendDialTimeout)
+	}
+}
+
+// A blackholed endpoint's attempt ends at whichever of the dial timeout
+// (5 s), the per-try timeout and the request timeout comes first, and the
+// proxy's rules decide what follows: a connect failure is retried while
+// time is left, a per-try timeout only under 5xx or gateway-error
+// conditions (answered 504 otherwise), and a request out of time is not
+// retried.
+func TestBlackholeTimeouts(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("..", "..", "examples", "seed-70-30", "with-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new string
+		codes          []string // the answers of failed requests
+		retried        bool
+	}{
+		{"dial timeout, retried", "", "", []string{"503"}, true},
+		{"request timeout 2 s", "  loadBalancingScheme: EXTERNAL_MANAGED\n", "  loadBalancingScheme: EXTERNAL_MANAGED\n  timeoutSec: 2\n", []string{"503"}, false},
+		{"per-try 1 s, connect-failure only", "  defaultRouteAction:\n", "  defaultRouteAction:\n    retryPolicy: {numRetries: 1, perTryTimeout: {seconds: 1}, retryConditions: [connect-failure]}\n", []string{"504"}, false},
+		{"per-try 1 s, gateway-error", "  defaultRouteAction:\n", "  defaultRouteAction:\n    retryPolicy: {numRetries: 1, perTryTimeout: {seconds: 1}, retryConditions: [gateway-error]}\n", []string{"504"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Parse([]byte(strings.ReplaceAll(string(base), tc.old, tc.new)), "with-policy.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.Compile(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := sim.Run(p, sim.Options{
+				Rate: 50, Duration: 40 * time.Second, Step: 5 * time.Second, Seed: 2, FailAs: sim.FailBlackhole,
+				Events: []sim.Event{{At: 10 * time.Second, Down: true, Targets: []string{"us-south1"}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := r.Requests - r.Status["200"]
+			counted := 0
+			for _, code := range tc.codes {
+				counted += r.Status[code]
+			}
+			if failed == 0 || counted != failed {
+				t.Errorf("%d failed requests, %v; want all of them %v", failed, r.Status, tc.codes)
+			}
+			if tc.retried != (r.Retries > 0) {
+				t.Errorf("%d retries, want retries: %v", r.Retries, tc.retried)
+			}
+		})
 	}
 }
