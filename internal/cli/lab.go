@@ -45,9 +45,12 @@ zones fit, else "DIFF". Zones fit under SPRAY_TO_REGION (with-policy) when
 each is within ±4 points. Under WATERFALL_BY_REGION (no-policy, baseline)
 a zone's share is a draw: the lab's one client (127.0.0.1) reaches only its
 own second-layer proxies, each favouring a zone, as the seed's client did;
-those zones fit when dead ones are empty and each region's busiest zone
-carries a fraction of it that 99% of clients would see (docs/semantics.md
-§2.4). 'spillway simulate --client-ip 127.0.0.1' predicts the lab's zones.
+those zones fit when dead ones are empty, each region's busiest zone
+carries a fraction of it that 99% of clients would see, and each zone lies
+in the p1-p99 of 200 simulated clients in the same scenario, printed under
+the row as "any client p1-p99" (docs/semantics.md §2.4). 'spillway simulate
+--client-ip 127.0.0.1' predicts the lab's zones, and its p5-p95 column the
+range.
 
 The whole matrix (12 scenarios × 1,000 requests) takes about a minute;
 progress goes to stderr, the table (or --json) to stdout. Linux only as is:
@@ -102,6 +105,24 @@ probers at once. --no-kill skips the timeline. About 35 s.
   spillway lab --fleet
   spillway lab --fleet --only no-policy --no-kill --json
 
+Timeline mode (--at): one config (the seed's with-policy, or --config, or
+--only NAME) under --rate for --duration, zones failing and recovering at
+the --at offsets (--fail-mode 2 by default here: listeners close, so
+requests the engine still sends there are refused until the health checks
+see it), printed per --step by when each request was sent: the lab's side
+of 'spillway simulate --rate R --duration D --at ...' (whose --fail-as
+refused models the same failure). The two agree on the errors of the
+detection window (docs/semantics.md §4.3):
+
+  spillway lab --at 10s:down=us-south1 --rate 100 --duration 30s \
+      --step 5s --interval 5s
+  spillway simulate --config examples/seed-70-30/with-policy.yaml \
+      --client-ip 127.0.0.1 --rate 100 --duration 30s --step 5s \
+      --at 10s:down=us-south1
+
+(--interval 5s keeps the config's own probe interval, so simulate needs
+no change; shorter intervals shrink the window in both.)
+
 --config FILE runs the four kinds of scenario on that one config instead:
 steady, then the first one, two, ... all zones of the frontend's region
 down. --json prints {"scenarios": [{"config", "down", "requests", "regions",
@@ -120,6 +141,8 @@ type labCmd struct {
 	fleetInstances              int
 	fleetLease                  time.Duration
 	only                        listFlag
+	at                          listFlag
+	duration, step              time.Duration
 	set                         map[string]bool
 }
 
@@ -137,6 +160,9 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	configs, err := c.configs(stderr)
 	if err != nil {
 		return err
+	}
+	if len(c.at) > 0 {
+		return c.runTimeline(ctx, configs, stdout, stderr)
 	}
 	if c.fleet {
 		return c.runFleet(ctx, configs, stdout, stderr)
@@ -170,6 +196,9 @@ func parseLabFlags(args []string, stderr io.Writer) (*labCmd, error) {
 	fs.BoolVar(&c.noKill, "no-kill", false, "--fleet: the table only, no kill timeline")
 	fs.BoolVar(&c.killTogether, "kill-together", false, "--fleet: kill the leader and the prober at the same moment, not one after the other")
 	fs.Var(&c.only, "only", "comma-separated `LIST` of seed configs to run: with-policy, no-policy, baseline")
+	fs.Var(&atFlag{&c.at}, "at", "timeline mode: fail or recover zones or regions under load, `OFFSET:down=LIST` or OFFSET:up=LIST (repeatable), as spillway simulate --at does")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "timeline mode: how long the load runs")
+	fs.DurationVar(&c.step, "step", 0, "timeline mode: the width of a timeline step (default duration/10)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}

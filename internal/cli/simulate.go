@@ -58,7 +58,11 @@ regions are ordered by round-trip time from it (regions[].rttMs, else the
 built-in inter-region RTT table; see docs/semantics.md §2.1).
 
 --down and --at targets are zones (us-south1-a), regions (us-south1), group
-names, instance names or ip:port endpoints. --json prints
+names, instance names or ip:port endpoints. Until their health checks see
+the failure (interval x unhealthyThreshold), requests the engine still sends
+there fail and are retried as the proxy retries them; --fail-as says how
+they fail: refused (default), blackhole or health (docs/semantics.md §4.3).
+The timeline shows each step's 503 (and 504) share and the share retried. --json prints
 {"requests": N, "regions": {...}, "zones": {...}, "status": {"200": N, "503": N}, ...}
 with counts; every zone of the config is present.
 
@@ -71,8 +75,13 @@ recovered members ramp back (failback steps over rampSec) and answers carry
 the transition TTL while a name changes, all in virtual time. --down and --at
 may also name endpoints (zones, regions, ...), which decide backendService
 names through the engine View. --client-subnet sends EDNS Client Subnet, so
-GEO and LATENCY names place the client (without it they answer as
-WEIGHTED). --queries N counts N queries after convergence; --rate QPS
+GEO and LATENCY names place the client by it; without it they place the
+client by the resolver's own address, --resolver ADDRESS, as a real server
+does. The default resolver is an address no locations[] CIDR contains
+(the first of 192.0.2.53, 198.51.100.53, 203.0.113.53, 100.64.0.53, ...),
+so such names answer as WEIGHTED over all members unless a geoDatabase
+places it. The output says which address was placed and which locations
+entry it matched. --queries N counts N queries after convergence; --rate QPS
 --duration D sends queries over time and prints a timeline (with --at
 60s:up=MEMBER it shows the failback ramp). Output: the share of answers per
 member (address, region), per TTL, the rcodes (NOERROR, NXDOMAIN, SERVFAIL)
@@ -110,13 +119,16 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	host := fs.String("host", "", "request Host, matched against the URL map's hostRules")
 	path := fs.String("path", "/", "request path, matched against the URL map's path matchers")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	spread := fs.Int("spread-clients", sim.DefaultSpreadClients, "with --client-ip under WATERFALL_BY_REGION (count mode): also run this many other client addresses and show each zone's p5-p95 over them, the range one client's zones are a draw from (0: off)")
 	dnsName := fs.String("dns", "", "simulate DNS queries for GSLB `NAME` (e.g. api.gslb.example) instead of HTTP requests")
 	subnet := fs.String("client-subnet", "", "EDNS Client Subnet `CIDR` of DNS queries (with --dns)")
+	resolver := fs.String("resolver", "", "the `ADDRESS` DNS queries come from (with --dns): without --client-subnet, GEO and LATENCY names place the client by it (default: the first of 192.0.2.53, 198.51.100.53, 203.0.113.53, 100.64.0.53, 10.0.0.53, 172.16.0.53, 192.168.0.53 that no locations[] CIDR contains, so such names answer as WEIGHTED)")
 	queries := fs.Int("queries", 1000, "DNS queries to count in count mode (with --dns)")
 	var down listFlag
 	fs.Var(&down, "down", "comma-separated `LIST` of zones, regions or ip:port endpoints (with --dns also pool member names, addresses or regions) that fail health checks before counting")
 	var at listFlag
 	fs.Var(&atFlag{&at}, "at", "scripted event `OFFSET:down=LIST` or OFFSET:up=LIST (rate mode; repeatable)")
+	failAs := fs.String("fail-as", "refused", "what a down endpoint does to requests until its health checks take it out: `MODE` refused (connections refused at once), blackhole (nothing answers: attempts wait out the 5 s dial timeout, probes their timeout) or health (only health checks fail; requests are still served)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -137,29 +149,21 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	set := givenFlags(fs)
 	if *dnsName != "" {
-		for _, f := range []string{"client-region", "client-ip", "url-map", "host", "path", "requests"} {
-			if set[f] {
-				return fmt.Errorf("--%s is for HTTP requests; with --dns use --client-subnet and --queries", f)
-			}
-		}
-		o := sim.DNSOptions{Name: *dnsName, ClientSubnet: *subnet, Queries: *queries, Rate: *rate, Duration: *duration,
+		o := sim.DNSOptions{Name: *dnsName, ClientSubnet: *subnet, Resolver: *resolver, Queries: *queries, Rate: *rate, Duration: *duration,
 			Step: *step, Seed: *seed, Down: down, Events: events}
-		res, err := simulateDNS(p, o)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		printDNSResult(stdout, o, res)
-		return nil
+		return runSimulateDNS(p, o, set, *asJSON, stdout)
 	}
-	for _, f := range []string{"client-subnet", "queries"} {
+	for _, f := range []string{"client-subnet", "queries", "resolver"} {
 		if set[f] {
 			return fmt.Errorf("--%s needs --dns NAME", f)
 		}
 	}
+	mode, err := sim.ParseFailMode(*failAs)
+	if err != nil {
+		return err
+	}
 	opts := sim.Options{
+		FailAs:   mode,
 		Requests: *requests, Rate: *rate, Duration: *duration, Step: *step, Seed: *seed,
 		ClientRegion: *client, ClientIP: *clientIP, URLMap: *urlMap, Host: *host, Path: *path, Down: down, Events: events,
 	}
@@ -167,10 +171,34 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if opts.ClientIP != "" && opts.Rate == 0 && *spread > 0 && sim.UsesWaterfallByRegion(p) {
+		if res.ClientSpread, err = sim.ClientSpread(p, opts, *spread); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return printJSON(stdout, res)
 	}
 	printResult(stdout, p, opts, res)
+	return nil
+}
+
+// runSimulateDNS is simulate --dns: flags that are for HTTP requests are
+// refused, then o runs and its result is printed.
+func runSimulateDNS(p *plan.Plan, o sim.DNSOptions, set map[string]bool, asJSON bool, stdout io.Writer) error {
+	for _, f := range []string{"client-region", "client-ip", "url-map", "host", "path", "requests"} {
+		if set[f] {
+			return fmt.Errorf("--%s is for HTTP requests; with --dns use --client-subnet and --queries", f)
+		}
+	}
+	res, err := simulateDNS(p, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, res)
+	}
+	printDNSResult(stdout, o, res)
 	return nil
 }
 
@@ -248,23 +276,16 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	fmt.Fprintf(w, "client region %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
 		client, down, mode, time.Duration(r.ConvergedAfter), o.Seed)
 
-	regions := slices.Sorted(maps.Keys(r.Regions))
-	fmt.Fprintf(w, "%-14s %-16s %9s %7s\n", "REGION", "ZONE", "REQUESTS", "SHARE")
-	for _, reg := range regions {
-		for _, z := range r.ZoneOrder {
-			if !zoneInRegion(p, z, reg) {
-				continue
-			}
-			fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, z, r.Zones[z], pct(r.Zones[z], r.Requests))
-		}
-		fmt.Fprintf(w, "%-14s %-16s %9d %7s\n", reg, "(region)", r.Regions[reg], pct(r.Regions[reg], r.Requests))
-	}
+	printZones(w, p, r)
 	fmt.Fprintln(w)
 	for _, code := range slices.Sorted(maps.Keys(r.Status)) {
 		fmt.Fprintf(w, "HTTP %s: %d (%s)\n", code, r.Status[code], strings.TrimSpace(pct(r.Status[code], r.Requests)))
 	}
 	for _, reason := range slices.Sorted(maps.Keys(r.Reasons)) {
 		fmt.Fprintf(w, "  %d × %s\n", r.Reasons[reason], reason)
+	}
+	if r.Retries > 0 || len(o.Events) > 0 {
+		fmt.Fprintf(w, "retries: %d (down endpoints: %s; the proxy's retry policy: docs/semantics.md §5)\n", r.Retries, o.FailAs)
 	}
 
 	for _, s := range r.Services {
@@ -274,6 +295,7 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 			fmt.Fprint(w, ", autoCapacityDrain")
 		}
 		fmt.Fprintf(w, ", failover threshold %.0f%%)\n", svc.FailoverThreshold*100)
+		fmt.Fprintf(w, "  failover threshold %.0f%%: %s\n", svc.FailoverThreshold*100, svc.ThresholdRule)
 		fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %6s\n", "GROUP", "ZONE", "PREFERENCE", "HEALTHY", "STATE", "SHARE")
 		for _, b := range s.Backends {
 			pref := "DEFAULT"
@@ -285,18 +307,64 @@ func printResult(w io.Writer, p *plan.Plan, o sim.Options, r *sim.Result) {
 	}
 
 	if len(r.Timeline) > 0 {
-		fmt.Fprintf(w, "\ntimeline (share of each step's requests)\n%-8s", "T+")
+		printTimeline(w, r)
+	}
+}
+
+// printTimeline prints rate mode's timeline: each step's share per zone,
+// of 503 and 504 answers, and of requests retried. A request counts in
+// the step it was sent in.
+func printTimeline(w io.Writer, r *sim.Result) {
+	codes := []string{"503"}
+	if r.Status["504"] > 0 {
+		codes = append(codes, "504")
+	}
+	fmt.Fprintf(w, "\ntimeline (share of each step's requests, by when they were sent)\n%-8s", "T+")
+	for _, z := range r.ZoneOrder {
+		fmt.Fprintf(w, " %12s", z)
+	}
+	for _, c := range codes {
+		fmt.Fprintf(w, " %7s", c)
+	}
+	fmt.Fprintf(w, " %8s\n", "retried")
+	for _, b := range r.Timeline {
+		fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
 		for _, z := range r.ZoneOrder {
-			fmt.Fprintf(w, " %12s", z)
+			fmt.Fprintf(w, " %12s", pct(b.Zones[z], b.Requests))
 		}
-		fmt.Fprintf(w, " %7s\n", "503")
-		for _, b := range r.Timeline {
-			fmt.Fprintf(w, "%-8s", time.Duration(b.Start))
-			for _, z := range r.ZoneOrder {
-				fmt.Fprintf(w, " %12s", pct(b.Zones[z], b.Requests))
+		for _, c := range codes {
+			fmt.Fprintf(w, " %7s", pct(b.Status[c], b.Requests))
+		}
+		fmt.Fprintf(w, " %8s\n", pct(b.Retried, b.Requests))
+	}
+}
+
+// printZones prints the region and zone table; with a client spread, a
+// column with each share's p5-p95 over many clients.
+func printZones(w io.Writer, p *plan.Plan, r *sim.Result) {
+	regions := slices.Sorted(maps.Keys(r.Regions))
+	fmt.Fprintf(w, "%-14s %-16s %9s %7s", "REGION", "ZONE", "REQUESTS", "SHARE")
+	if r.ClientSpread != nil {
+		fmt.Fprintf(w, "   %s", "ANY ONE CLIENT (p5-p95)")
+	}
+	fmt.Fprintln(w)
+	row := func(reg, name, key string, n int) {
+		fmt.Fprintf(w, "%-14s %-16s %9d %7s", reg, name, n, pct(n, r.Requests))
+		if zr, ok := r.ClientSpread[key]; ok {
+			fmt.Fprintf(w, "   %5.1f-%5.1f%%", zr.P5, zr.P95)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, reg := range regions {
+		for _, z := range r.ZoneOrder {
+			if zoneInRegion(p, z, reg) {
+				row(reg, z, z, r.Zones[z])
 			}
-			fmt.Fprintf(w, " %7s\n", pct(b.Status["503"], b.Requests))
 		}
+		row(reg, "(region)", reg, r.Regions[reg])
+	}
+	if r.ClientSpread != nil {
+		fmt.Fprintf(w, "(WATERFALL_BY_REGION: one client's zones are a draw of its second-layer proxies; the range is over --spread-clients other client addresses, default 200; docs/semantics.md §2.4)\n")
 	}
 }
 

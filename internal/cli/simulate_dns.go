@@ -107,6 +107,54 @@ func (a *simDNS) Weights(now time.Time, v *engine.View) []float64 {
 	return out
 }
 
+// Placement implements sim.DNS.
+func (a *simDNS) Placement(name, addr string) sim.DNSPlacement {
+	ip, _ := netip.ParseAddr(addr)
+	pl := a.srv.Placement(name, ip)
+	return sim.DNSPlacement{Places: pl.Places, Matched: pl.Matched, Entry: pl.Entry, Region: pl.Region}
+}
+
+// resolverCandidates are the addresses the simulated resolver may take
+// by default, in order: documentation ranges first (RFC 5737), then
+// shared and private ones, none of which a geo database places.
+var resolverCandidates = []string{"192.0.2.53", "198.51.100.53", "203.0.113.53", "100.64.0.53", "10.0.0.53", "172.16.0.53", "192.168.0.53"}
+
+// defaultResolver returns the simulated resolver's address when
+// --resolver is not given: the first candidate that no locations[] CIDR
+// of any GSLB name of cfg contains (so GEO and LATENCY names do not
+// place it), else the first 10.X.0.53 that none contains.
+func defaultResolver(cfg *config.Config) string {
+	var cidrs []netip.Prefix
+	for _, z := range cfg.DNSZones {
+		for _, n := range z.GSLBNames {
+			for _, l := range n.Locations {
+				if pfx, err := netip.ParsePrefix(l.CIDR); err == nil {
+					cidrs = append(cidrs, pfx.Masked())
+				}
+			}
+		}
+	}
+	outside := func(a netip.Addr) bool {
+		for _, p := range cidrs {
+			if p.Contains(a) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range resolverCandidates {
+		if a := netip.MustParseAddr(c); outside(a) {
+			return c
+		}
+	}
+	for x := 1; x < 256; x++ {
+		if a := netip.AddrFrom4([4]byte{10, byte(x), 0, 53}); outside(a) {
+			return a.String()
+		}
+	}
+	return "2001:db8::53" // every 10.X.0.53 is placed: an IPv6 resolver
+}
+
 // Query implements sim.DNS: an A query (AAAA when the name is a GSLB
 // name with IPv6 members only), with ECS when q.ClientSubnet is set.
 func (a *simDNS) Query(q sim.DNSQuery) sim.DNSAnswer {
@@ -125,7 +173,8 @@ func (a *simDNS) Query(q sim.DNSQuery) sim.DNSAnswer {
 			opt.Option = append(opt.Option, e)
 		}
 	}
-	r := a.srv.Exchange(msg, netip.Addr{}, q.Now)
+	src, _ := netip.ParseAddr(q.Resolver)
+	r := a.srv.Exchange(msg, src, q.Now)
 	if r == nil {
 		return sim.DNSAnswer{Rcode: "NOANSWER"}
 	}
@@ -172,6 +221,9 @@ func simulateDNS(p *plan.Plan, o sim.DNSOptions) (*sim.DNSResult, error) {
 			return nil, fmt.Errorf("--client-subnet %q: want a CIDR such as 198.51.100.0/24: %w", o.ClientSubnet, err)
 		}
 		o.ClientSubnet = pfx.Masked().String()
+	}
+	if o.Resolver == "" {
+		o.Resolver = defaultResolver(p.Config)
 	}
 	d, err := newSimDNS(p, o.Seed)
 	if err != nil {
@@ -221,8 +273,25 @@ func printDNSHeader(w io.Writer, o sim.DNSOptions, r *sim.DNSResult) {
 	if len(o.Down) > 0 {
 		down = strings.Join(o.Down, ", ")
 	}
-	fmt.Fprintf(w, "DNS %s · client subnet %s · down: %s · %s · converged %s after the failure · seed %d\n\n",
+	fmt.Fprintf(w, "DNS %s · client subnet %s · down: %s · %s · converged %s after the failure · seed %d\n",
 		r.Name, client, down, mode, time.Duration(r.ConvergedAfter).Round(time.Millisecond), o.Seed)
+	fmt.Fprintf(w, "%s\n\n", placementLine(r.Placement))
+}
+
+// placementLine says which address placed the client and what it
+// matched.
+func placementLine(pl sim.DNSPlacement) string {
+	who := "resolver " + pl.Client
+	if pl.Source == "ECS" {
+		who = "ECS subnet address " + pl.Client
+	}
+	switch {
+	case !pl.Places:
+		return "client: " + who + " (this name's answers do not depend on the client: it is not GEO or LATENCY)"
+	case !pl.Matched:
+		return "client placed by " + who + ": it matches no locations entry, so the name answers as WEIGHTED over all members"
+	}
+	return "client placed by " + who + ": it matches locations " + pl.Entry + " → client region " + pl.Region
 }
 
 // printDNSMembers prints the answers per member.

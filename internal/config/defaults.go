@@ -18,12 +18,17 @@ const (
 	// serviceLbPolicies[].failoverConfig.failoverHealthThreshold when unset
 	// (70 for the global external Application Load Balancer).
 	DefaultFailoverHealthThreshold = 70
-	// NoPolicyFailoverHealthThreshold is the failover threshold of a
-	// backend service with no serviceLbPolicy: 50, Google's documented
-	// default for the classic Application Load Balancer (scheme EXTERNAL)
-	// and, for EXTERNAL_MANAGED, the value seed 000's no-policy rows
-	// measure (docs/semantics.md §2.2).
-	NoPolicyFailoverHealthThreshold = 50
+	// ClassicFailoverHealthThreshold is the failover threshold of a
+	// backend service of the classic Application Load Balancer
+	// (loadBalancingScheme EXTERNAL): 50, Google's documented default.
+	ClassicFailoverHealthThreshold = 50
+	// Seed000NoPolicyFailoverHealthThreshold is the failover threshold of
+	// an EXTERNAL_MANAGED backend service without a serviceLbPolicy under
+	// spillway.fidelityProfile SEED_000: 50, what seed 000's no-policy
+	// rows measure (docs/semantics.md §2.2). Without the profile such a
+	// service takes DefaultFailoverHealthThreshold, Google's documented
+	// value.
+	Seed000NoPolicyFailoverHealthThreshold = 50
 	// DefaultSecondLayerProxies is spillway.secondLayerProxies when unset:
 	// how many second-layer proxies of a region one client's requests
 	// pass through under WATERFALL_BY_REGION (docs/semantics.md §2.4).
@@ -45,6 +50,15 @@ const (
 	DefaultMinimumRingSize = 1024
 	// DefaultCapacityScaler is backends[].capacityScaler when unset.
 	DefaultCapacityScaler = 1.0
+)
+
+// The values of spillway.fidelityProfile.
+const (
+	// FidelityDocumented follows Google's documentation where it and a
+	// seed's measurements disagree (the default).
+	FidelityDocumented = "DOCUMENTED"
+	// FidelitySeed000 follows seed 000's measurements.
+	FidelitySeed000 = "SEED_000"
 )
 
 // Defaults of outlierDetection fields, from the Compute Engine API v1

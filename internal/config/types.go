@@ -64,6 +64,12 @@ type Tuning struct {
 	// one client (one source address) reaches under WATERFALL_BY_REGION;
 	// each proxy favours one zone. Default 8, fitted to seed 000.
 	SecondLayerProxies *int `json:"secondLayerProxies,omitempty"`
+	// FidelityProfile picks, where Google's documentation and a seed's
+	// measurements disagree, which one Spillway follows: DOCUMENTED (the
+	// default) or SEED_000 (seed 000's measurements: a backend service
+	// without a serviceLbPolicy fails over at threshold 50 whatever its
+	// scheme). docs/semantics.md §2.2.
+	FidelityProfile string `json:"fidelityProfile,omitempty"`
 	// HTTP1Server picks the HTTP/1.1 server of every frontend (HTTP and
 	// HTTPS): SPILLWAY (a purpose-built loop, h1.Server) or NET_HTTP
 	// (Go's net/http server). HTTP/2 (h2 by ALPN, h2c) always uses

@@ -171,6 +171,7 @@ func (v *validator) tuning() {
 			v.add("spillway.tracing.otlpEndpoint", "give the collector's OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces", "%q is not an http(s) URL", tr.OTLPEndpoint)
 		}
 	}
+	v.enum("spillway.fidelityProfile", t.FidelityProfile, FidelityDocumented, FidelitySeed000)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 	if al := t.AccessLog; al != nil {

@@ -8,29 +8,37 @@ import (
 	"github.com/spillwaylb/spillway/internal/engine"
 )
 
-// Seed 000's no-policy rows: a backend service without a serviceLbPolicy
-// fails over at the threshold 50 (docs/semantics.md §2.2), so with k of
-// the three preferred zones dead the preferred region keeps
-// min(1, (3-k)/3 / 0.5) of its traffic: 100%, 100%, 66.7% and 0%, where
-// the policy default 70 would keep 95.2%, 47.6% (the seed measured 45.3
-// with two zones down: 45.3 / 0.70 = 64.7%).
+// A backend service without a serviceLbPolicy fails over at Google's
+// documented threshold for its scheme (docs/semantics.md §2.2): 70 for
+// EXTERNAL_MANAGED, 50 for the classic EXTERNAL. With k of the three
+// preferred zones dead the preferred region keeps min(1, (3-k)/3 / T) of
+// its traffic: at 70, 100%, 95.2%, 47.6%, 0%; at 50, 100%, 100%, 66.7%,
+// 0% (seed 000 measured 45.3 of 70 with two zones down, 64.7%: the
+// SEED_000 fidelity profile, tested in internal/plan, keeps 50).
 func TestFailoverThresholdWithoutPolicy(t *testing.T) {
+	const classic = "  loadBalancingScheme: EXTERNAL\n"
 	for _, tc := range []struct {
-		policy string
-		down   int
-		stay   float64
+		policy, bsExtra string
+		down            int
+		stay            float64
 	}{
-		{"", 0, 1},
-		{"", 1, 1},
-		{"", 2, 2.0 / 3},
-		{"", 3, 0},
-		{drainPolicy, 2, 1}, // drained: the last zone takes the region's share
-		{"  loadBalancingAlgorithm: SPRAY_TO_REGION\n", 2, (1.0 / 3) / 0.7}, // a policy: 70
+		{"", "", 0, 1},
+		{"", "", 1, (2.0 / 3) / 0.7},
+		{"", "", 2, (1.0 / 3) / 0.7},
+		{"", "", 3, 0},
+		{"", classic, 1, 1},
+		{"", classic, 2, 2.0 / 3},
+		{"", classic, 3, 0},
+		{drainPolicy, "", 2, 1}, // drained: the last zone takes the region's share
+		{"  loadBalancingAlgorithm: SPRAY_TO_REGION\n", "", 2, (1.0 / 3) / 0.7}, // a policy: 70
 	} {
-		t.Run(fmt.Sprintf("%q/%d down", tc.policy, tc.down), func(t *testing.T) {
-			p, st := build(t, tc.policy,
-				group{zone: "us-south1-a", members: 3, preferred: true}, group{zone: "us-south1-b", members: 3, preferred: true},
-				group{zone: "us-south1-c", members: 3, preferred: true}, group{zone: "us-east4-a", members: 3})
+		t.Run(fmt.Sprintf("%q%q/%d down", tc.policy, tc.bsExtra, tc.down), func(t *testing.T) {
+			// The classic scheme has no preference: proximity alone puts
+			// us-south1 first for its own clients.
+			pref := tc.bsExtra == ""
+			p, st := buildWith(t, tc.policy, tc.bsExtra,
+				group{zone: "us-south1-a", members: 3, preferred: pref}, group{zone: "us-south1-b", members: 3, preferred: pref},
+				group{zone: "us-south1-c", members: 3, preferred: pref}, group{zone: "us-east4-a", members: 3})
 			for g := range tc.down {
 				setHealthy(p, st, g, 0, t0)
 			}

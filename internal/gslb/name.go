@@ -59,7 +59,10 @@ type gname struct {
 	// database's coordinates place clients in: GEO's member regions, or
 	// for LATENCY every known region (latencyRegions).
 	geoRegions []geoRegion
-	service    *plan.Service // backendService names only
+	// clientRegions names the client region of each ladder but the last
+	// (GEO and LATENCY).
+	clientRegions []string
+	service       *plan.Service // backendService names only
 
 	// passive judges members that are Spillway frontends (passiveOn);
 	// frontends[i] are the frontends whose requests judge member i.
@@ -305,6 +308,7 @@ func (n *gname) geoLadders(g *config.GSLBName, all []int, p *plan.Plan) error {
 		}
 	}
 	n.table = newLocationTable(locs)
+	n.clientRegions = names
 	dist := regionDistance(p)
 	for _, client := range names {
 		n.ladders = append(n.ladders, tiersBy(all, func(i int) float64 {

@@ -425,16 +425,29 @@ func TestVerdictAndReport(t *testing.T) {
 		"us-south1-a": 175, "us-south1-b": 350, "us-south1-c": 175, "us-east4-a": 38, "us-east4-b": 75, "us-east4-c": 187,
 	}, 0)
 	npOK.Proxies = 8
+	// With the simulated clients' ranges: the same counts match when each
+	// zone is inside its zone's p1-p99, and not when one is outside.
+	spread := map[string]sim.ZoneRange{}
+	for _, z := range []string{"us-south1-a", "us-south1-b", "us-south1-c"} {
+		spread[z] = sim.ZoneRange{P1: 8.7, P99: 43.7}
+	}
+	for _, z := range []string{"us-east4-a", "us-east4-b", "us-east4-c"} {
+		spread[z] = sim.ZoneRange{P1: 3.7, P99: 18.8}
+	}
+	npIn := npOK
+	npIn.AnyClient = spread
+	npOut := npOK
+	npOut.AnyClient = map[string]sim.ZoneRange{"us-south1-b": {P1: 8.7, P99: 30}}
 	for _, c := range []struct {
 		r    Result
 		want string
-	}{{ok, "match"}, {bad, "DIFF"}, {base, "match"}, {np, "DIFF"}, {npOK, "match"}} {
+	}{{ok, "match"}, {bad, "DIFF"}, {base, "match"}, {np, "DIFF"}, {npOK, "match"}, {npIn, "match"}, {npOut, "DIFF"}} {
 		if got := Verdict(&c.r); got != c.want {
 			t.Errorf("Verdict(%s %v) = %q, want %q", c.r.Config, c.r.Down, got, c.want)
 		}
 	}
 
-	rep := &Report{Scenarios: []Result{ok, bad, base, np}, Requests: 1000, FailMode: FailHealthCheck, Interval: DefaultInterval, Rate: DefaultRate}
+	rep := &Report{Scenarios: []Result{ok, bad, base, np, npIn}, Requests: 1000, FailMode: FailHealthCheck, Interval: DefaultInterval, Rate: DefaultRate}
 	var tbl bytes.Buffer
 	if err := WriteTable(&tbl, rep); err != nil {
 		t.Fatal(err)
@@ -444,6 +457,7 @@ func TestVerdictAndReport(t *testing.T) {
 		" 70.3% (23.4 / 23.8 / 23.1)", // the seed's steady row
 		"70.0%",                       // the baseline's 503 share
 		"match", "DIFF",
+		"any client p1-p99", "(9-44 / 9-44 / 9-44)",
 	} {
 		if !strings.Contains(tbl.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tbl.String())

@@ -110,7 +110,7 @@ func Verdict(r *Result) string {
 			got[i] = r.Zones[z]
 		}
 		if r.Proxies > 0 {
-			ok = ok && spreadOK(r, zs.names, got, r.Proxies, zoneTol)
+			ok = ok && spreadOK(r, zs.names, got, r.Proxies, zoneTol) && anyClientOK(r, zs.names, got)
 			continue
 		}
 		for i := range zs.names {
@@ -147,6 +147,27 @@ func spreadOK(r *Result, zones []string, counts []int, proxies int, tol float64)
 	lo, hi := WaterfallSpread(live, len(zones)-live, proxies)
 	noise := 2 * math.Sqrt(m*(1-m)/float64(total))
 	return m >= lo-noise-1e-9 && m <= hi+noise+1e-9
+}
+
+// anyClientOK reports whether each zone's share lies in the p1-p99
+// range of the simulated clients (r.AnyClient; true without one),
+// widened by two standard deviations of r's sample.
+func anyClientOK(r *Result, zones []string, counts []int) bool {
+	if r.AnyClient == nil || r.Requests == 0 {
+		return true
+	}
+	for i, z := range zones {
+		zr, ok := r.AnyClient[z]
+		if !ok {
+			continue
+		}
+		s := r.Share(counts[i])
+		noise := 200 * math.Sqrt(s/100*(1-s/100)/float64(r.Requests))
+		if s < zr.P1-noise-1e-9 || s > zr.P99+noise+1e-9 {
+			return false
+		}
+	}
+	return true
 }
 
 // WaterfallSpread returns the central 99% range of the busiest zone's
@@ -284,7 +305,10 @@ client was. Those rows match when dead zones are empty and each region's
 busiest zone carries a fraction of it inside the central 99% of what
 spillway.secondLayerProxies proxies give (8 proxies, three zones: 0.375 to
 0.875), widened by sampling noise; the seed's own six region splits all
-fall inside (docs/semantics.md §2.4).
+fall inside (docs/semantics.md §2.4). Their "any client p1-p99" rows give
+each zone's range over 200 simulated client addresses in the same
+scenario (spillway simulate --client-ip shows p5-p95); each of the lab's
+zones must also lie in its range, widened by sampling noise.
 `
 
 // scenarioTable is WriteTable's table: the columns are config,
@@ -364,6 +388,10 @@ func (t *scenarioTable) add(r *Result) {
 		t.rows = append(t.rows, seed)
 		t.seps = append(t.seps, false)
 	}
+	if r.AnyClient != nil {
+		t.rows = append(t.rows, t.anyClientRow(r))
+		t.seps = append(t.seps, false)
+	}
 	var codes []string
 	for code, n := range r.Status {
 		if code != "200" && code != "503" && n > 0 {
@@ -374,6 +402,23 @@ func (t *scenarioTable) add(r *Result) {
 		sort.Strings(codes)
 		t.others = append(t.others, fmt.Sprintf("%s / %s: %s", r.Config, ScenarioName(r.Down), strings.Join(codes, ", ")))
 	}
+}
+
+// anyClientRow is the row of r's client spread: each zone's p1-p99 over
+// the simulated clients, the range the verdict judges r's zones by.
+func (t *scenarioTable) anyClientRow(r *Result) []string {
+	row := []string{"", "  any client p1-p99"}
+	for _, reg := range t.regions {
+		zs := t.zonesOf(reg)
+		parts := make([]string, len(zs))
+		for j, z := range zs {
+			zr := r.AnyClient[z]
+			parts[j] = fmt.Sprintf("%.0f-%.0f", zr.P1, zr.P99)
+		}
+		rr := r.AnyClient[reg]
+		row = append(row, fmt.Sprintf("%.0f%% (%s)", rr.P50, strings.Join(parts, " / ")))
+	}
+	return append(row, "", "")
 }
 
 // render writes the rows in aligned columns: numbers right-aligned,

@@ -32,6 +32,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/report"
+	"github.com/spillwaylb/spillway/internal/sim"
 )
 
 // FailMode is how the lab fails a zone.
@@ -154,6 +155,10 @@ type Result struct {
 	// service of the config uses WATERFALL_BY_REGION (0 when none does):
 	// the verdict then judges zones by the spread that many proxies give.
 	Proxies int `json:"-"`
+	// AnyClient is, when Proxies > 0, each zone's and region's share
+	// range over DefaultSpreadClients simulated clients in the same
+	// scenario (sim.ClientSpread): the lab's one client is one draw of it.
+	AnyClient map[string]sim.ZoneRange `json:"anyClient,omitempty"`
 	// Converged is the time from failing the zones to a converged health
 	// view; Elapsed the scenario's wall time.
 	Converged time.Duration `json:"-"`
@@ -372,6 +377,11 @@ func runScenario(ctx context.Context, c Config, down []string, set settings, o *
 	fmt.Fprintf(o.Progress, "%d requests... ", o.Requests)
 
 	res, zoneRegion := newResult(p, fe, c.Name, append([]string{}, down...), o.Requests, convergedAfter)
+	if res.Proxies > 0 {
+		if res.AnyClient, err = sim.ClientSpread(p, sim.Options{Down: down, Requests: 1000, Seed: 1}, sim.DefaultSpreadClients); err != nil {
+			return nil, fmt.Errorf("lab: %s: simulate the client spread: %w", label, err)
+		}
+	}
 	sendStart := time.Now()
 	if err := send(ctx, urls, o, zoneRegion, res); err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", label, err)

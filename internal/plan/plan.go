@@ -76,6 +76,8 @@ type Plan struct {
 	// client reaches under WATERFALL_BY_REGION (spillway.secondLayerProxies,
 	// default 8).
 	SecondLayerProxies int
+	// FidelityProfile is spillway.fidelityProfile (default DOCUMENTED).
+	FidelityProfile string
 
 	// retry holds the compiled retryPolicy of every route action of the
 	// config's URL maps (RetryPolicy).
@@ -131,9 +133,12 @@ type Service struct {
 	Algorithm Algorithm
 	AutoDrain bool
 	// FailoverThreshold is the failover threshold as a fraction: the
-	// policy's failoverHealthThreshold (default 0.70), or 0.50 for a
-	// service without a serviceLbPolicy.
+	// policy's failoverHealthThreshold (default 0.70); without a
+	// serviceLbPolicy 0.50 for scheme EXTERNAL, else 0.70 (0.50 under
+	// spillway.fidelityProfile SEED_000). ThresholdRule says which rule
+	// gave it and why (docs/semantics.md §2.2).
 	FailoverThreshold float64
+	ThresholdRule     string
 	HealthCheck       *HealthCheck
 	// LocalityLbPolicy picks the endpoint inside a backend: ROUND_ROBIN
 	// by default, MAGLEV when session affinity is set (Google's default).
@@ -235,6 +240,7 @@ func Compile(c *config.Config) (*Plan, error) {
 		DemandWindow:  time.Second,
 
 		SecondLayerProxies: config.DefaultSecondLayerProxies,
+		FidelityProfile:    config.FidelityDocumented,
 	}
 	p.tune(c.Spillway)
 	cc := newCompiler(p, c)
@@ -257,6 +263,9 @@ func (p *Plan) tune(t *config.Tuning) {
 	}
 	if t.SecondLayerProxies != nil {
 		p.SecondLayerProxies = *t.SecondLayerProxies
+	}
+	if t.FidelityProfile != "" {
+		p.FidelityProfile = t.FidelityProfile
 	}
 	if t.UndrainHoldSec != nil {
 		p.UndrainHold = time.Duration(*t.UndrainHoldSec) * time.Second
@@ -382,14 +391,13 @@ func (cc *compiler) endpoint(g *Group, addr, instance string, hc *HealthCheck) *
 // service compiles backendServices[i] into p.
 func (cc *compiler) service(i int, bs *config.BackendService) error {
 	s := &Service{
-		ID:                len(cc.p.Services),
-		Name:              bs.Name,
-		Protocol:          orDefault(bs.Protocol, "HTTP"),
-		Timeout:           time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
-		FailoverThreshold: float64(config.NoPolicyFailoverHealthThreshold) / 100,
-		Affinity:          compileAffinity(bs),
-		MinRingSize:       config.DefaultMinimumRingSize,
-		Config:            bs,
+		ID:          len(cc.p.Services),
+		Name:        bs.Name,
+		Protocol:    orDefault(bs.Protocol, "HTTP"),
+		Timeout:     time.Duration(intOr(bs.TimeoutSec, config.DefaultBackendTimeoutSec)) * time.Second,
+		Affinity:    compileAffinity(bs),
+		MinRingSize: config.DefaultMinimumRingSize,
+		Config:      bs,
 	}
 	s.LocalityLbPolicy = orDefault(bs.LocalityLbPolicy, "ROUND_ROBIN")
 	if bs.LocalityLbPolicy == "" && s.Affinity.Kind != AffinityNone {
@@ -407,6 +415,8 @@ func (cc *compiler) service(i int, bs *config.BackendService) error {
 			return fmt.Errorf("backendServices[%d].serviceLbPolicy: unknown policy %q", i, bs.ServiceLbPolicy)
 		}
 		applyServiceLbPolicy(s, pol)
+	} else {
+		s.FailoverThreshold, s.ThresholdRule = noPolicyThreshold(bs.LoadBalancingScheme, cc.p.FidelityProfile)
 	}
 	portName := orDefault(bs.PortName, "http")
 	for j := range bs.Backends {
@@ -432,9 +442,29 @@ func applyServiceLbPolicy(s *Service, pol *config.ServiceLbPolicy) {
 	}
 	s.AutoDrain = pol.AutoCapacityDrain != nil && pol.AutoCapacityDrain.Enable
 	s.FailoverThreshold = float64(config.DefaultFailoverHealthThreshold) / 100
+	s.ThresholdRule = "serviceLbPolicy " + pol.Name + " sets no failoverHealthThreshold: Google's documented default, 70"
 	if fc := pol.FailoverConfig; fc != nil && fc.FailoverHealthThreshold != nil {
 		s.FailoverThreshold = float64(*fc.FailoverHealthThreshold) / 100
+		s.ThresholdRule = "failoverConfig.failoverHealthThreshold of serviceLbPolicy " + pol.Name
 	}
+}
+
+// noPolicyThreshold is the failover threshold of a backend service
+// without a serviceLbPolicy, and the rule that gives it: Google documents
+// 50 for the classic load balancer (EXTERNAL) and 70 for the others;
+// seed 000 measured 50 for EXTERNAL_MANAGED, which the SEED_000 fidelity
+// profile keeps (docs/semantics.md §2.2).
+func noPolicyThreshold(scheme, profile string) (float64, string) {
+	switch {
+	case scheme == "EXTERNAL":
+		return float64(config.ClassicFailoverHealthThreshold) / 100,
+			"no serviceLbPolicy, loadBalancingScheme EXTERNAL (the classic Application Load Balancer): Google's documented default, 50"
+	case profile == config.FidelitySeed000:
+		return float64(config.Seed000NoPolicyFailoverHealthThreshold) / 100,
+			"no serviceLbPolicy, spillway.fidelityProfile SEED_000: 50, as seed 000's no-policy rows measured"
+	}
+	return float64(config.DefaultFailoverHealthThreshold) / 100,
+		"no serviceLbPolicy, loadBalancingScheme EXTERNAL_MANAGED: Google's documented default, 70 (spillway.fidelityProfile SEED_000 gives the 50 seed 000 measured)"
 }
 
 // backend compiles backends[j] of service s; an error is the group's.

@@ -76,6 +76,49 @@ func CompileRetryPolicy(rp *config.RetryPolicy) RetryPolicy {
 	return p
 }
 
+// Failure is how an attempt that got no response failed, as far as
+// retries care.
+type Failure uint8
+
+// The failures of an attempt without a response.
+const (
+	// FailedConnect: the connection could not be made (refused,
+	// unreachable, a dial that timed out): nothing reached a backend.
+	FailedConnect Failure = iota + 1
+	// FailedRefusedStream: an HTTP/2 REFUSED_STREAM reset.
+	FailedRefusedStream
+	// FailedOther: a reset, a per-try timeout, a malformed response:
+	// anything after the connection was made.
+	FailedOther
+)
+
+// RetriesFailure reports whether p retries an attempt that got no
+// response and failed as f. The proxy and the simulator both decide
+// with it (the proxy first rules out client faults, cancelled requests
+// and bodies it cannot replay).
+func (p RetryPolicy) RetriesFailure(f Failure) bool {
+	switch {
+	case f == FailedConnect:
+		return p.Cond&(Retry5xx|RetryGateway|RetryConnect) != 0
+	case f == FailedRefusedStream && p.Cond&RetryRefused != 0:
+		return true
+	}
+	return p.Cond&(Retry5xx|RetryGateway) != 0
+}
+
+// RetriesStatus reports whether p retries an attempt answered with
+// HTTP status s (gRPC statuses aside, which need the response's
+// headers).
+func (p RetryPolicy) RetriesStatus(s int) bool {
+	switch {
+	case s >= 500 && p.Cond&Retry5xx != 0:
+		return true
+	case (s == 502 || s == 503 || s == 504) && p.Cond&(RetryGateway|RetryGatewayCode) != 0:
+		return true
+	}
+	return s == 409 && p.Cond&Retry409 != 0
+}
+
 // DefaultRetryPolicy is the policy of a route without retryPolicy for a
 // request with the given method. Google retries a body-less request once
 // after a 502, 503 or 504, and not a POST; Spillway does so only for

@@ -69,3 +69,37 @@ func TestRetryPoliciesCompiledOnce(t *testing.T) {
 		}
 	}
 }
+
+// The retry decisions the proxy and the simulator share.
+func TestRetriesFailureAndStatus(t *testing.T) {
+	def := DefaultRetryPolicy("GET")
+	post := DefaultRetryPolicy("POST")
+	gw := RetryPolicy{Retries: 1, Cond: RetryGateway}
+	for _, tc := range []struct {
+		name   string
+		p      RetryPolicy
+		fail   Failure
+		status int
+		want   bool
+	}{
+		{"GET connect failure", def, FailedConnect, 0, true},
+		{"GET reset", def, FailedOther, 0, false},
+		{"GET 503", def, 0, 503, true},
+		{"GET 500", def, 0, 500, false},
+		{"POST connect failure", post, FailedConnect, 0, true},
+		{"POST 503", post, 0, 503, false},
+		{"gateway-error reset", gw, FailedOther, 0, true},
+		{"refused-stream", RetryPolicy{Cond: RetryRefused}, FailedRefusedStream, 0, true},
+		{"refused-stream, other failure", RetryPolicy{Cond: RetryRefused}, FailedOther, 0, false},
+		{"5xx 500", RetryPolicy{Cond: Retry5xx}, 0, 500, true},
+		{"retriable-4xx 409", RetryPolicy{Cond: Retry409}, 0, 409, true},
+	} {
+		got := tc.p.RetriesStatus(tc.status)
+		if tc.fail != 0 {
+			got = tc.p.RetriesFailure(tc.fail)
+		}
+		if got != tc.want {
+			t.Errorf("%s: retried %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

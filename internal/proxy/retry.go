@@ -26,25 +26,21 @@ func (p *retryPolicy) retriable(at *attempt, body *trackedBody) bool {
 	if body != nil && (!o.ConnectFailure || body.touched.Load()) {
 		return false
 	}
+	pol := plan.RetryPolicy(*p)
 	if at.resp == nil {
 		if errors.Is(o.Err, context.Canceled) {
 			return false // the client went away
 		}
+		f := plan.FailedOther
 		switch {
 		case o.ConnectFailure:
-			return p.Cond&(plan.Retry5xx|plan.RetryGateway|plan.RetryConnect) != 0
-		case isRefusedStream(o.Err) && p.Cond&plan.RetryRefused != 0:
-			return true
+			f = plan.FailedConnect
+		case isRefusedStream(o.Err):
+			f = plan.FailedRefusedStream
 		}
-		return p.Cond&(plan.Retry5xx|plan.RetryGateway) != 0
+		return pol.RetriesFailure(f)
 	}
-	s := at.resp.StatusCode
-	switch {
-	case s >= 500 && p.Cond&plan.Retry5xx != 0:
-		return true
-	case (s == 502 || s == 503 || s == 504) && p.Cond&(plan.RetryGateway|plan.RetryGatewayCode) != 0:
-		return true
-	case s == http.StatusConflict && p.Cond&plan.Retry409 != 0:
+	if pol.RetriesStatus(at.resp.StatusCode) {
 		return true
 	}
 	if p.Cond >= plan.RetryGRPCCancelled {

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,27 @@ type DNS interface {
 	Weights(now time.Time, v *engine.View) []float64
 	// Query answers one query.
 	Query(q DNSQuery) DNSAnswer
+	// Placement says how GSLB name `name` places a client at address
+	// addr (an ECS subnet's address, or the resolver's).
+	Placement(name, addr string) DNSPlacement
+}
+
+// DNSPlacement is how a GEO or LATENCY name places the client of a run.
+type DNSPlacement struct {
+	// Client is the address placed: the ECS subnet's, else the
+	// resolver's; Source says which ("ECS" or "resolver").
+	Client string `json:"client"`
+	Source string `json:"source"`
+	// Places reports whether the name places clients (GEO, LATENCY).
+	Places bool `json:"places"`
+	// Matched reports whether a locations[] entry or the geoDatabase
+	// placed the client; when it is false a GEO or LATENCY name answers
+	// as WEIGHTED over all members.
+	Matched bool `json:"matched"`
+	// Entry is what placed it ("cidr 203.0.113.0/24", "geoDatabase") and
+	// Region the client region it names.
+	Entry  string `json:"entry,omitempty"`
+	Region string `json:"region,omitempty"`
 }
 
 // DNSMember is one member of a GSLB name (a pool member, or a frontend
@@ -67,8 +89,11 @@ type DNSQuery struct {
 	Name string
 	// ClientSubnet is sent as EDNS Client Subnet ("" sends none).
 	ClientSubnet string
-	Now          time.Time
-	View         *engine.View
+	// Resolver is the address the query comes from: without ECS, GEO
+	// and LATENCY names place the client by it.
+	Resolver string
+	Now      time.Time
+	View     *engine.View
 }
 
 // DNSAnswer is the server's reply to a DNSQuery.
@@ -92,8 +117,12 @@ type DNSOptions struct {
 	// Name is the name queried, e.g. api.gslb.example.
 	Name string
 	// ClientSubnet is sent as EDNS Client Subnet (CIDR; "" sends none:
-	// GEO and LATENCY names then answer as WEIGHTED).
+	// GEO and LATENCY names then place the client by Resolver).
 	ClientSubnet string
+	// Resolver is the address of the resolver the queries come from
+	// (required): without ECS, GEO and LATENCY names place the client by
+	// it, and answer as WEIGHTED when no locations entry matches it.
+	Resolver string
 	// Queries is the number of queries counted in count mode (Rate 0).
 	Queries int
 	// Rate (queries per second) and Duration select rate mode: queries
@@ -123,6 +152,8 @@ type DNSResult struct {
 	Regions   map[string]int `json:"regions"`
 	TTLs      map[string]int `json:"ttls"`
 	Rcodes    map[string]int `json:"rcodes"`
+	// Placement is how the name placed the client.
+	Placement DNSPlacement `json:"placement"`
 	// ConvergedAfter is the virtual time from the failure to the last
 	// member weight change before counting.
 	ConvergedAfter Duration `json:"convergedAfter"`
@@ -170,6 +201,7 @@ func RunDNS(p *plan.Plan, d DNS, o DNSOptions) (*DNSResult, error) {
 		return nil, err
 	}
 	r.newResult(config.CanonicalDNSName(o.Name))
+	r.res.Placement = placement(d, r.res.Name, o)
 	s.convergeDNS()
 	if o.Rate > 0 {
 		s.runDNSRate()
@@ -182,10 +214,26 @@ func RunDNS(p *plan.Plan, d DNS, o DNSOptions) (*DNSResult, error) {
 	return r.res, nil
 }
 
+// placement asks d how name places the run's client: the ECS subnet's
+// address when o sends ECS, else the resolver's.
+func placement(d DNS, name string, o DNSOptions) DNSPlacement {
+	addr, source := o.Resolver, "resolver"
+	if o.ClientSubnet != "" {
+		addr, _, _ = strings.Cut(o.ClientSubnet, "/")
+		source = "ECS"
+	}
+	pl := d.Placement(name, addr)
+	pl.Client, pl.Source = addr, source
+	return pl
+}
+
 // check validates o and sets its default (1,000 queries in count mode).
 func (o *DNSOptions) check() error {
 	if o.Name == "" {
 		return fmt.Errorf("--dns needs a name, e.g. --dns api.gslb.example")
+	}
+	if _, err := netip.ParseAddr(o.Resolver); err != nil {
+		return fmt.Errorf("--resolver %q: not an IP address (fix: give one address, such as 100.64.0.53)", o.Resolver)
 	}
 	if o.Queries <= 0 && o.Rate <= 0 {
 		o.Queries = 1000
@@ -400,7 +448,7 @@ func (r *dnsRun) sample(now time.Time, v *engine.View) {
 // query sends one query at now and counts its answer in the result and
 // in bucket b (nil in count mode).
 func (r *dnsRun) query(now time.Time, v *engine.View, b *DNSBucket) {
-	a := r.d.Query(DNSQuery{Name: r.o.Name, ClientSubnet: r.o.ClientSubnet, Now: now, View: v})
+	a := r.d.Query(DNSQuery{Name: r.o.Name, ClientSubnet: r.o.ClientSubnet, Resolver: r.o.Resolver, Now: now, View: v})
 	res := r.res
 	res.Queries++
 	res.Rcodes[a.Rcode]++

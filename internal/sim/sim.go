@@ -55,6 +55,9 @@ type Options struct {
 	// Events script failures and recoveries after counting starts (rate
 	// mode), at offsets from the start of counting.
 	Events []Event
+	// FailAs is what a down endpoint does to requests sent to it before
+	// its health checks take it out (default FailRefused).
+	FailAs FailMode
 }
 
 // Event fails (Down) or recovers targets at an offset.
@@ -70,6 +73,9 @@ type Result struct {
 	Regions  map[string]int `json:"regions"`
 	Zones    map[string]int `json:"zones"`
 	Status   map[string]int `json:"status"`
+	// Retries counts the retries made after failed attempts (a request
+	// retried once counts one).
+	Retries int `json:"retries"`
 	// ConvergedAfter is the virtual time from the failure to the last
 	// state change before counting.
 	ConvergedAfter Duration `json:"convergedAfter"`
@@ -79,6 +85,10 @@ type Result struct {
 	Services []ServiceState `json:"services"`
 	// Reasons counts the reasons of non-200 answers.
 	Reasons map[string]int `json:"reasons,omitempty"`
+	// ClientSpread, when set (ClientSpread, for one client under
+	// WATERFALL_BY_REGION), is each zone's and region's share range over
+	// many clients: what any one client may see.
+	ClientSpread map[string]ZoneRange `json:"clientSpread,omitempty"`
 	// Zone order for printing (config order).
 	ZoneOrder []string `json:"-"`
 }
@@ -95,6 +105,8 @@ type Bucket struct {
 	Requests int            `json:"requests"`
 	Zones    map[string]int `json:"zones"`
 	Status   map[string]int `json:"status"`
+	// Retried counts the retries of the step's requests.
+	Retried int `json:"retried"`
 }
 
 // ServiceState is a backend service's backends at the end of a run.
@@ -141,6 +153,8 @@ type sim struct {
 	lastChange time.Time
 	// dns is the DNS server of a DNS simulation (RunDNS), nil otherwise.
 	dns *dnsRun
+	// flying holds the requests whose failed attempt awaits its retry.
+	flying flights
 }
 
 // newCore returns a simulation of p's control state at virtual time
@@ -351,8 +365,9 @@ func (s *sim) run() (*Result, error) {
 		s.runRate()
 	} else {
 		for i := 0; i < s.o.Requests; i++ {
-			s.request(nil)
+			s.request(-1)
 		}
+		s.land(maxTime())
 	}
 	s.explain()
 	return s.res, nil
@@ -400,15 +415,9 @@ func (s *sim) advance(until time.Time) {
 		s.now = ev.at
 		switch ev.kind {
 		case evProbe:
-			e := s.p.Endpoints[ev.ep]
-			ok := !s.down[ev.ep]
-			detail := ""
-			if !ok {
-				detail = "simulated failure"
-			}
-			s.st.ObserveProbe(ev.ep, ok, detail, s.now)
-			ev.at = ev.at.Add(e.HealthCheck.Interval)
-			heap.Push(&s.queue, ev)
+			s.probe(ev)
+		case evProbeFailed:
+			s.st.ObserveProbe(ev.ep, false, "simulated failure: probe timed out", s.now)
 		case evDNSProbe:
 			s.dns.probe(ev, s.now)
 			heap.Push(&s.queue, ev)
@@ -425,13 +434,42 @@ func (s *sim) advance(until time.Time) {
 	s.refresh()
 }
 
-// request samples one request at the current virtual time and returns the
-// backend service it went to (-1 for none).
-func (s *sim) request(b *Bucket) int {
+// probe runs the probe of event ev and queues the next one. A probe of
+// a blackholed endpoint fails when its health check's timeout expires.
+func (s *sim) probe(ev *event) {
+	e := s.p.Endpoints[ev.ep]
+	switch {
+	case !s.down[ev.ep]:
+		s.st.ObserveProbe(ev.ep, true, "", s.now)
+	case s.o.FailAs == FailBlackhole:
+		heap.Push(&s.queue, &event{at: s.now.Add(e.HealthCheck.Timeout), kind: evProbeFailed, ep: ev.ep})
+	default:
+		s.st.ObserveProbe(ev.ep, false, "simulated failure", s.now)
+	}
+	ev.at = ev.at.Add(e.HealthCheck.Interval)
+	heap.Push(&s.queue, ev)
+}
+
+// maxTime is a time after every event of a run.
+func maxTime() time.Time { return epoch().Add(1 << 62) }
+
+// until lands the requests in flight due by t and advances the clock to t.
+func (s *sim) until(t time.Time) {
+	s.land(t)
+	s.advance(t)
+}
+
+// request samples one request at the current virtual time, counted in
+// timeline bucket `bucket` (-1: none), and returns the backend service it
+// went to (-1 for none). A request whose attempt meets a down endpoint is
+// retried as the proxy would, now or when the attempt's timeout expires.
+func (s *sim) request(bucket int) int {
 	s.res.Requests++
+	if bucket >= 0 {
+		s.res.Timeline[bucket].Requests++
+	}
 	a := s.table.Match(&s.req)
-	var code string
-	var d engine.Decision
+	var code, zone string
 	svcID := -1
 	switch {
 	case a.Redirect != nil:
@@ -450,25 +488,28 @@ func (s *sim) request(b *Bucket) int {
 			break
 		}
 		svcID = svc.ID
-		d = s.view.PickClient(svc.ID, s.client, s.view.NextDraw(svc.ID, s.client.Region), 0, false)
+		d := s.view.PickClient(svc.ID, s.client, s.view.NextDraw(svc.ID, s.client.Region), 0, false)
 		if d.Status != 0 {
 			code = strconv.Itoa(d.Status)
 			s.reason(d.Reason)
-		} else {
-			code = "200"
-			s.res.Regions[d.Backend.Group.Region]++
-			s.res.Zones[d.Backend.Group.Zone]++
+			break
+		}
+		var done bool
+		if code, zone, done = s.send(d, s.p.RetryPolicy(a.Retry, s.req.Method), exchangeTimeout(a.Timeout, svc), bucket); !done {
+			return svcID
 		}
 	}
-	s.res.Status[code]++
-	if b != nil {
-		b.Requests++
-		b.Status[code]++
-		if d.Backend != nil {
-			b.Zones[d.Backend.Group.Zone]++
-		}
-	}
+	s.count(bucket, code, zone)
 	return svcID
+}
+
+// exchangeTimeout is the proxy's timeout of an exchange: the route's,
+// else the backend service's timeoutSec (30 s when unset).
+func exchangeTimeout(route time.Duration, svc *plan.Service) time.Duration {
+	if route > 0 {
+		return route
+	}
+	return svc.Timeout
 }
 
 // reason counts why a request was not served.
@@ -501,11 +542,10 @@ func (s *sim) runRate() {
 	nextWindow := start.Add(window)
 	total := int(s.o.Rate * s.o.Duration.Seconds())
 	interval := time.Duration(float64(time.Second) / s.o.Rate)
-	var b *Bucket
 	for i := 0; i < total; i++ {
 		t := start.Add(time.Duration(i) * interval)
 		for !nextWindow.After(t) {
-			s.advance(nextWindow)
+			s.until(nextWindow)
 			for svc := range counts {
 				for r := range counts[svc] {
 					region := r
@@ -519,12 +559,11 @@ func (s *sim) runRate() {
 			s.refresh()
 			nextWindow = nextWindow.Add(window)
 		}
-		s.advance(t)
-		if bs := start.Add(time.Duration(len(s.res.Timeline)) * step); b == nil || !t.Before(bs) {
+		s.until(t)
+		if bs := start.Add(time.Duration(len(s.res.Timeline)) * step); len(s.res.Timeline) == 0 || !t.Before(bs) {
 			s.res.Timeline = append(s.res.Timeline, Bucket{Start: Duration(bs.Sub(start)), Zones: map[string]int{}, Status: map[string]int{}})
-			b = &s.res.Timeline[len(s.res.Timeline)-1]
 		}
-		if svc := s.request(b); svc >= 0 {
+		if svc := s.request(len(s.res.Timeline) - 1); svc >= 0 {
 			col := s.client.Region
 			if col < 0 {
 				col = len(s.p.Regions)
@@ -532,7 +571,9 @@ func (s *sim) runRate() {
 			counts[svc][col]++
 		}
 	}
-	s.advance(start.Add(s.o.Duration))
+	s.until(start.Add(s.o.Duration))
+	// Requests sent near the end still get their answers.
+	s.land(maxTime())
 }
 
 // primeDemand sets each service's demand to its expected share of the rate.
@@ -573,7 +614,8 @@ type evKind uint8
 const (
 	evProbe evKind = iota
 	evScript
-	evDNSProbe // ep is the DNS check's index
+	evDNSProbe    // ep is the DNS check's index
+	evProbeFailed // a blackholed endpoint's probe timed out
 )
 
 type event struct {

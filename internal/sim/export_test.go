@@ -1,0 +1,4 @@
+package sim
+
+// DialTimeout is dialTimeout, for tests.
+const DialTimeout = dialTimeout
