@@ -24,9 +24,12 @@ type Finding struct {
 // String formats the finding as "PATH: MESSAGE (fix: FIX)".
 func (f Finding) String() string { return f.Path + ": " + f.Message + " (fix: " + f.Fix + ")" }
 
-// Check returns the findings for p, in a stable order.
-func Check(p *plan.Plan) []Finding {
+// Check returns the findings for p, in a stable order; o adds what the
+// config cannot say (the stated load).
+func Check(p *plan.Plan, o Options) []Finding {
 	var out []Finding
+	out = append(out, singleRegionWeighted(p)...)
+	out = append(out, rateBelowLoad(p, o)...)
 	out = append(out, drainLimit(p)...)
 	out = append(out, sharedUtilization(p)...)
 	out = append(out, failoverStepUp(p)...)
