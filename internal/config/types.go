@@ -185,6 +185,10 @@ type HealthCheck struct {
 	HTTPSHealthCheck *HTTPHealthCheck `json:"httpsHealthCheck,omitempty"`
 	HTTP2HealthCheck *HTTPHealthCheck `json:"http2HealthCheck,omitempty"`
 	TCPHealthCheck   *TCPHealthCheck  `json:"tcpHealthCheck,omitempty"`
+	// GRPCHealthCheck (type GRPC, plaintext) and GRPCTLSHealthCheck (type
+	// GRPC_WITH_TLS) call grpc.health.v1.Health/Check.
+	GRPCHealthCheck    *GRPCHealthCheck `json:"grpcHealthCheck,omitempty"`
+	GRPCTLSHealthCheck *GRPCHealthCheck `json:"grpcTlsHealthCheck,omitempty"`
 
 	// CheckIntervalMs and TimeoutMs are Spillway extensions that override
 	// the second-granular fields, for fast labs and tests.
@@ -215,6 +219,16 @@ type TCPHealthCheck struct {
 	Request           string `json:"request,omitempty"`
 	Response          string `json:"response,omitempty"`
 	ProxyHeader       string `json:"proxyHeader,omitempty"`
+}
+
+// GRPCHealthCheck is the grpcHealthCheck / grpcTlsHealthCheck block.
+type GRPCHealthCheck struct {
+	Port              *int   `json:"port,omitempty"`
+	PortName          string `json:"portName,omitempty"`
+	PortSpecification string `json:"portSpecification,omitempty"`
+	// GRPCServiceName is the service asked about ("" = the server as a
+	// whole); ASCII, at most 1024 characters.
+	GRPCServiceName string `json:"grpcServiceName,omitempty"`
 }
 
 // ServiceLbPolicy is a networkservices ServiceLbPolicy.

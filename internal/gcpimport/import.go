@@ -330,7 +330,7 @@ func signatures() []signature {
 		{"securityPolicies", []string{"rules", "adaptiveProtectionConfig", "advancedOptionsConfig"}},
 		{"backendServices", []string{"backends", "loadBalancingScheme", "healthChecks", "sessionAffinity", "localityLbPolicy", "enableCDN", "connectionDraining"}},
 		{"urlMaps", []string{"defaultService", "hostRules", "pathMatchers", "defaultRouteAction", "defaultUrlRedirect"}},
-		{"healthChecks", []string{"httpHealthCheck", "httpsHealthCheck", "http2HealthCheck", "tcpHealthCheck", "sslHealthCheck", "grpcHealthCheck", "checkIntervalSec", "healthyThreshold", "unhealthyThreshold"}},
+		{"healthChecks", []string{"httpHealthCheck", "httpsHealthCheck", "http2HealthCheck", "tcpHealthCheck", "sslHealthCheck", "grpcHealthCheck", "grpcTlsHealthCheck", "checkIntervalSec", "healthyThreshold", "unhealthyThreshold"}},
 		{"networkEndpointGroups", []string{"networkEndpointType", "defaultPort"}},
 		{"instanceGroups", []string{"namedPorts", "isManaged", "instanceTemplate", "targetSize"}},
 		{"member", []string{"instance"}},

@@ -86,13 +86,16 @@ type Plan struct {
 type HealthCheck struct {
 	ID                 int
 	Name               string
-	Type               string // HTTP, HTTPS, HTTP2, TCP
+	Type               string // HTTP, HTTPS, HTTP2, TCP, GRPC, GRPC_WITH_TLS
 	Interval, Timeout  time.Duration
 	HealthyThreshold   int
 	UnhealthyThreshold int
 	Path, Host         string
 	Response, Request  string
 	ProxyHeader        string
+	// GRPCService is grpcServiceName (GRPC, GRPC_WITH_TLS): the service
+	// grpc.health.v1.Health/Check asks about.
+	GRPCService string
 	// Port is the fixed probe port; 0 means USE_SERVING_PORT.
 	Port int
 }
@@ -623,6 +626,9 @@ func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
 			hc.Port = defPort
 		}
 		return hc
+	case "GRPC", "GRPC_WITH_TLS":
+		compileGRPC(hc, h)
+		return hc
 	}
 	if hh == nil {
 		hc.Port = defPort
@@ -634,6 +640,24 @@ func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
 	hc.Host, hc.Response, hc.ProxyHeader = hh.Host, hh.Response, hh.ProxyHeader
 	hc.Port = portSpec(hh.Port, hh.PortSpecification, defPort)
 	return hc
+}
+
+// compileGRPC fills a gRPC health check's service and port (443 for
+// GRPC_WITH_TLS, 80 for GRPC when USE_FIXED_PORT names no port, as for
+// HTTPS and HTTP).
+func compileGRPC(hc *HealthCheck, h *config.HealthCheck) {
+	def := 80
+	if hc.Type == "GRPC_WITH_TLS" {
+		def = 443
+	}
+	hc.Path = ""
+	g := h.GRPCBlock()
+	if g == nil {
+		hc.Port = def
+		return
+	}
+	hc.GRPCService = g.GRPCServiceName
+	hc.Port = portSpec(g.Port, g.PortSpecification, def)
 }
 
 // portSpec returns the fixed probe port, or 0 for USE_SERVING_PORT.

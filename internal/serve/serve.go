@@ -427,7 +427,7 @@ func (s *Server) updateTargets(p *plan.Plan) {
 		}
 		t := probe.Target{Addr: e.ProbeAddr, Spec: probe.Spec{
 			Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path, Host: hc.Host,
-			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader,
+			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader, GRPCService: hc.GRPCService,
 		}}
 		if _, ok := s.targets[t]; !ok {
 			list = append(list, t)
