@@ -173,6 +173,9 @@ func (v *validator) backends(p string, bs *BackendService) {
 			if kind == kindInstanceGroup {
 				v.namedPort(p, bp, bs, name)
 			}
+			if kind == kindNEG {
+				v.serverlessBackend(p, bp, bs, name)
+			}
 		}
 		v.backend(bp, b, kind, bs)
 	}
