@@ -47,6 +47,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/resolve"
 	"github.com/spillwaylb/spillway/internal/route"
 	"github.com/spillwaylb/spillway/internal/serve/accesslog"
 	"github.com/spillwaylb/spillway/internal/serve/admin"
@@ -104,6 +105,10 @@ type Options struct {
 	// is counted across the fleet (see DemandShare). Nil: this
 	// instance's demand alone (standalone).
 	DemandShare DemandShare
+	// Resolver looks up the DNS names of INTERNET_FQDN_PORT endpoints
+	// and serverless base URLs (default: resolve.DNS against
+	// spillway.resolver.address, else /etc/resolv.conf's first server).
+	Resolver resolve.Resolver
 }
 
 // Server is a running Spillway instance.
@@ -117,6 +122,8 @@ type Server struct {
 	// config is applied (New, Reload, ReloadFile, the watcher). The
 	// watcher compares the file with it, not with the last file it read.
 	inForce atomic.Pointer[[32]byte]
+	// names keeps the config's DNS names resolved (names.go).
+	names *resolve.Cache
 
 	events   chan event
 	outcomes chan proxy.Outcome
@@ -181,10 +188,6 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p, err := plan.Compile(cfg)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -208,6 +211,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	stdout := opts.Stdout
 	if stdout == nil {
 		stdout = os.Stdout
+	}
+	s.names = newNames(cfg, opts.Resolver, s.now)
+	p, err := s.compile(context.Background(), cfg)
+	if err != nil {
+		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)
 	s.inForce.Store(&sum)
@@ -281,7 +289,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	p, err := plan.Compile(cfg)
+	p, err := s.compile(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -411,7 +419,9 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 		snap.Routes, snap.Armor, snap.Geo, snap.Demand = old.Routes, old.Armor, old.Geo, old.Demand
 	}
 	s.snap.Store(snap)
-	s.health.Store(report.Build(s.state, snap.View, s.now()))
+	h := report.Build(s.state, snap.View, s.now())
+	h.Resolutions = resolutions(s.names.Status())
+	s.health.Store(h)
 }
 
 // updateTargets gives the prober one target per unique (probe address,
@@ -465,7 +475,7 @@ func (s *Server) components() []component {
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
-	cs = append(cs, s.probe)
+	cs = append(cs, s.probe, &task{run: s.refreshNames})
 	if s.opts.WatchInterval >= 0 {
 		cs = append(cs, &task{run: s.watch})
 	}

@@ -23,6 +23,24 @@ type Health struct {
 	// (spillway serve --fleet): revision in force, stale or not. Absent
 	// when standalone.
 	Fleet *control.FleetStatus `json:"fleet,omitempty"`
+	// Resolutions are the DNS names of INTERNET_FQDN_PORT endpoints and
+	// serverless base URLs: addresses in use, TTL, next lookup, and the
+	// error of failed lookups (the last good addresses are kept).
+	Resolutions []Resolution `json:"resolutions,omitempty"`
+}
+
+// Resolution is one DNS name's state.
+type Resolution struct {
+	Name string `json:"name"`
+	// Addresses are the last good answer's, in use.
+	Addresses []string `json:"addresses"`
+	// TTLSec is that answer's TTL; Next when the name is looked up again.
+	TTLSec   float64   `json:"ttlSec"`
+	Next     time.Time `json:"next"`
+	Resolved time.Time `json:"resolved,omitzero"`
+	// Error and Failures describe the lookups that failed since.
+	Error    string `json:"error,omitempty"`
+	Failures int    `json:"failures,omitempty"`
 }
 
 // Service is one backend service.
