@@ -177,7 +177,7 @@ func (v *validator) backends(p string, bs *BackendService) {
 				v.serverlessBackend(p, bp, bs, name)
 			}
 		}
-		v.backend(bp, b, kind, bs)
+		v.backend(bp, b, kind, bs, kind == kindNEG && v.serverlessNEG(name))
 	}
 }
 
@@ -213,8 +213,15 @@ func (v *validator) namedPort(p, bp string, bs *BackendService, group string) {
 
 // backend validates one backends[] entry of bs; kind is its group's kind
 // (kindUnknown when the group did not resolve).
-func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendService) {
-	mode := v.balancingMode(bp, b.BalancingMode, kind, bs.Protocol)
+// serverless marks a SERVERLESS group, whose balancingMode is not
+// checked: gcloud writes UTILIZATION (add-backend's default) for it, and
+// a serverless group is one endpoint with no capacity to balance by.
+func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendService, serverless bool) {
+	declared := b.BalancingMode
+	if serverless && declared == "UTILIZATION" {
+		declared = ""
+	}
+	mode := v.balancingMode(bp, declared, kind, bs.Protocol)
 	v.capacityScaler(bp, b.CapacityScaler, len(bs.Backends))
 	v.backendTargets(bp, b, kind)
 	if mode == "RATE" {

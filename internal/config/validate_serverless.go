@@ -130,6 +130,13 @@ func (v *validator) serverlessTarget(region string) *ServerlessTarget {
 	return nil
 }
 
+// serverlessNEG reports whether name is a SERVERLESS network endpoint
+// group.
+func (v *validator) serverlessNEG(name string) bool {
+	i, ok := v.negs[name]
+	return ok && v.c.NetworkEndpointGroups[i].NetworkEndpointType == "SERVERLESS"
+}
+
 // serverlessBlocksAbsent refuses cloudRun/appEngine/cloudFunction on a
 // group that is not SERVERLESS.
 func (v *validator) serverlessBlocksAbsent(p string, g *NetworkEndpointGroup) {
