@@ -74,7 +74,10 @@ func sharedUtilization(p *plan.Plan) []Finding {
 	for _, svc := range p.Services {
 		for _, b := range svc.Backends {
 			users[b.Group.Name] = append(users[b.Group.Name], svc.Name)
-			if b.Mode == "UTILIZATION" {
+			// On a network endpoint group UTILIZATION can only be a
+			// serverless group's (config refuses it on others), which
+			// has no utilization to autoscale on.
+			if b.Mode == "UTILIZATION" && b.Group.Kind == "instanceGroup" {
 				util[b.Group.Name] = true
 			}
 		}

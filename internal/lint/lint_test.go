@@ -88,6 +88,24 @@ urlMaps: [{name: um, defaultService: a}]
 	}
 }
 
+// A serverless group shared by services with gcloud's UTILIZATION (what
+// describe shows for a serverless backend) has no utilization to
+// autoscale on: no finding (seed 003's bs-default and bs-osaka).
+func TestSharedUtilizationServerless(t *testing.T) {
+	got := check(t, []byte(`
+spillway: {serverless: [{region: asia-northeast2, baseUrl: "https://127.6.1.1:18443"}]}
+networkEndpointGroups:
+- {name: neg, region: asia-northeast2, networkEndpointType: SERVERLESS, cloudRun: {service: web}}
+backendServices:
+- {name: a, backends: [{group: neg, balancingMode: UTILIZATION}]}
+- {name: b, backends: [{group: neg, balancingMode: UTILIZATION}]}
+urlMaps: [{name: um, defaultService: a}]
+`))
+	if len(got) != 0 {
+		t.Fatalf("findings: %q", got)
+	}
+}
+
 func readExample(t *testing.T, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "seed-70-30", name))
