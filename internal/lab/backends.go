@@ -103,7 +103,11 @@ func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
 				if instance == "" {
 					instance = e.Addr
 				}
-				b, err := add(e.Addr, e.Group.Zone, instance, svc.Protocol)
+				proto := svc.Protocol
+				if e.TLS {
+					proto = "HTTPS" // a serverless group's base URL is https
+				}
+				b, err := add(e.Addr, groupZone(e.Group), instance, proto)
 				if err != nil {
 					return nil, err
 				}
@@ -113,7 +117,7 @@ func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
 				}
 				pb := b
 				if e.ProbeAddr != e.Addr {
-					if pb, err = add(e.ProbeAddr, e.Group.Zone, instance, hc.Type); err != nil {
+					if pb, err = add(e.ProbeAddr, groupZone(e.Group), instance, hc.Type); err != nil {
 						return nil, err
 					}
 				}
@@ -148,6 +152,16 @@ func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
 		bs.servers = append(bs.servers, b)
 	}
 	return bs, nil
+}
+
+// groupZone is where the lab places a group's backends: its zone, or its
+// region for a regional group (serverless and internet NEGs have no
+// zone). Their answers name it as their zone.
+func groupZone(g *plan.Group) string {
+	if g.Zone == "" {
+		return g.Region
+	}
+	return g.Zone
 }
 
 func usesTLS(proto string) bool { return proto == "HTTPS" || proto == "HTTP2" }
