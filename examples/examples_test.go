@@ -17,6 +17,9 @@ import (
 func TestExamplesAreValid(t *testing.T) {
 	n := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "gcloud" {
+			return fs.SkipDir // gcloud's exports, which spillway import reads
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}

@@ -15,7 +15,8 @@ import (
 
 const importHelp = `
 Usage: spillway import [--out FILE] [--frontend ADDRESS [--region REGION]]
-                       [--endpoints GROUP[@ZONE]=FILE]... FILE...
+                       [--endpoints GROUP[@ZONE]=FILE]... [--serverless REGION=URL]...
+                       [--internet-neg-region REGION] FILE...
 
 Turn what gcloud and terraform write about a global external Application Load
 Balancer into a Spillway config. Each FILE is recognised by its content:
@@ -24,7 +25,8 @@ Balancer into a Spillway config. Each FILE is recognised by its content:
   gcloud compute backend-services export / describe    (backend services)
   gcloud compute health-checks export / describe       (health checks)
   gcloud network-services service-lb-policies describe (service LB policies)
-  gcloud compute network-endpoint-groups describe      (zonal NEGs)
+  gcloud compute network-endpoint-groups describe      (zonal, serverless and
+                                                        internet NEGs)
   gcloud compute instance-groups describe / list --format=json
                                                        (named ports)
   gcloud compute instances list --format=json          (instance addresses)
@@ -61,6 +63,15 @@ logging, any other field or
 resource Spillway does not support, groups without members, instances
 without addresses.
 
+Serverless NEGs (networkEndpointType SERVERLESS: cloudRun, appEngine,
+cloudFunction) have no endpoints; where their services run outside Google
+Cloud is spillway.serverless, one HTTPS base URL per region:
+--serverless REGION=https://HOST[:PORT] gives it (repeatable); a region
+without one gets a placeholder (https://REGION.serverless.invalid, which
+never resolves), reported. INTERNET_FQDN_PORT NEGs are global in Google
+Cloud and need a region in Spillway: --internet-neg-region, else --region;
+their members come from list-network-endpoints NEG --global as --endpoints.
+
 Frontends (where Spillway listens) have no gcloud export: --frontend writes
 one for the first URL map (protocol HTTP; --region is where its clients
 are); without it the output ends with a commented template.
@@ -83,10 +94,31 @@ Examples:
   terraform show -json > state.json
   spillway import --out spillway.yaml --frontend 127.0.0.1:8080 state.json
 
+  # seed 003's Cloud Run NEGs, mapped to HTTPS services on loopback:
+  spillway import --frontend 127.0.0.1:8082 --region asia-northeast2 \
+      --serverless asia-northeast1=https://127.5.1.1:18443 \
+      --serverless asia-northeast2=https://127.6.1.1:18443 \
+      examples/winticket/gcloud/neg-tokyo.json examples/winticket/gcloud/neg-osaka.json \
+      examples/winticket/gcloud/backend-services.yaml examples/winticket/gcloud/url-map.yaml
+
   # the fixtures in the repository:
   spillway import --frontend 127.0.0.1:8080 --region us-south1 \
       internal/gcpimport/testdata/terraform/state.json
 `
+
+// serverlessFlag collects --serverless REGION=URL.
+type serverlessFlag []config.ServerlessTarget
+
+func (f *serverlessFlag) String() string { return "" }
+
+func (f *serverlessFlag) Set(v string) error {
+	region, url, ok := strings.Cut(v, "=")
+	if !ok || region == "" || url == "" {
+		return errors.New("want REGION=URL, e.g. asia-northeast1=https://run.tokyo.internal:8443")
+	}
+	*f = append(*f, config.ServerlessTarget{Region: region, BaseURL: url})
+	return nil
+}
 
 // endpointsFlag collects --endpoints GROUP[@ZONE]=FILE.
 type endpointsFlag []gcpimport.Endpoints
@@ -110,6 +142,9 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	region := fs.String("region", "", "the generated frontend's `REGION` (where its clients are)")
 	var eps endpointsFlag
 	fs.Var(&eps, "endpoints", "`GROUP[@ZONE]=FILE`: a list-network-endpoints or list-instances JSON for one group (repeatable)")
+	var serverless serverlessFlag
+	fs.Var(&serverless, "serverless", "`REGION=URL`: the HTTPS base URL of REGION's serverless services, spillway.serverless (repeatable)")
+	internetRegion := fs.String("internet-neg-region", "", "the `REGION` of INTERNET_FQDN_PORT groups (default: --region)")
 	// Flags may come after files: parse, take a file, parse the rest.
 	var files []string
 	for {
@@ -130,7 +165,7 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "spillway import: --region is the generated frontend's region: give --frontend too")
 		return errUsage
 	}
-	opts := gcpimport.Options{Frontend: *frontend, Region: *region}
+	opts := gcpimport.Options{Frontend: *frontend, Region: *region, InternetNEGRegion: *internetRegion, Serverless: serverless}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -76,6 +76,7 @@ func TestImportCommandUsage(t *testing.T) {
 		{[]string{"import"}, "give the files to import"},
 		{[]string{"import", "--region", "us-south1", "x.yaml"}, "give --frontend too"},
 		{[]string{"import", "--endpoints", "nofile", "x.yaml"}, "GROUP[@ZONE]=FILE"},
+		{[]string{"import", "--serverless", "asia-northeast1", "x.yaml"}, "want REGION=URL"},
 		{[]string{"import", "missing.yaml"}, "missing.yaml"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -16,7 +17,7 @@ import (
 )
 
 const validateHelp = `
-Usage: spillway validate --config FILE
+Usage: spillway validate --config FILE [--rate N]
 
 Check a config the way Google Cloud checks an import: strict decoding (unknown
 fields are errors, with a did-you-mean), every documented range and reference,
@@ -37,23 +38,42 @@ It also prints, without failing:
            shorter than the request timeout, header variables such as
            {client_region} that expand to empty, isolationConfig, ...;
            docs/semantics.md §7);
-  advice:  operational caveats of a valid config — a region holding more
-           than half of a service's groups (auto-capacity drain stops at
-           50%), groups shared by services with balancingMode UTILIZATION,
-           and the failover step-up of a weighted split over regions.
+  advice:  operational caveats of a valid config — weighted backend
+           services that each live in one region (the URL map picks a
+           service before health, so a region's outage fails that
+           service's whole share), a region holding more than half of a
+           service's groups (auto-capacity drain stops at 50%), groups
+           shared by services with balancingMode UTILIZATION, the failover
+           step-up of a weighted split over regions, and, with --rate, RATE
+           capacity below the stated load.
 
-Example:
+--rate N states the steady load in requests per second that each URL map's
+default route receives (a weighted split divides it by weight). A backend
+service whose RATE capacity (maxRate, maxRatePerInstance or
+maxRatePerEndpoint × members × capacityScaler) is below its share is
+advised: below the PREFERRED backends' (or the largest region's) capacity,
+the excess spills over to other regions with nothing failed; below all its
+backends' capacity, every backend runs over its target. Without --rate no
+load advice is given.
+
+Examples:
   spillway validate --config examples/seed-70-30/with-policy.yaml
+  spillway validate --config examples/seed-70-30/baseline.yaml --rate 1500
 `
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("validate", validateHelp, stderr)
 	cfgPath := fs.String("config", "", "config `FILE` (YAML or JSON)")
+	rate := fs.Float64("rate", 0, "stated steady load in requests per second per URL map (`N`); advises RATE capacity below it")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *cfgPath == "" {
 		fmt.Fprintln(stderr, "spillway validate: --config is required")
+		return errUsage
+	}
+	if *rate < 0 || math.IsNaN(*rate) || math.IsInf(*rate, 0) {
+		fmt.Fprintf(stderr, "spillway validate: --rate %v: give the steady load as a positive number of requests per second, e.g. --rate 1500\n", *rate)
 		return errUsage
 	}
 	p, err := loadPlan(*cfgPath)
@@ -68,7 +88,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	for _, w := range p.Config.Warnings() {
 		fmt.Fprintf(stdout, "warning: %s: %s\n", *cfgPath, w)
 	}
-	for _, f := range lint.Check(p) {
+	for _, f := range lint.Check(p, lint.Options{Rate: *rate}) {
 		fmt.Fprintf(stdout, "advice: %s: %s\n", *cfgPath, f)
 	}
 	failed, total := 0, 0

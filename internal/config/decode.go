@@ -525,7 +525,7 @@ func unsupportedGoogleField(name string) bool {
 		"circuitBreakers", "compressionMode", "ipAddressSelectionPolicy", "maxStreamDuration",
 		"customErrorResponsePolicy", "defaultCustomErrorResponsePolicy", "metadataFilters",
 		"strongSessionAffinityCookie", "localityLbPolicies", "customMetrics", "subsetting",
-		"tlsSettings", "sourceRegions", "grpcHealthCheck", "grpcTlsHealthCheck", "sslHealthCheck",
+		"tlsSettings", "sourceRegions", "sslHealthCheck",
 		"maxInFlightRequests", "maxInFlightRequestsPerInstance", "maxInFlightRequestsPerEndpoint",
 		"trafficDuration", "cachePolicy":
 		return true

@@ -409,6 +409,13 @@ func FixedProbePort(hc *HealthCheck) (int, bool) {
 		if t := hc.TCPHealthCheck; t != nil {
 			port, spec, present = t.Port, t.PortSpecification, true
 		}
+	case "GRPC", "GRPC_WITH_TLS":
+		if hc.Type == "GRPC_WITH_TLS" {
+			def = 443
+		}
+		if g := hc.GRPCBlock(); g != nil {
+			port, spec, present = g.Port, g.PortSpecification, true
+		}
 	default:
 		if h := hc.HTTPHealthCheck; h != nil {
 			port, spec, present = h.Port, h.PortSpecification, true

@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(baseConfig))
 	f.Add([]byte(smallJSON))
+	f.Add([]byte(serverlessConfig))
 	f.Add([]byte("regions: [&a {name: r, <<: *a}]\n"))
 	f.Add([]byte("x: &x [*x]\nregions: *x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -122,6 +122,13 @@ type Tuning struct {
 	// Tracing exports a span per request over OTLP/HTTP (OpenTelemetry).
 	// Off when absent.
 	Tracing *Tracing `json:"tracing,omitempty"`
+	// Serverless maps SERVERLESS network endpoint groups (cloudRun,
+	// appEngine, cloudFunction) to where those services run outside
+	// Google Cloud: one HTTPS base URL per region (docs/extensions.md).
+	Serverless []ServerlessTarget `json:"serverless,omitempty"`
+	// Resolver is the DNS server that INTERNET_FQDN_PORT endpoints and
+	// serverless base URLs with host names are resolved through.
+	Resolver *Resolver `json:"resolver,omitempty"`
 }
 
 // Tracing is spillway.tracing.
@@ -131,6 +138,32 @@ type Tracing struct {
 	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
 	// ServiceName is the spans' service.name. Default "spillway".
 	ServiceName string `json:"serviceName,omitempty"`
+}
+
+// ServerlessTarget is one spillway.serverless[] entry: where a region's
+// serverless services are reached.
+type ServerlessTarget struct {
+	// Region is the serverless NEGs' region, e.g. asia-northeast1.
+	Region string `json:"region"`
+	// BaseURL is an https:// URL with no path, query or fragment; its
+	// host may hold {service}, {tag}, {version} and {function}, replaced
+	// by the NEG's cloudRun, appEngine or cloudFunction fields, e.g.
+	// https://{service}.tokyo.run.internal:8443. The host (after
+	// replacement) is the Host header and TLS server name of proxied
+	// requests; an IP address is dialled as is, a name is resolved.
+	BaseURL string `json:"baseUrl"`
+}
+
+// Resolver is spillway.resolver.
+type Resolver struct {
+	// Address is the DNS server, host:port (default: the first
+	// nameserver of /etc/resolv.conf).
+	Address string `json:"address,omitempty"`
+	// MinTTLSec and MaxTTLSec clamp the answers' TTLs: a name is
+	// resolved again when its TTL, so clamped, runs out. Defaults 5 and
+	// 300.
+	MinTTLSec *int `json:"minTtlSec,omitempty"`
+	MaxTTLSec *int `json:"maxTtlSec,omitempty"`
 }
 
 // AccessLog is spillway.accessLog, Spillway's request log.
@@ -221,6 +254,10 @@ type HealthCheck struct {
 	HTTPSHealthCheck *HTTPHealthCheck `json:"httpsHealthCheck,omitempty"`
 	HTTP2HealthCheck *HTTPHealthCheck `json:"http2HealthCheck,omitempty"`
 	TCPHealthCheck   *TCPHealthCheck  `json:"tcpHealthCheck,omitempty"`
+	// GRPCHealthCheck (type GRPC, plaintext) and GRPCTLSHealthCheck (type
+	// GRPC_WITH_TLS) call grpc.health.v1.Health/Check.
+	GRPCHealthCheck    *GRPCHealthCheck `json:"grpcHealthCheck,omitempty"`
+	GRPCTLSHealthCheck *GRPCHealthCheck `json:"grpcTlsHealthCheck,omitempty"`
 
 	// CheckIntervalMs and TimeoutMs are Spillway extensions that override
 	// the second-granular fields, for fast labs and tests.
@@ -251,6 +288,16 @@ type TCPHealthCheck struct {
 	Request           string `json:"request,omitempty"`
 	Response          string `json:"response,omitempty"`
 	ProxyHeader       string `json:"proxyHeader,omitempty"`
+}
+
+// GRPCHealthCheck is the grpcHealthCheck / grpcTlsHealthCheck block.
+type GRPCHealthCheck struct {
+	Port              *int   `json:"port,omitempty"`
+	PortName          string `json:"portName,omitempty"`
+	PortSpecification string `json:"portSpecification,omitempty"`
+	// GRPCServiceName is the service asked about ("" = the server as a
+	// whole); ASCII, at most 1024 characters.
+	GRPCServiceName string `json:"grpcServiceName,omitempty"`
 }
 
 // ServiceLbPolicy is a networkservices ServiceLbPolicy.
@@ -299,11 +346,31 @@ type NetworkEndpointGroup struct {
 	Network    string `json:"network,omitempty"`
 	Subnetwork string `json:"subnetwork,omitempty"`
 	Size       int    `json:"size,omitempty"`
+	// CloudRun, AppEngine and CloudFunction say which serverless service
+	// a SERVERLESS group stands for (exactly one); spillway.serverless
+	// says where it runs.
+	CloudRun      *ServerlessService `json:"cloudRun,omitempty"`
+	AppEngine     *ServerlessService `json:"appEngine,omitempty"`
+	CloudFunction *ServerlessService `json:"cloudFunction,omitempty"`
 }
 
-// NetworkEndpoint is one NEG endpoint.
+// ServerlessService is a serverless NEG's cloudRun, appEngine or
+// cloudFunction block (each uses its own subset of the fields).
+type ServerlessService struct {
+	Service  string `json:"service,omitempty"`  // cloudRun, appEngine
+	Tag      string `json:"tag,omitempty"`      // cloudRun
+	Version  string `json:"version,omitempty"`  // appEngine
+	Function string `json:"function,omitempty"` // cloudFunction
+	// URLMask derives the service from each request's URL in Google
+	// Cloud; Spillway accepts it and maps only the fixed fields above.
+	URLMask string `json:"urlMask,omitempty"`
+}
+
+// NetworkEndpoint is one NEG endpoint: ipAddress, or fqdn in an
+// INTERNET_FQDN_PORT group.
 type NetworkEndpoint struct {
-	IPAddress string `json:"ipAddress"`
+	IPAddress string `json:"ipAddress,omitempty"`
+	Fqdn      string `json:"fqdn,omitempty"`
 	Port      int    `json:"port,omitempty"`
 	Instance  string `json:"instance,omitempty"`
 }

@@ -173,8 +173,11 @@ func (v *validator) backends(p string, bs *BackendService) {
 			if kind == kindInstanceGroup {
 				v.namedPort(p, bp, bs, name)
 			}
+			if kind == kindNEG {
+				v.serverlessBackend(p, bp, bs, name)
+			}
 		}
-		v.backend(bp, b, kind, bs)
+		v.backend(bp, b, kind, bs, kind == kindNEG && v.serverlessNEG(name))
 	}
 }
 
@@ -210,8 +213,15 @@ func (v *validator) namedPort(p, bp string, bs *BackendService, group string) {
 
 // backend validates one backends[] entry of bs; kind is its group's kind
 // (kindUnknown when the group did not resolve).
-func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendService) {
-	mode := v.balancingMode(bp, b.BalancingMode, kind, bs.Protocol)
+// serverless marks a SERVERLESS group, whose balancingMode is not
+// checked: gcloud writes UTILIZATION (add-backend's default) for it, and
+// a serverless group is one endpoint with no capacity to balance by.
+func (v *validator) backend(bp string, b *Backend, kind groupKind, bs *BackendService, serverless bool) {
+	declared := b.BalancingMode
+	if serverless && declared == "UTILIZATION" {
+		declared = ""
+	}
+	mode := v.balancingMode(bp, declared, kind, bs.Protocol)
 	v.capacityScaler(bp, b.CapacityScaler, len(bs.Backends))
 	v.backendTargets(bp, b, kind)
 	if mode == "RATE" {

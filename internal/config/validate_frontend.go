@@ -174,6 +174,7 @@ func (v *validator) tuning() {
 	v.enum("spillway.fidelityProfile", t.FidelityProfile, FidelityDocumented, FidelitySeed000)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
+	v.serverlessTuning(t)
 	if al := t.AccessLog; al != nil {
 		v.enum("spillway.accessLog.format", al.Format, "JSON", "TEXT")
 		v.floatRange("spillway.accessLog.sampleRate", al.SampleRate, 0, 1)

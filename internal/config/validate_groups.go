@@ -7,43 +7,61 @@ func (v *validator) networkEndpointGroups() {
 	for i := range v.c.NetworkEndpointGroups {
 		g := &v.c.NetworkEndpointGroups[i]
 		p := at("networkEndpointGroups[%d]", i)
-		v.zone(p, g.Zone, g.Region)
 		switch g.NetworkEndpointType {
 		case "", "GCE_VM_IP_PORT", "NON_GCP_PRIVATE_IP_PORT":
-		case "SERVERLESS", "INTERNET_FQDN_PORT", "INTERNET_IP_PORT", "PRIVATE_SERVICE_CONNECT", "GCE_VM_IP":
-			v.add(p+".networkEndpointType", "use GCE_VM_IP_PORT or NON_GCP_PRIVATE_IP_PORT",
+			v.zone(p, g.Zone, g.Region)
+		case "SERVERLESS":
+			v.serverlessGroup(p, g)
+			continue
+		case "INTERNET_FQDN_PORT":
+			v.fqdnGroup(p, g)
+			continue
+		case "INTERNET_IP_PORT", "PRIVATE_SERVICE_CONNECT", "GCE_VM_IP":
+			v.zone(p, g.Zone, g.Region)
+			v.add(p+".networkEndpointType", "use GCE_VM_IP_PORT, NON_GCP_PRIVATE_IP_PORT, INTERNET_FQDN_PORT or SERVERLESS",
 				"%s network endpoint groups are not supported", g.NetworkEndpointType)
 		default:
-			v.enum(p+".networkEndpointType", g.NetworkEndpointType, "GCE_VM_IP_PORT", "NON_GCP_PRIVATE_IP_PORT")
+			v.zone(p, g.Zone, g.Region)
+			v.enum(p+".networkEndpointType", g.NetworkEndpointType, "GCE_VM_IP_PORT", "NON_GCP_PRIVATE_IP_PORT", "INTERNET_FQDN_PORT", "SERVERLESS")
 		}
+		v.serverlessBlocksAbsent(p, g)
 		if g.DefaultPort != 0 {
 			v.port(p+".defaultPort", g.DefaultPort)
 		}
-		seen := map[netip.AddrPort]int{}
-		for j, ep := range g.Endpoints {
-			ep := ep
-			ep.Port = effectivePort(ep.Port, g.DefaultPort)
-			epPath := at("%s.endpoints[%d]", p, j)
-			addr, ok := v.ipAddress(epPath+".ipAddress", ep.IPAddress)
-			if ep.Port == 0 {
-				v.add(epPath+".port", "set port on the endpoint, or defaultPort on the group", "a port is required")
-				continue
-			}
-			if ep.Port < 0 || ep.Port > 65535 {
-				v.port(epPath+".port", ep.Port)
-				continue
-			}
-			if !ok {
-				continue
-			}
-			ap := netip.AddrPortFrom(addr, uint16(ep.Port))
-			if first, dup := seen[ap]; dup {
-				v.add(epPath, "remove the duplicate endpoint",
-					"%s is already endpoints[%d] of this group", ap, first)
-				continue
-			}
-			seen[ap] = j
+		v.ipEndpoints(p, g)
+	}
+}
+
+// ipEndpoints validates the ip:port endpoints of a group.
+func (v *validator) ipEndpoints(p string, g *NetworkEndpointGroup) {
+	seen := map[netip.AddrPort]int{}
+	for j, ep := range g.Endpoints {
+		ep.Port = effectivePort(ep.Port, g.DefaultPort)
+		epPath := at("%s.endpoints[%d]", p, j)
+		if ep.Fqdn != "" {
+			v.add(epPath+".fqdn", "use networkEndpointType: INTERNET_FQDN_PORT for endpoints named by fqdn, or write ipAddress",
+				"fqdn is only valid in INTERNET_FQDN_PORT groups")
+			continue
 		}
+		addr, ok := v.ipAddress(epPath+".ipAddress", ep.IPAddress)
+		if ep.Port == 0 {
+			v.add(epPath+".port", "set port on the endpoint, or defaultPort on the group", "a port is required")
+			continue
+		}
+		if ep.Port < 0 || ep.Port > 65535 {
+			v.port(epPath+".port", ep.Port)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		ap := netip.AddrPortFrom(addr, uint16(ep.Port))
+		if first, dup := seen[ap]; dup {
+			v.add(epPath, "remove the duplicate endpoint",
+				"%s is already endpoints[%d] of this group", ap, first)
+			continue
+		}
+		seen[ap] = j
 	}
 }
 

@@ -21,21 +21,23 @@ func (v *validator) healthCheck(p string, hc *HealthCheck) {
 		{"httpsHealthCheck", "HTTPS", hc.HTTPSHealthCheck != nil},
 		{"http2HealthCheck", "HTTP2", hc.HTTP2HealthCheck != nil},
 		{"tcpHealthCheck", "TCP", hc.TCPHealthCheck != nil},
+		{"grpcHealthCheck", "GRPC", hc.GRPCHealthCheck != nil},
+		{"grpcTlsHealthCheck", "GRPC_WITH_TLS", hc.GRPCTLSHealthCheck != nil},
 	}
 	switch hc.Type {
 	case "":
-		v.add(p+".type", "set type: HTTP, HTTPS, HTTP2 or TCP", "a type is required")
-	case "HTTP", "HTTPS", "HTTP2", "TCP":
+		v.add(p+".type", "set type: HTTP, HTTPS, HTTP2, TCP, GRPC or GRPC_WITH_TLS", "a type is required")
+	case "HTTP", "HTTPS", "HTTP2", "TCP", "GRPC", "GRPC_WITH_TLS":
 		for _, s := range subs {
 			if s.set && s.typ != hc.Type {
 				v.add(p+"."+s.field, fmt.Sprintf("rename it to %s, or set type: %s", subField(hc.Type), s.typ),
 					"%s does not match type %s", s.field, hc.Type)
 			}
 		}
-	case "SSL", "GRPC", "GRPC_WITH_TLS":
-		v.add(p+".type", "use HTTP, HTTPS, HTTP2 or TCP", "type %s is not supported yet", hc.Type)
+	case "SSL":
+		v.add(p+".type", "use HTTP, HTTPS, HTTP2, TCP, GRPC or GRPC_WITH_TLS", "type %s is not supported yet", hc.Type)
 	default:
-		v.enum(p+".type", hc.Type, "HTTP", "HTTPS", "HTTP2", "TCP")
+		v.enum(p+".type", hc.Type, "HTTP", "HTTPS", "HTTP2", "TCP", "GRPC", "GRPC_WITH_TLS")
 	}
 
 	v.intRange(p+".checkIntervalSec", hc.CheckIntervalSec, 1, 300)
@@ -70,6 +72,31 @@ func (v *validator) healthCheck(p string, hc *HealthCheck) {
 		v.maxLen(sp+".request", t.Request, 1024)
 		v.maxLen(sp+".response", t.Response, 1024)
 	}
+	v.grpcHealthChecks(p, hc)
+}
+
+// grpcHealthChecks checks the grpcHealthCheck and grpcTlsHealthCheck
+// blocks: their port fields, and a service name of at most 1024 ASCII
+// characters (Google's limits).
+func (v *validator) grpcHealthChecks(p string, hc *HealthCheck) {
+	for _, g := range []struct {
+		field string
+		hc    *GRPCHealthCheck
+	}{{"grpcHealthCheck", hc.GRPCHealthCheck}, {"grpcTlsHealthCheck", hc.GRPCTLSHealthCheck}} {
+		if g.hc == nil {
+			continue
+		}
+		sp := p + "." + g.field
+		v.probePort(sp, g.hc.Port, g.hc.PortName, g.hc.PortSpecification)
+		v.maxLen(sp+".grpcServiceName", g.hc.GRPCServiceName, 1024)
+		for _, r := range g.hc.GRPCServiceName {
+			if r > 0x7e || r < 0x20 {
+				v.add(sp+".grpcServiceName", "use printable ASCII characters only, e.g. grpc.health.v1.Health or my.pkg.Service",
+					"%+q has a character outside printable ASCII", g.hc.GRPCServiceName)
+				break
+			}
+		}
+	}
 }
 
 // subField is the sub-object that goes with a health check type.
@@ -81,6 +108,10 @@ func subField(typ string) string {
 		return "http2HealthCheck"
 	case "TCP":
 		return "tcpHealthCheck"
+	case "GRPC":
+		return "grpcHealthCheck"
+	case "GRPC_WITH_TLS":
+		return "grpcTlsHealthCheck"
 	}
 	return "httpHealthCheck"
 }
@@ -179,4 +210,14 @@ func (v *validator) serviceLbPolicies() {
 		}
 		v.maxLen(p+".description", sp.Description, 1024)
 	}
+}
+
+// GRPCBlock is the gRPC block that goes with the health check's type:
+// grpcTlsHealthCheck for GRPC_WITH_TLS, grpcHealthCheck otherwise (nil
+// when unset).
+func (hc *HealthCheck) GRPCBlock() *GRPCHealthCheck {
+	if hc.Type == "GRPC_WITH_TLS" {
+		return hc.GRPCTLSHealthCheck
+	}
+	return hc.GRPCHealthCheck
 }

@@ -59,6 +59,14 @@ type Options struct {
 	Frontend string
 	// Region is the generated frontend's region (where its clients are).
 	Region string
+	// InternetNEGRegion is the region given to INTERNET_FQDN_PORT groups,
+	// which are global in Google Cloud and need one in Spillway (default:
+	// Region).
+	InternetNEGRegion string
+	// Serverless says where each region's serverless services run
+	// (spillway.serverless); a region with serverless groups and no entry
+	// gets a placeholder base URL, reported in the notes.
+	Serverless []config.ServerlessTarget
 }
 
 // Note is one thing the import could not carry into the config.
@@ -171,7 +179,7 @@ func Import(o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	im.groups()
+	im.groups(o)
 	out, err := im.render(o)
 	if err != nil {
 		return nil, err
@@ -330,7 +338,7 @@ func signatures() []signature {
 		{"securityPolicies", []string{"rules", "adaptiveProtectionConfig", "advancedOptionsConfig"}},
 		{"backendServices", []string{"backends", "loadBalancingScheme", "healthChecks", "sessionAffinity", "localityLbPolicy", "enableCDN", "connectionDraining"}},
 		{"urlMaps", []string{"defaultService", "hostRules", "pathMatchers", "defaultRouteAction", "defaultUrlRedirect"}},
-		{"healthChecks", []string{"httpHealthCheck", "httpsHealthCheck", "http2HealthCheck", "tcpHealthCheck", "sslHealthCheck", "grpcHealthCheck", "checkIntervalSec", "healthyThreshold", "unhealthyThreshold"}},
+		{"healthChecks", []string{"httpHealthCheck", "httpsHealthCheck", "http2HealthCheck", "tcpHealthCheck", "sslHealthCheck", "grpcHealthCheck", "grpcTlsHealthCheck", "checkIntervalSec", "healthyThreshold", "unhealthyThreshold"}},
 		{"networkEndpointGroups", []string{"networkEndpointType", "defaultPort"}},
 		{"instanceGroups", []string{"namedPorts", "isManaged", "instanceTemplate", "targetSize"}},
 		{"member", []string{"instance"}},
@@ -377,8 +385,10 @@ func (im *importer) resource(src, coll string, n *yaml.Node, tf bool) *resource 
 		nm.Value = name
 	}
 	if coll == "networkEndpointGroups" || coll == "instanceGroups" {
-		if z := get(out, "zone"); z != nil {
-			z.Value = config.RefName(z.Value) // a link in gcloud's output
+		for _, k := range []string{"zone", "region"} {
+			if z := get(out, k); z != nil {
+				z.Value = config.RefName(z.Value) // a link in gcloud's output
+			}
 		}
 	}
 	r := &resource{coll: coll, name: name, src: src, node: out}
@@ -480,23 +490,15 @@ func memberKind(n *yaml.Node) string {
 }
 
 // zoneOfLink returns the zone segment of a link (…/zones/Z/…), or "".
-func zoneOfLink(link string) string {
-	parts := strings.Split(link, "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if parts[i] == "zones" {
-			return parts[i+1]
-		}
-	}
-	return ""
-}
+func zoneOfLink(link string) string { return linkSegment(link, "zones") }
 
 // groupRef is a backend's reference to a group.
-type groupRef struct{ coll, zone, src, service string }
+type groupRef struct{ coll, zone, src, service, link string }
 
 // groups completes the network endpoint and instance groups: members from
 // lists, addresses from instances, zones from references, and a stub for
 // every group a backend service names but no describe output gave.
-func (im *importer) groups() {
+func (im *importer) groups(o Options) {
 	refs := map[string]groupRef{}
 	var refOrder []string
 	ports := map[string]int{} // group → a backend service's port, for namedPorts
@@ -515,7 +517,7 @@ func (im *importer) groups() {
 			}
 			coll := refCollectionOf(link)
 			if _, ok := refs[name]; !ok {
-				refs[name] = groupRef{coll: coll, zone: zoneOfLink(link), src: r.src, service: r.name}
+				refs[name] = groupRef{coll: coll, zone: zoneOfLink(link), src: r.src, service: r.name, link: link}
 				refOrder = append(refOrder, name)
 			}
 			if port > 0 && portName != "" {
@@ -556,28 +558,13 @@ func (im *importer) groups() {
 		if !listed {
 			src = ref.src
 		}
-		n := &yaml.Node{Kind: yaml.MappingNode}
-		set(n, "name", str(name))
-		set(n, "zone", str(zone))
-		r := &resource{coll: coll, name: name, src: src, node: n}
-		im.resources = append(im.resources, r)
+		r := im.stub(coll, name, zone, src, ref.link)
 		have[name] = r
-		if zone == "" {
-			im.note(src, fmt.Sprintf("%s[%s].zone", coll, name), "the zone is unknown; pass the list as --endpoints %s@ZONE=FILE", name)
-		}
 	}
 	for _, r := range im.resources {
 		switch r.coll {
 		case "networkEndpointGroups":
-			eps := im.endpoints[r.name]
-			if lg, ok := im.listed[r.name]; ok && lg.coll == "instanceGroups" {
-				im.note(lg.src, "networkEndpointGroups["+r.name+"]", "the list given for this network endpoint group is an instance group's list-instances output; ignored")
-			}
-			if len(eps) > 0 {
-				set(r.node, "endpoints", &yaml.Node{Kind: yaml.SequenceNode, Content: eps})
-			} else if get(r.node, "endpoints") == nil {
-				im.note(r.src, "networkEndpointGroups["+r.name+"].endpoints", "no endpoints: pass `gcloud compute network-endpoint-groups list-network-endpoints %s --zone=ZONE --format=json` as --endpoints %s=FILE", r.name, r.name)
-			}
+			im.negMembers(r, o)
 		case "instanceGroups":
 			if lg, ok := im.listed[r.name]; ok && lg.coll == "networkEndpointGroups" {
 				im.note(lg.src, "instanceGroups["+r.name+"]", "the list given for this instance group is a network endpoint group's list-network-endpoints output; ignored")
@@ -666,6 +653,10 @@ func (im *importer) render(o Options) ([]byte, error) {
 		byColl[r.coll] = append(byColl[r.coll], nameFirst(r.node))
 	}
 	im.checkPolicyRefs(names["securityPolicies"])
+	spillway, placeholder := im.serverlessMapping(o)
+	if spillway != nil {
+		set(root, "spillway", spillway)
+	}
 	for _, c := range collections() {
 		if items := byColl[c.name]; len(items) > 0 {
 			set(root, c.name, &yaml.Node{Kind: yaml.SequenceNode, Content: items})
@@ -710,6 +701,9 @@ func (im *importer) render(o Options) ([]byte, error) {
 		template = fmt.Sprintf("frontends (a Spillway extension: a forwarding rule plus a target proxy in\nGoogle Cloud) cannot come from gcloud's exports; serve needs one. Uncomment\nand edit, or run spillway import again with --frontend ADDRESS --region REGION:\nfrontends:\n- {name: fe-http, address: \"127.0.0.1:8080\", protocol: HTTP, urlMap: %s, region: %s}", um, region)
 	}
 	plain(root)
+	if spillway != nil {
+		root.Content[0].HeadComment = serverlessComment(placeholder)
+	}
 	root.Style = 0
 	root.HeadComment = im.header(o)
 	root.FootComment = template

@@ -119,16 +119,67 @@ func TestRoundTripGivesSeedTable(t *testing.T) {
 	}
 }
 
+// winticketDir holds seed 003's gcloud exports: two serverless NEGs
+// (describe --format json), three backend services and the URL map.
+var winticketDir = filepath.Join("..", "..", "examples", "winticket", "gcloud")
+
+// serverlessOptions imports seed 003's exports with no mapping: the
+// serverless regions get placeholder base URLs.
+func serverlessOptions(t testing.TB) gcpimport.Options {
+	o := gcpimport.Options{Frontend: "127.0.0.1:8082", Region: "asia-northeast2"}
+	for _, f := range []string{"neg-tokyo.json", "neg-osaka.json", "backend-services.yaml", "url-map.yaml"} {
+		o.Files = append(o.Files, read(t, filepath.Join(winticketDir, f)))
+	}
+	return o
+}
+
+// winticketOptions maps seed 003's regions to the lab's HTTPS loopback
+// backends: examples/winticket/config.yaml, which spillway lab --scenario
+// winticket runs, is this import's output.
+func winticketOptions(t testing.TB) gcpimport.Options {
+	o := serverlessOptions(t)
+	o.Serverless = []config.ServerlessTarget{
+		{Region: "asia-northeast1", BaseURL: "https://127.5.1.1:18443"},
+		{Region: "asia-northeast2", BaseURL: "https://127.6.1.1:18443"},
+	}
+	return o
+}
+
+// internetOptions imports a global INTERNET_FQDN_PORT NEG (describe and
+// list-network-endpoints --global), placed in us-east4.
+func internetOptions(t testing.TB) gcpimport.Options {
+	dir := filepath.Join("testdata", "internet")
+	o := gcpimport.Options{Frontend: "127.0.0.1:8080", Region: "us-east1", InternetNEGRegion: "us-east4",
+		Endpoints: []gcpimport.Endpoints{{Group: "neg-origin", Source: read(t, filepath.Join(dir, "neg-origin.endpoints.json"))}}}
+	for _, f := range []string{"neg-origin.json", "backend-service.yaml", "url-map.yaml"} {
+		o.Files = append(o.Files, read(t, filepath.Join(dir, f)))
+	}
+	return o
+}
+
 // The imported configs are golden files: a change in what is carried
-// shows up in review.
+// shows up in review. Each validates and compiles, as spillway validate
+// would check it.
 func TestImportGolden(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		opts func(testing.TB) gcpimport.Options
-	}{{"gcloud", gcloudOptions}, {"terraform", terraformOptions}} {
+		name, path string
+		opts       func(testing.TB) gcpimport.Options
+	}{
+		{"gcloud", "", gcloudOptions}, {"terraform", "", terraformOptions},
+		{"serverless", "", serverlessOptions}, {"internet", "", internetOptions},
+		{"winticket", filepath.Join("..", "..", "examples", "winticket", "config.yaml"), winticketOptions},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := mustImport(t, tt.opts(t))
-			path := filepath.Join("testdata", tt.name+".golden.yaml")
+			path := tt.path
+			if path == "" {
+				path = filepath.Join("testdata", tt.name+".golden.yaml")
+			}
+			if c, err := config.Parse(res.Config, path); err != nil {
+				t.Errorf("does not validate: %v", err)
+			} else if _, err := plan.Compile(c); err != nil {
+				t.Errorf("does not compile: %v", err)
+			}
 			if *update {
 				if err := os.WriteFile(path, res.Config, 0o644); err != nil {
 					t.Fatal(err)
@@ -325,5 +376,52 @@ func TestLogConfigCarried(t *testing.T) {
 	lc := c.BackendServices[0].LogConfig
 	if lc == nil || !lc.Enable || lc.SampleRate == nil || *lc.SampleRate != 0.5 {
 		t.Fatalf("backend service logConfig = %+v, want enable: true, sampleRate: 0.5\n%s", lc, res.Config)
+	}
+}
+
+// Serverless NEGs need no member lists and keep their region; where they
+// run is a reported placeholder unless --serverless gives it; a URL mask
+// is reported; a global internet NEG known only from a backend's link and
+// its list becomes INTERNET_FQDN_PORT, and without a region says which
+// flag to pass.
+func TestServerlessAndInternetNotes(t *testing.T) {
+	var paths []string
+	for _, n := range mustImport(t, serverlessOptions(t)).Notes {
+		paths = append(paths, n.Path)
+	}
+	if want := "spillway.serverless[asia-northeast1].baseUrl spillway.serverless[asia-northeast2].baseUrl"; strings.Join(paths, " ") != want {
+		t.Errorf("notes on %v, want %s", paths, want)
+	}
+	if n := mustImport(t, winticketOptions(t)).Notes; len(n) != 0 {
+		t.Errorf("with --serverless for both regions: notes %v", n)
+	}
+	tests := []struct {
+		name, data string
+		eps        []gcpimport.Endpoints
+		path, want string
+	}{
+		{"url mask only", `{"kind": "compute#networkEndpointGroup", "name": "neg", "networkEndpointType": "SERVERLESS", "region": "regions/us-central1", "cloudRun": {"urlMask": "<service>.example.com"}}`, nil,
+			"networkEndpointGroups[neg].cloudRun.urlMask", `URL mask "<service>.example.com" is not applied: Spillway sends every request to the fixed service (docs/extensions.md), and this group names none`},
+		{"internet NEG without a region", "name: bs\nbackends: [{group: projects/p/global/networkEndpointGroups/neg-ext}]\n",
+			[]gcpimport.Endpoints{{Group: "neg-ext", Source: gcpimport.Source{Name: "ext.json", Data: []byte(`[{"networkEndpoint": {"fqdn": "origin.example.com", "port": 443}}]`)}}},
+			"networkEndpointGroups[neg-ext].region", "pass --internet-neg-region REGION"},
+		{"serverless NEG without its describe", "name: bs\nbackends: [{group: projects/p/regions/us-central1/networkEndpointGroups/neg-run}]\n", nil,
+			"networkEndpointGroups[neg-run]", "give `gcloud compute network-endpoint-groups describe neg-run --region us-central1 --format json`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustImport(t, gcpimport.Options{Files: []gcpimport.Source{{Name: "in.yaml", Data: []byte(tt.data)}}, Endpoints: tt.eps})
+			for _, n := range res.Notes {
+				if n.Path == tt.path && strings.Contains(n.Reason, tt.want) {
+					return
+				}
+			}
+			t.Errorf("no note on %s containing %q: %v\n%s", tt.path, tt.want, res.Notes, res.Config)
+		})
+	}
+	// Given a region, the same internet NEG validates.
+	res := mustImport(t, gcpimport.Options{InternetNEGRegion: "us-east4", Files: []gcpimport.Source{{Name: "in.yaml", Data: []byte(tests[1].data + "---\nname: um\ndefaultService: bs\n")}}, Endpoints: tests[1].eps})
+	if _, err := config.Parse(res.Config, "internet.yaml"); err != nil {
+		t.Errorf("%v\n%s", err, res.Config)
 	}
 }

@@ -104,7 +104,9 @@ func (p *pruner) mapping(n *yaml.Node, t reflect.Type, path string, top bool) *y
 	out := &yaml.Node{Kind: yaml.MappingNode, Style: n.Style}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i].Value, resolve(n.Content[i+1])
-		if top && outputOnly(key) {
+		if top && outputOnly(key) && !(key == "region" && t == reflect.TypeFor[config.NetworkEndpointGroup]()) {
+			// A NEG's region is where a serverless (or other regional)
+			// group is, not output only: the config needs it.
 			if !zero(val) {
 				p.im.dropped[key]++
 			}

@@ -407,7 +407,8 @@ func (n *gname) probeTarget(m *member, c config.GSLBMemberCheck, addr netip.Addr
 	m.targets = append(m.targets, probe.Target{
 		Addr: netip.AddrPortFrom(addr, uint16(port)).String(),
 		Spec: probe.Spec{Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path,
-			Host: hc.Host, Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader},
+			Host: hc.Host, Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader,
+			GRPCService: hc.GRPCService},
 	})
 	lc := LayerCheck{Thresholds: health.Thresholds{Healthy: config.DNSDefaultHealthyThreshold, Unhealthy: config.DNSDefaultUnhealthyThreshold}}
 	switch c.Layer {

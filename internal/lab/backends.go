@@ -78,53 +78,17 @@ const MaxPad = 4 << 20
 // need no setup; on other systems binding them fails with an error that
 // says so. Close stops everything.
 func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
-	byAddr := map[string]*backend{}
-	var order []string
-	add := func(addr, zone, instance, proto string) (*backend, error) {
-		b := byAddr[addr]
-		if b == nil {
-			b = &backend{addr: addr, zone: zone, instance: instance, proto: proto, health: map[string]string{}}
-			byAddr[addr] = b
-			order = append(order, addr)
-			return b, nil
-		}
-		if b.zone != zone {
-			return nil, fmt.Errorf("lab: address %s is configured in two zones (%s and %s); the lab answers one zone per address", addr, b.zone, zone)
-		}
-		if !sameTransport(b.proto, proto) {
-			return nil, fmt.Errorf("lab: address %s is used as %s and as %s; the lab serves one protocol per address", addr, b.proto, proto)
-		}
-		return b, nil
-	}
+	set := backendSet{byAddr: map[string]*backend{}}
 	for _, svc := range p.Services {
 		for _, be := range svc.Backends {
 			for _, e := range be.Endpoints {
-				instance := e.Instance
-				if instance == "" {
-					instance = e.Addr
-				}
-				b, err := add(e.Addr, e.Group.Zone, instance, svc.Protocol)
-				if err != nil {
+				if err := set.addEndpoint(svc, e); err != nil {
 					return nil, err
 				}
-				hc := e.HealthCheck
-				if hc == nil || hc.Type == "TCP" {
-					continue
-				}
-				pb := b
-				if e.ProbeAddr != e.Addr {
-					if pb, err = add(e.ProbeAddr, e.Group.Zone, instance, hc.Type); err != nil {
-						return nil, err
-					}
-				}
-				body := "ok"
-				if hc.Response != "" {
-					body = hc.Response
-				}
-				pb.health[hc.Path] = body
 			}
 		}
 	}
+	byAddr, order := set.byAddr, set.order
 	if len(order) == 0 {
 		return nil, errors.New("lab: the config has no backend endpoints to start")
 	}
@@ -148,6 +112,74 @@ func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
 		bs.servers = append(bs.servers, b)
 	}
 	return bs, nil
+}
+
+// backendSet collects the lab's backends by address, in config order.
+type backendSet struct {
+	byAddr map[string]*backend
+	order  []string
+}
+
+// add returns the backend at addr, made on first use; an address in two
+// zones or with two transports is refused.
+func (bs *backendSet) add(addr, zone, instance, proto string) (*backend, error) {
+	b := bs.byAddr[addr]
+	if b == nil {
+		b = &backend{addr: addr, zone: zone, instance: instance, proto: proto, health: map[string]string{}}
+		bs.byAddr[addr] = b
+		bs.order = append(bs.order, addr)
+		return b, nil
+	}
+	if b.zone != zone {
+		return nil, fmt.Errorf("lab: address %s is configured in two zones (%s and %s); the lab answers one zone per address", addr, b.zone, zone)
+	}
+	if !sameTransport(b.proto, proto) {
+		return nil, fmt.Errorf("lab: address %s is used as %s and as %s; the lab serves one protocol per address", addr, b.proto, proto)
+	}
+	return b, nil
+}
+
+// addEndpoint adds endpoint e of svc, and its health check's address
+// with the path and body the check expects.
+func (bs *backendSet) addEndpoint(svc *plan.Service, e *plan.Endpoint) error {
+	instance := e.Instance
+	if instance == "" {
+		instance = e.Addr
+	}
+	proto := svc.Protocol
+	if e.TLS {
+		proto = "HTTPS" // a serverless group's base URL is https
+	}
+	b, err := bs.add(e.Addr, groupZone(e.Group), instance, proto)
+	if err != nil {
+		return err
+	}
+	hc := e.HealthCheck
+	if hc == nil || hc.Type == "TCP" {
+		return nil
+	}
+	pb := b
+	if e.ProbeAddr != e.Addr {
+		if pb, err = bs.add(e.ProbeAddr, groupZone(e.Group), instance, hc.Type); err != nil {
+			return err
+		}
+	}
+	body := "ok"
+	if hc.Response != "" {
+		body = hc.Response
+	}
+	pb.health[hc.Path] = body
+	return nil
+}
+
+// groupZone is where the lab places a group's backends: its zone, or its
+// region for a regional group (serverless and internet NEGs have no
+// zone). Their answers name it as their zone.
+func groupZone(g *plan.Group) string {
+	if g.Zone == "" {
+		return g.Region
+	}
+	return g.Zone
 }
 
 func usesTLS(proto string) bool { return proto == "HTTPS" || proto == "HTTP2" }

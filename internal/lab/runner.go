@@ -244,8 +244,8 @@ func compile(c Config, set settings) (*plan.Plan, *config.Frontend, error) {
 func regionZones(p *plan.Plan) map[string][]string {
 	m := map[string][]string{}
 	for _, g := range p.Groups {
-		if !slices.Contains(m[g.Region], g.Zone) {
-			m[g.Region] = append(m[g.Region], g.Zone)
+		if z := groupZone(g); !slices.Contains(m[g.Region], z) {
+			m[g.Region] = append(m[g.Region], z)
 		}
 	}
 	for _, zs := range m {

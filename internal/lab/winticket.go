@@ -89,7 +89,8 @@ func (o *WinticketOptions) defaults() error {
 // WinticketSettings are the lab's rewrites of the seed's config, printed
 // with the results.
 type WinticketSettings struct {
-	// ProbeInterval is every health check's interval.
+	// ProbeInterval is every health check's interval ("" when the config
+	// has none, as with serverless groups).
 	ProbeInterval string `json:"probeInterval"`
 	// OutlierInterval and BaseEjectionTime are the lab's values;
 	// ConfigInterval and ConfigBaseEjectionTime the config's.
@@ -166,7 +167,10 @@ type winticketRun struct {
 	failZones  []string // the primary region's zones
 	set        settings
 	ejectedAt  time.Time // when the health view first showed the ejection
-	rep        *WinticketReport
+	// checkedBy says what health checks see of the failing region:
+	// "health check green", or "no health check" (serverless groups).
+	checkedBy string
+	rep       *WinticketReport
 }
 
 // RunWinticket runs seed 003's scenario: Osaka (the frontend's region)
@@ -246,6 +250,9 @@ func (o *WinticketOptions) settings(cfg *config.Config) (WinticketSettings, erro
 	if od.ConsecutiveGatewayFailure != nil {
 		set.ConsecutiveGatewayFails = *od.ConsecutiveGatewayFailure
 	}
+	if len(cfg.HealthChecks) == 0 {
+		set.ProbeInterval = "" // serverless groups: nothing is probed
+	}
 	orig, err := o.Config.Parse()
 	if err != nil {
 		return set, err
@@ -261,7 +268,12 @@ func (o *WinticketOptions) settings(cfg *config.Config) (WinticketSettings, erro
 // frontend's region fails, the alphabetically first other region is the
 // fallback.
 func newWinticketRun(o *WinticketOptions, rep *WinticketReport, set settings, p *plan.Plan, fe *config.Frontend) (*winticketRun, error) {
-	r := &winticketRun{o: o, rep: rep, set: set, zoneRegion: map[string]string{}, primary: fe.Region}
+	r := &winticketRun{o: o, rep: rep, set: set, zoneRegion: map[string]string{}, primary: fe.Region, checkedBy: "no health check"}
+	for _, e := range p.Endpoints {
+		if e.Group.Region == fe.Region && e.HealthCheck != nil {
+			r.checkedBy = "health check green"
+		}
+	}
 	for region, zones := range regionZones(p) {
 		if region == fe.Region {
 			r.failZones = zones
@@ -429,7 +441,7 @@ func (r *winticketRun) health() []string {
 		}
 		for _, b := range svc.Backends {
 			for _, e := range b.Endpoints {
-				s := fmt.Sprintf("%s %s %s (%s) %s", svc.Name, b.Group, e.IPAddress, b.Zone, e.HealthState)
+				s := fmt.Sprintf("%s %s %s (%s) %s", svc.Name, b.Group, e.IPAddress, reportZone(b), e.HealthState)
 				if e.Ejected {
 					s += " EJECTED"
 				}
@@ -452,7 +464,7 @@ func (r *winticketRun) ejected() bool {
 			continue
 		}
 		for _, b := range svc.Backends {
-			if !slices.Contains(r.failZones, b.Zone) {
+			if !slices.Contains(r.failZones, reportZone(b)) {
 				continue
 			}
 			for _, e := range b.Endpoints {
@@ -491,6 +503,21 @@ func (r *winticketRun) single(ctx context.Context, p *Phase) {
 	p.add(t)
 }
 
+// singleWhileEjected sends one request and counts it into p if the
+// primary region was still ejected when it returned; a request during
+// which the ejection ended could have gone either way, so it is counted
+// in neither phase. It reports whether the region is still ejected.
+func (r *winticketRun) singleWhileEjected(ctx context.Context, p *Phase) bool {
+	t := &tally{zones: map[string]int{}, regions: map[string]int{}, status: map[string]int{}}
+	one(ctx, r.client, r.url, r.zoneRegion, t)
+	if !r.ejected() {
+		return false
+	}
+	p.Requests++
+	p.add(t)
+	return true
+}
+
 // healthy is phase 1: everything is served by the frontend's region.
 func (r *winticketRun) healthy(ctx context.Context) error {
 	start, before := time.Now(), r.failed()
@@ -512,7 +539,7 @@ func (r *winticketRun) failRequests(ctx context.Context) error {
 		}
 	}
 	start, before := time.Now(), r.failed()
-	p := newPhase(2, regionName(r.primary)+" answers 503, health check green")
+	p := newPhase(2, regionName(r.primary)+" answers 503, "+r.checkedBy)
 	gap := time.Duration(float64(time.Second) / r.o.Rate)
 	for !r.ejected() {
 		if p.Requests >= winticketMaxUntilEjection {
@@ -556,7 +583,9 @@ func (r *winticketRun) recover(ctx context.Context) error {
 		if time.Since(start) > limit {
 			return fmt.Errorf("lab: winticket: %s still ejected after %s", r.primary, limit)
 		}
-		r.single(ctx, p)
+		if !r.singleWhileEjected(ctx, p) {
+			break
+		}
 		if err := sleep(ctx, 4*gap); err != nil {
 			return err
 		}
@@ -632,8 +661,12 @@ func WriteWinticketTable(w io.Writer, rep *WinticketReport) error {
 	s := rep.Settings
 	var b strings.Builder
 	fmt.Fprintf(&b, "WINTICKET (seed 003): bs-default = %s + %s with outlierDetection; the frontend serves from %s\n", label(s.Fallback), label(s.Primary), label(s.Primary))
-	fmt.Fprintf(&b, "lab settings: health checks every %s; outlierDetection.interval %s -> %s, baseEjectionTime %s -> %s (consecutiveGatewayFailure %d unchanged); frontend %s\n\n",
-		s.ProbeInterval, s.ConfigInterval, s.OutlierInterval, s.ConfigBaseEjectionTime, s.BaseEjectionTime, s.ConsecutiveGatewayFails, s.Frontend)
+	probes := "no health checks"
+	if s.ProbeInterval != "" {
+		probes = "health checks every " + s.ProbeInterval
+	}
+	fmt.Fprintf(&b, "lab settings: %s; outlierDetection.interval %s -> %s, baseEjectionTime %s -> %s (consecutiveGatewayFailure %d unchanged); frontend %s\n\n",
+		probes, s.ConfigInterval, s.OutlierInterval, s.ConfigBaseEjectionTime, s.BaseEjectionTime, s.ConsecutiveGatewayFails, s.Frontend)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "phase\t\trequests\t%s\t%s\tclient errors\t503s answered by %s\ttime\n", regionName(s.Primary), regionName(s.Fallback), regionName(s.Primary))
 	for _, p := range rep.Phases {
@@ -658,6 +691,15 @@ func WriteWinticketTable(w io.Writer, rep *WinticketReport) error {
 		return fmt.Errorf("lab: write table: %w", err)
 	}
 	return nil
+}
+
+// reportZone is a health view backend's zone, or its region for a
+// regional (serverless) group, as groupZone places it.
+func reportZone(b report.Backend) string {
+	if b.Zone == "" {
+		return b.Region
+	}
+	return b.Zone
 }
 
 // label names a region for the report: "Osaka (asia-northeast2)".

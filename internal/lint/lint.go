@@ -24,9 +24,12 @@ type Finding struct {
 // String formats the finding as "PATH: MESSAGE (fix: FIX)".
 func (f Finding) String() string { return f.Path + ": " + f.Message + " (fix: " + f.Fix + ")" }
 
-// Check returns the findings for p, in a stable order.
-func Check(p *plan.Plan) []Finding {
+// Check returns the findings for p, in a stable order; o adds what the
+// config cannot say (the stated load).
+func Check(p *plan.Plan, o Options) []Finding {
 	var out []Finding
+	out = append(out, singleRegionWeighted(p)...)
+	out = append(out, rateBelowLoad(p, o)...)
 	out = append(out, drainLimit(p)...)
 	out = append(out, sharedUtilization(p)...)
 	out = append(out, failoverStepUp(p)...)
@@ -71,7 +74,10 @@ func sharedUtilization(p *plan.Plan) []Finding {
 	for _, svc := range p.Services {
 		for _, b := range svc.Backends {
 			users[b.Group.Name] = append(users[b.Group.Name], svc.Name)
-			if b.Mode == "UTILIZATION" {
+			// On a network endpoint group UTILIZATION can only be a
+			// serverless group's (config refuses it on others), which
+			// has no utilization to autoscale on.
+			if b.Mode == "UTILIZATION" && b.Group.Kind == "instanceGroup" {
 				util[b.Group.Name] = true
 			}
 		}

@@ -8,6 +8,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"sort"
 	"strconv"
 	"time"
@@ -88,13 +89,16 @@ type Plan struct {
 type HealthCheck struct {
 	ID                 int
 	Name               string
-	Type               string // HTTP, HTTPS, HTTP2, TCP
+	Type               string // HTTP, HTTPS, HTTP2, TCP, GRPC, GRPC_WITH_TLS
 	Interval, Timeout  time.Duration
 	HealthyThreshold   int
 	UnhealthyThreshold int
 	Path, Host         string
 	Response, Request  string
 	ProxyHeader        string
+	// GRPCService is grpcServiceName (GRPC, GRPC_WITH_TLS): the service
+	// grpc.health.v1.Health/Check asks about.
+	GRPCService string
 	// Port is the fixed probe port; 0 means USE_SERVING_PORT.
 	Port int
 }
@@ -121,6 +125,14 @@ type Endpoint struct {
 	// ProbeAddr is the address probes go to (differs from Addr when the
 	// health check has a fixed port).
 	ProbeAddr string
+	// Host is the DNS name the endpoint was resolved from (an
+	// INTERNET_FQDN_PORT fqdn, a serverless base URL's host): the Host
+	// header and TLS server name of proxied requests. Empty for
+	// endpoints configured by IP address.
+	Host string
+	// TLS forces HTTPS to the endpoint whatever the service's protocol
+	// (serverless endpoints: spillway.serverless base URLs are https).
+	TLS bool
 }
 
 // Service is a compiled backend service.
@@ -230,7 +242,18 @@ type Frontend struct {
 
 // Compile builds a Plan. The config must have passed Validate; Compile
 // still returns an error for anything it cannot resolve.
-func Compile(c *config.Config) (*Plan, error) {
+func Compile(c *config.Config) (*Plan, error) { return CompileWith(c, Options{}) }
+
+// Options are what Compile needs beyond the config.
+type Options struct {
+	// Resolved holds the addresses of the DNS names the config's
+	// endpoints are named by (Names lists them); a name without
+	// addresses gives no endpoints.
+	Resolved map[string][]netip.Addr
+}
+
+// CompileWith is Compile with the DNS names' addresses.
+func CompileWith(c *config.Config, o Options) (*Plan, error) {
 	p := &Plan{
 		Config:        c,
 		ServiceByName: map[string]*Service{},
@@ -244,6 +267,7 @@ func Compile(c *config.Config) (*Plan, error) {
 	}
 	p.tune(c.Spillway)
 	cc := newCompiler(p, c)
+	cc.resolved = o.Resolved
 	for i := range c.BackendServices {
 		if err := cc.service(i, &c.BackendServices[i]); err != nil {
 			return nil, err
@@ -288,6 +312,7 @@ type compiler struct {
 	igs       map[string]*config.InstanceGroup
 	groups    map[string]*Group
 	endpoints map[string]*Endpoint
+	resolved  map[string][]netip.Addr
 }
 
 // newCompiler compiles c's health checks and regions into p and indexes
@@ -379,6 +404,12 @@ func (cc *compiler) endpoint(g *Group, addr, instance string, hc *HealthCheck) *
 		return e
 	}
 	e := &Endpoint{ID: len(cc.p.Endpoints), Addr: addr, Instance: instance, Group: g, HealthCheck: hc, ProbeAddr: addr}
+	if g.Kind == "networkEndpointGroup" {
+		if n := cc.negs[g.Name]; n.NetworkEndpointType == "INTERNET_FQDN_PORT" || n.NetworkEndpointType == "SERVERLESS" {
+			e.Host = instance
+			e.TLS = n.NetworkEndpointType == "SERVERLESS"
+		}
+	}
 	if hc != nil && hc.Port != 0 {
 		host, _ := splitHostPort(addr)
 		e.ProbeAddr = joinHostPort(host, hc.Port)
@@ -478,13 +509,7 @@ func (cc *compiler) backend(s *Service, j int, be *config.Backend, portName stri
 		b.Scaler = *be.CapacityScaler
 	}
 	if n, ok := cc.negs[g.Name]; ok {
-		for _, ep := range n.Endpoints {
-			port := ep.Port
-			if port == 0 {
-				port = n.DefaultPort
-			}
-			b.Endpoints = append(b.Endpoints, cc.endpoint(g, joinHostPort(ep.IPAddress, port), ep.Instance, s.HealthCheck))
-		}
+		b.Endpoints = cc.negEndpoints(g, n, s.HealthCheck)
 		b.Mode = orDefault(be.BalancingMode, "RATE")
 	} else {
 		ig := cc.igs[g.Name]
@@ -653,6 +678,9 @@ func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
 			hc.Port = defPort
 		}
 		return hc
+	case "GRPC", "GRPC_WITH_TLS":
+		compileGRPC(hc, h)
+		return hc
 	}
 	if hh == nil {
 		hc.Port = defPort
@@ -664,6 +692,24 @@ func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
 	hc.Host, hc.Response, hc.ProxyHeader = hh.Host, hh.Response, hh.ProxyHeader
 	hc.Port = portSpec(hh.Port, hh.PortSpecification, defPort)
 	return hc
+}
+
+// compileGRPC fills a gRPC health check's service and port (443 for
+// GRPC_WITH_TLS, 80 for GRPC when USE_FIXED_PORT names no port, as for
+// HTTPS and HTTP).
+func compileGRPC(hc *HealthCheck, h *config.HealthCheck) {
+	def := 80
+	if hc.Type == "GRPC_WITH_TLS" {
+		def = 443
+	}
+	hc.Path = ""
+	g := h.GRPCBlock()
+	if g == nil {
+		hc.Port = def
+		return
+	}
+	hc.GRPCService = g.GRPCServiceName
+	hc.Port = portSpec(g.Port, g.PortSpecification, def)
 }
 
 // portSpec returns the fixed probe port, or 0 for USE_SERVING_PORT.

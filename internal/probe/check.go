@@ -104,9 +104,12 @@ func (p *Prober) check(ctx context.Context, t Target, spec Spec) Result {
 	pr := progress{done: ctx.Done()}
 	var detail string
 	var err error
-	if spec.Type == TypeTCP {
+	switch {
+	case spec.Type == TypeTCP:
 		detail, err = p.checkTCP(ctx, t.Addr, spec, &pr)
-	} else {
+	case spec.isGRPC():
+		detail, err = p.checkGRPC(ctx, t.Addr, spec, &pr)
+	default:
 		detail, err = p.checkHTTP(ctx, t.Addr, spec, &pr)
 	}
 	res.Latency = time.Since(start)

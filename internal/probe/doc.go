@@ -21,6 +21,12 @@
 //     Google's probers.
 //   - TCP: the connection must complete; then Spec.Request, if set, is sent
 //     and Spec.Response, if set, must be exactly the next bytes received.
+//   - GRPC, GRPC_WITH_TLS: one grpc.health.v1.Health/Check call for
+//     Spec.GRPCService through grpc-go's generated health client, over
+//     cleartext HTTP/2 (GRPC) or TLS with ALPN "h2" (GRPC_WITH_TLS,
+//     certificates not verified by default). Only SERVING succeeds;
+//     NOT_SERVING, NOT_FOUND (the service is unknown: SERVICE_UNKNOWN),
+//     UNIMPLEMENTED (no health service) and every transport error fail.
 //   - PROXY_V1 sends "PROXY UNKNOWN\r\n" right after the TCP connect (before
 //     TLS).
 //   - Spec.Timeout bounds the whole probe: connect, TLS, request and reading

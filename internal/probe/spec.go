@@ -15,6 +15,10 @@ const (
 	TypeHTTPS = "HTTPS"
 	TypeHTTP2 = "HTTP2"
 	TypeTCP   = "TCP"
+	// TypeGRPC calls grpc.health.v1.Health/Check over cleartext HTTP/2,
+	// TypeGRPCTLS over TLS.
+	TypeGRPC    = "GRPC"
+	TypeGRPCTLS = "GRPC_WITH_TLS"
 )
 
 // Proxy header values, spelled as in the healthCheck proxyHeader field.
@@ -73,6 +77,9 @@ type Spec struct {
 	// ProxyHeader is ProxyHeaderNone or ProxyHeaderV1. Empty means
 	// ProxyHeaderNone.
 	ProxyHeader string
+	// GRPCService is the service a GRPC or GRPC_WITH_TLS probe asks about
+	// (grpcServiceName; "" means the server as a whole).
+	GRPCService string
 }
 
 // Target is one endpoint to probe with one Spec. Addr is "ip:port" (IPv6 in
@@ -123,15 +130,24 @@ func (s Spec) isHTTP() bool {
 	return s.Type == TypeHTTP || s.Type == TypeHTTPS || s.Type == TypeHTTP2
 }
 
+// isGRPC reports whether s is a gRPC health check.
+func (s Spec) isGRPC() bool { return s.Type == TypeGRPC || s.Type == TypeGRPCTLS }
+
 // Validate reports every problem with s, after applying defaults, joined
 // with errors.Join; it returns nil when s can be probed.
 func (s Spec) Validate() error {
 	s = s.withDefaults()
 	var errs []error
 	switch s.Type {
-	case TypeHTTP, TypeHTTPS, TypeHTTP2, TypeTCP:
+	case TypeHTTP, TypeHTTPS, TypeHTTP2, TypeTCP, TypeGRPC, TypeGRPCTLS:
 	default:
-		errs = append(errs, fmt.Errorf("type %q: want one of HTTP, HTTPS, HTTP2, TCP", s.Type))
+		errs = append(errs, fmt.Errorf("type %q: want one of HTTP, HTTPS, HTTP2, TCP, GRPC, GRPC_WITH_TLS", s.Type))
+	}
+	if s.GRPCService != "" && !s.isGRPC() {
+		errs = append(errs, fmt.Errorf("gRPC service %q: only valid for GRPC and GRPC_WITH_TLS, not %s", s.GRPCService, s.Type))
+	}
+	if s.isGRPC() && (s.Request != "" || s.Response != "" || s.ProxyHeader != ProxyHeaderNone) {
+		errs = append(errs, fmt.Errorf("request, response and proxy header: not valid for %s", s.Type))
 	}
 	if s.Interval < 0 {
 		errs = append(errs, fmt.Errorf("interval %s: must be positive", s.Interval))
@@ -152,19 +168,26 @@ func (s Spec) Validate() error {
 		errs = append(errs, fmt.Errorf("request: %d bytes, at most %d allowed", len(s.Request), MaxResponseLen))
 	}
 	if s.isHTTP() {
-		if s.Request != "" {
-			errs = append(errs, fmt.Errorf("request: only valid for TCP, not %s", s.Type))
-		}
-		if !strings.HasPrefix(s.Path, "/") {
-			errs = append(errs, fmt.Errorf("path %q: must start with /", s.Path))
-		} else if _, err := url.ParseRequestURI(s.Path); err != nil {
-			errs = append(errs, fmt.Errorf("path %q: %w", s.Path, err))
-		}
-		if strings.ContainsAny(s.Host, " \r\n\t/") {
-			errs = append(errs, fmt.Errorf("host %q: not a valid Host header", s.Host))
-		}
+		errs = append(errs, s.httpProblems()...)
 	}
 	return errors.Join(errs...)
+}
+
+// httpProblems are Validate's checks of an HTTP, HTTPS or HTTP2 check.
+func (s Spec) httpProblems() []error {
+	var errs []error
+	if s.Request != "" {
+		errs = append(errs, fmt.Errorf("request: only valid for TCP, not %s", s.Type))
+	}
+	if !strings.HasPrefix(s.Path, "/") {
+		errs = append(errs, fmt.Errorf("path %q: must start with /", s.Path))
+	} else if _, err := url.ParseRequestURI(s.Path); err != nil {
+		errs = append(errs, fmt.Errorf("path %q: %w", s.Path, err))
+	}
+	if strings.ContainsAny(s.Host, " \r\n\t/") {
+		errs = append(errs, fmt.Errorf("host %q: not a valid Host header", s.Host))
+	}
+	return errs
 }
 
 // Validate reports whether t can be probed: Addr must be a literal

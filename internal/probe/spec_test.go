@@ -23,7 +23,7 @@ func TestTargetValidate(t *testing.T) {
 		{name: "hostname addr", target: probe.Target{Addr: "backend:80", Spec: probe.Spec{Type: "HTTP"}}, wantErr: "addr: "},
 		{name: "missing port", target: probe.Target{Addr: "10.0.0.1", Spec: probe.Spec{Type: "HTTP"}}, wantErr: "addr: "},
 		{name: "port 0", target: probe.Target{Addr: "10.0.0.1:0", Spec: probe.Spec{Type: "HTTP"}}, wantErr: "port must not be 0"},
-		{name: "unknown type", target: probe.Target{Addr: "10.0.0.1:80", Spec: probe.Spec{Type: "GRPC"}}, wantErr: `type "GRPC"`},
+		{name: "unknown type", target: probe.Target{Addr: "10.0.0.1:80", Spec: probe.Spec{Type: "SSL"}}, wantErr: `type "SSL"`},
 		{name: "lower-case type", target: probe.Target{Addr: "10.0.0.1:80", Spec: probe.Spec{Type: "http"}}, wantErr: `type "http"`},
 		{name: "timeout above interval", target: probe.Target{Addr: "10.0.0.1:80", Spec: probe.Spec{Type: "TCP", Interval: time.Second, Timeout: 2 * time.Second}}, wantErr: "must not exceed interval"},
 		{name: "negative interval", target: probe.Target{Addr: "10.0.0.1:80", Spec: probe.Spec{Type: "TCP", Interval: -time.Second}}, wantErr: "interval -1s"},

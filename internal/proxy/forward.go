@@ -25,16 +25,19 @@ type exchange struct {
 	svc *plan.Service
 	rec *Record // nil when no one records requests
 
-	trace   traceHeaders // trace context headers to add
-	hp      headerPlan
-	hdr     http.Header // headers towards the backend, nil until needed (header)
-	host    string      // Host towards the backend
-	path    string
-	rawPath string
-	upgrade string       // Upgrade protocol, "" when not an upgrade
-	body    *trackedBody // nil for a body-less request
-	timeout time.Duration
-	policy  retryPolicy
+	trace traceHeaders // trace context headers to add
+	hp    headerPlan
+	hdr   http.Header // headers towards the backend, nil until needed (header)
+	host  string      // Host towards the backend
+	// hostSet: a route's urlRewrite.hostRewrite chose host, which then
+	// wins over an endpoint's DNS name; mirror: a mirrored copy.
+	hostSet, mirror bool
+	path            string
+	rawPath         string
+	upgrade         string       // Upgrade protocol, "" when not an upgrade
+	body            *trackedBody // nil for a body-less request
+	timeout         time.Duration
+	policy          retryPolicy
 
 	// deadline ends the exchange (now + timeout when serve starts, or
 	// when the security policies started reading the body). The
@@ -72,7 +75,10 @@ func (x *exchange) done() bool {
 
 // fastPath reports whether an attempt can use the handler's fast
 // transport directly: a body-less, non-upgrade request to an HTTP backend.
-func (x *exchange) fastPath() bool {
+func (x *exchange) fastPath(ep *plan.Endpoint) bool {
+	if ep.Host != "" || ep.TLS {
+		return false // named or serverless endpoints: endpointTransport
+	}
 	if x.h.fast == nil || x.body != nil || x.upgrade != "" || len(x.hdr["Upgrade"]) > 0 {
 		return false
 	}
@@ -193,6 +199,41 @@ func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
 }
 
 // transportFor picks the transport and URL scheme of a backend service.
+// namedKey keys handler.named.
+type namedKey struct {
+	name string
+	h2   bool
+}
+
+// endpointTransport is transportFor for one endpoint: an endpoint named
+// by DNS gets its name's transport (TLS server name = the name), and a
+// serverless one (Endpoint.TLS) HTTPS whatever the service's protocol.
+func (h *handler) endpointTransport(svc *plan.Service, ep *plan.Endpoint) (http.RoundTripper, string) {
+	rt, scheme := h.transportFor(svc)
+	if ep.Host == "" && !ep.TLS {
+		return rt, scheme
+	}
+	if ep.TLS {
+		scheme = "https"
+	}
+	if ep.Host == "" || scheme != "https" {
+		if ep.TLS && rt == h.h2 && svc.Protocol == "H2C" {
+			return h.h2, scheme
+		}
+		return rt, scheme
+	}
+	key := namedKey{ep.Host, svc.Protocol == "HTTP2" || svc.Protocol == "H2C"}
+	if t, ok := h.named.Load(key); ok {
+		return t.(http.RoundTripper), scheme
+	}
+	var nt http.RoundTripper = newNamedTransport(ep.Host, key.h2)
+	if !key.h2 {
+		nt = h1.NewTransport(nt.(*http.Transport)) // strips as h.transport does
+	}
+	t, _ := h.named.LoadOrStore(key, nt)
+	return t.(http.RoundTripper), scheme
+}
+
 func (h *handler) transportFor(svc *plan.Service) (http.RoundTripper, string) {
 	switch svc.Protocol {
 	case "HTTPS":
@@ -246,6 +287,14 @@ func (x *exchange) newRequest(ctx context.Context, scheme string, ep *plan.Endpo
 		Header:     x.header(),
 		Host:       x.host,
 	}
+	if ep.Host != "" && !x.hostSet {
+		// The name the endpoint was resolved from (a mirror keeps its
+		// -shadow suffix).
+		out.Host = ep.Host
+		if x.mirror {
+			out.Host += "-shadow"
+		}
+	}
 	if x.body != nil {
 		out.Body = x.body
 		out.ContentLength = x.r.ContentLength
@@ -274,7 +323,7 @@ var errPerTryTimeout = errors.New("per-try timeout")
 func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	at := attempt{out: Outcome{Endpoint: ep, Service: x.svc}}
 	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
-	if x.fastPath() {
+	if x.fastPath(ep) {
 		x.tryFast(&at, ep, perTry)
 		x.checkStatus(&at)
 		return at
@@ -285,7 +334,7 @@ func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 		ctx, at.cancel = context.WithCancel(ctx)
 		timer = time.AfterFunc(perTry, at.cancel)
 	}
-	rt, scheme := x.h.transportFor(x.svc)
+	rt, scheme := x.h.endpointTransport(x.svc, ep)
 	req := x.newRequest(ctx, scheme, ep)
 	if err := checkRequest(rt, req); err != nil {
 		at.out.Err, at.out.ClientFault = err, true

@@ -133,9 +133,12 @@ type handler struct {
 	transport http.RoundTripper
 	fast      *h1.Transport // transport when it is the fast one, else nil
 	h2        http.RoundTripper
-	rand      func() uint64
-	traceRnd  func() uint64
-	log       *slog.Logger
+	// named holds the transports of endpoints named by DNS (plan
+	// Endpoint.Host), one per name and HTTP version, made on first use.
+	named    sync.Map // namedKey → *http.Transport
+	rand     func() uint64
+	traceRnd func() uint64
+	log      *slog.Logger
 
 	adapters sync.Pool // *adapter
 	records  sync.Pool // *Record
@@ -473,6 +476,7 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 	x := exchange{h: h, w: w, r: r, svc: svc, rec: m.rec, trace: th}
 	x.hp = headerPlan{req: r, svc: svc.Config, weight: a.Services[m.wi].HeaderAction, actions: a.HeaderActions}
 	x.host, x.path = a.RewriteURL(&ad.req)
+	x.hostSet = a.Rewrite != nil && a.Rewrite.Host != ""
 	if x.path == ad.req.Path {
 		// Not rewritten: forward the normalised path, escapes kept.
 		x.path, x.rawPath = m.fwdPath, m.fwdRaw

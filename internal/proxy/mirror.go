@@ -38,9 +38,9 @@ func (h *handler) mirror(snap *Snapshot, mp *config.RequestMirrorPolicy, x *exch
 	if hdr == nil {
 		hdr = h.outHeader(x.r, x.upgrade) // built now: the copy may outlive the request
 	}
-	m := exchange{h: h, r: x.r, svc: svc, path: x.path, rawPath: x.rawPath, hdr: hdr, host: x.host + "-shadow"}
-	rt, scheme := h.transportFor(svc)
+	m := exchange{h: h, r: x.r, svc: svc, path: x.path, rawPath: x.rawPath, hdr: hdr, host: x.host + "-shadow", hostSet: x.hostSet, mirror: true}
 	ep := d.Endpoint
+	rt, scheme := h.endpointTransport(svc, ep)
 	go func() {
 		defer func() { <-h.mirrors }()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -47,7 +47,31 @@ func NewH2Transport() *http.Transport {
 	return t
 }
 
-func newTransport(p *http.Protocols) *http.Transport {
+// newNamedTransport returns a transport whose TLS connections send name
+// as the server name (SNI) instead of the dialled address: the transport
+// of endpoints resolved from a DNS name (INTERNET_FQDN_PORT, serverless
+// base URLs). One per name keeps connections opened for one name from
+// serving another on the same address.
+func newNamedTransport(name string, h2 bool) *http.Transport {
+	var p http.Protocols
+	if h2 {
+		p.SetHTTP2(true)
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	t := newTransportSNI(&p, name)
+	if h2 {
+		t.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 100}
+	}
+	return t
+}
+
+func newTransport(p *http.Protocols) *http.Transport { return newTransportSNI(p, "") }
+
+// newTransportSNI is newTransport sending sni as the TLS server name
+// ("" for the dialled address's host).
+func newTransportSNI(p *http.Protocols, sni string) *http.Transport {
 	d := &net.Dialer{Timeout: h1.BackendDialTimeout, KeepAlive: 30 * time.Second}
 	dial := d.DialContext
 	if !p.HTTP2() && !p.UnencryptedHTTP2() {
@@ -65,7 +89,7 @@ func newTransport(p *http.Protocols) *http.Transport {
 	t := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dial,
-		TLSClientConfig:        &tls.Config{InsecureSkipVerify: true}, // backends are not verified, like Google's LB
+		TLSClientConfig:        &tls.Config{InsecureSkipVerify: true, ServerName: sni}, // backends are not verified, like Google's LB
 		TLSHandshakeTimeout:    h1.BackendDialTimeout,
 		DisableCompression:     true,
 		MaxIdleConns:           backendMaxIdle,
@@ -88,6 +112,9 @@ func newTransport(p *http.Protocols) *http.Transport {
 				return nil, err
 			}
 			host, _, _ := net.SplitHostPort(addr)
+			if sni != "" {
+				host = sni
+			}
 			tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, ServerName: host, NextProtos: []string{"http/1.1"}}) // backends are not verified
 			hctx, cancel := context.WithTimeout(ctx, h1.BackendDialTimeout)
 			defer cancel()

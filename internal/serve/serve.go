@@ -48,6 +48,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/resolve"
 	"github.com/spillwaylb/spillway/internal/route"
 	"github.com/spillwaylb/spillway/internal/serve/accesslog"
 	"github.com/spillwaylb/spillway/internal/serve/admin"
@@ -121,6 +122,10 @@ type Options struct {
 	// frontend, DNS frontend or admin listener whose address one is
 	// bound to takes it instead of binding. Nil: bind everything.
 	Sockets *handoff.Sockets
+	// Resolver looks up the DNS names of INTERNET_FQDN_PORT endpoints
+	// and serverless base URLs (default: resolve.DNS against
+	// spillway.resolver.address, else /etc/resolv.conf's first server).
+	Resolver resolve.Resolver
 }
 
 // Server is a running Spillway instance.
@@ -139,6 +144,8 @@ type Server struct {
 	base     atomic.Pointer[config.Config]
 	ov       overlayState
 	reloadMu sync.Mutex
+	// names keeps the config's DNS names resolved (names.go).
+	names *resolve.Cache
 
 	events   chan event
 	outcomes chan proxy.Outcome
@@ -204,10 +211,6 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p, err := plan.Compile(cfg)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -231,6 +234,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	stdout := opts.Stdout
 	if stdout == nil {
 		stdout = os.Stdout
+	}
+	s.names = newNames(cfg, opts.Resolver, s.now)
+	p, err := s.compile(context.Background(), cfg)
+	if err != nil {
+		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)
 	s.tracing = tracing.New(s.log)
@@ -363,7 +371,7 @@ func (s *Server) swapIn(ctx context.Context, cfg *config.Config, sum [32]byte) e
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	p, err := plan.Compile(cfg)
+	p, err := s.compile(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -502,7 +510,9 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 		snap.Routes, snap.Armor, snap.Geo, snap.Demand = old.Routes, old.Armor, old.Geo, old.Demand
 	}
 	s.snap.Store(snap)
-	s.health.Store(report.Build(s.state, snap.View, s.now()))
+	h := report.Build(s.state, snap.View, s.now())
+	h.Resolutions = resolutions(s.names.Status())
+	s.health.Store(h)
 }
 
 // updateTargets gives the prober one target per unique (probe address,
@@ -518,7 +528,7 @@ func (s *Server) updateTargets(p *plan.Plan) {
 		}
 		t := probe.Target{Addr: e.ProbeAddr, Spec: probe.Spec{
 			Type: hc.Type, Interval: hc.Interval, Timeout: hc.Timeout, Path: hc.Path, Host: hc.Host,
-			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader,
+			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader, GRPCService: hc.GRPCService,
 		}}
 		if _, ok := s.targets[t]; !ok {
 			list = append(list, t)
@@ -556,7 +566,7 @@ func (s *Server) components() []component {
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
-	cs = append(cs, s.probe, &task{run: s.expireOverlay})
+	cs = append(cs, s.probe, &task{run: s.expireOverlay}, &task{run: s.refreshNames})
 	if s.opts.WatchInterval >= 0 {
 		cs = append(cs, &task{run: s.watch})
 	}

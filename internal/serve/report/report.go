@@ -35,6 +35,10 @@ type Health struct {
 	// SslCertificates are the config's SSL certificates, MANAGED ones
 	// with their status (filled in by the server, like Fleet).
 	SslCertificates []SslCertificate `json:"sslCertificates,omitempty"`
+	// Resolutions are the DNS names of INTERNET_FQDN_PORT endpoints and
+	// serverless base URLs: addresses in use, TTL, next lookup, and the
+	// error of failed lookups (the last good addresses are kept).
+	Resolutions []Resolution `json:"resolutions,omitempty"`
 }
 
 // Overlay is the runtime changes (package overlay) an instance applies
@@ -45,6 +49,20 @@ type Overlay struct {
 	// change nothing until it has it again) or that the config could not
 	// take.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// Resolution is one DNS name's state.
+type Resolution struct {
+	Name string `json:"name"`
+	// Addresses are the last good answer's, in use.
+	Addresses []string `json:"addresses"`
+	// TTLSec is that answer's TTL; Next when the name is looked up again.
+	TTLSec   float64   `json:"ttlSec"`
+	Next     time.Time `json:"next"`
+	Resolved time.Time `json:"resolved,omitzero"`
+	// Error and Failures describe the lookups that failed since.
+	Error    string `json:"error,omitempty"`
+	Failures int    `json:"failures,omitempty"`
 }
 
 // Service is one backend service.
