@@ -12,7 +12,8 @@
 # request metrics off (spillway: {requestMetrics: false}); OBS=on keeps
 # them and adds the JSON access log, written to access.log in the
 # script's mktemp directory (delete it after the run); unset keeps the
-# defaults (metrics on, no access log).
+# defaults (metrics on, no access log). TLS_CERT and TLS_KEY (PEM files),
+# when set, make the frontend HTTPS with that certificate.
 set -euo pipefail
 listen=${1:?usage: bench-serve.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +33,16 @@ cfg=$dir/bench.yaml
   echo "urlMaps:"
   echo "- {name: um-bench, defaultService: bs-bench}"
   echo "frontends:"
-  echo "- {name: fe-bench, address: \"$listen\", protocol: HTTP, urlMap: um-bench, region: us-east1}"
+  if [ -n "${TLS_CERT:-}" ]; then
+    echo "- name: fe-bench"
+    echo "  address: \"$listen\""
+    echo "  protocol: HTTPS"
+    echo "  urlMap: um-bench"
+    echo "  region: us-east1"
+    echo "  certificates: [{certificateFile: $TLS_CERT, privateKeyFile: ${TLS_KEY:?TLS_KEY not set}}]"
+  else
+    echo "- {name: fe-bench, address: \"$listen\", protocol: HTTP, urlMap: um-bench, region: us-east1}"
+  fi
   tuning=()
   if [ -n "${HTTP1_SERVER:-}" ]; then tuning+=("http1Server: $HTTP1_SERVER"); fi
   case "${OBS:-}" in
