@@ -82,11 +82,11 @@ type DemandShareStats struct {
 // this instance their share of the capacity too) until etcd is back;
 // then the records are read again and the instance publishes again under
 // a new lease. A peer whose record is gone (deleted, or missing when this
-// instance reconnects) still counts for a grace of LeaseTTL + MaxBackoff:
-// a live peer that was cut off like this one waits up to MaxBackoff
-// before it reconnects, and its client's own reconnection can take
-// seconds more, so its old lease can expire before it writes under its
-// new one. Only after the grace is its demand forgotten. The cost: the
+// instance reconnects) still counts for a grace of LeaseTTL + MaxBackoff
+// + CheckTimeout: a live peer that was cut off like this one waits up to
+// MaxBackoff before it reconnects, and its reconnection's own round trips
+// (its check, the new lease, the write) take up to CheckTimeout more, so
+// its old lease can expire before it writes under its new one. Only after the grace is its demand forgotten. The cost: the
 // demand of an instance that really left counts that much longer, so the
 // fleet spills a little early for some seconds after a scale-down, which
 // is the safe side.
@@ -310,14 +310,14 @@ func (d *DemandShare) applyKV(key string, val []byte, del bool, modRev int64) {
 }
 
 // forget starts the grace of a peer whose record left etcd: it counts
-// until LeaseTTL + MaxBackoff from now (or the grace it is already in),
+// until LeaseTTL + MaxBackoff + CheckTimeout from now (or the grace it is already in),
 // unless its record comes back.
 func (d *DemandShare) forget(name string) {
 	if _, ok := d.peers[name]; !ok {
 		return
 	}
 	if _, ok := d.gone[name]; !ok {
-		d.gone[name] = time.Now().Add(d.opts.LeaseTTL + d.opts.MaxBackoff)
+		d.gone[name] = time.Now().Add(d.opts.LeaseTTL + d.opts.MaxBackoff + d.opts.CheckTimeout)
 	}
 }
 

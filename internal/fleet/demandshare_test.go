@@ -225,7 +225,7 @@ func TestDemandShareSeed001(t *testing.T) {
 
 	// i3 is cut off from etcd (so it cannot revoke its lease) and stops:
 	// its 1500 rps leave the others' remote once the lease expires and the
-	// grace for a peer that may reconnect is over (TTL + MaxBackoff).
+	// grace for a peer that may reconnect is over (TTL + MaxBackoff + CheckTimeout).
 	ds[2].cut.Cut()
 	cut := time.Now()
 	ds[2].stop()
@@ -235,9 +235,9 @@ func TestDemandShareSeed001(t *testing.T) {
 	}
 	remoteIs(t, "no longer counting i3", 1500, ds[:2]...)
 	took := time.Since(cut)
-	t.Logf("i3's demand left the fleet's %v after it was cut off (lease TTL 2 s, grace 2.3 s)", took.Round(time.Millisecond))
+	t.Logf("i3's demand left the fleet's %v after it was cut off (lease TTL 2 s, grace 4.3 s: TTL + MaxBackoff + CheckTimeout)", took.Round(time.Millisecond))
 	if took < 3*time.Second {
-		t.Errorf("i3's demand left after %v, before its lease could expire (at least 1.3 s) and the grace (2.3 s) end", took)
+		t.Errorf("i3's demand left after %v, before its lease could expire (at least 1.3 s) and the grace (4.3 s) end", took)
 	}
 	if got := ds[0].share.Stats().Peers; len(got) != 1 || got[0] != "i2" {
 		t.Errorf("i1's peers %v, want [i2]", got)
@@ -578,7 +578,7 @@ func TestFleetRateServers(t *testing.T) {
 			return len(st.Peers) == 1 && in.usShare() < 0.05, fmt.Sprintf("peers %v, us-east1 share %.4f", st.Peers, in.usShare())
 		})
 	}
-	t.Logf("i3's demand left the others' %v after it was cut off from etcd (lease TTL 2 s, grace 2.3 s)", time.Since(cut).Round(time.Millisecond))
+	t.Logf("i3's demand left the others' %v after it was cut off from etcd (lease TTL 2 s, grace 4.3 s: TTL + MaxBackoff + CheckTimeout)", time.Since(cut).Round(time.Millisecond))
 }
 
 // TestDemandShareSameName: two instances wrongly given the same name
