@@ -155,6 +155,7 @@ func (v *validator) tuning() {
 	v.intRange("spillway.undrainRampSec", t.UndrainRampSec, 0, 3600)
 	v.intRange("spillway.secondLayerProxies", t.SecondLayerProxies, 1, 64)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
+	v.enum("spillway.http2Server", t.HTTP2Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 	if al := t.AccessLog; al != nil {
 		v.enum("spillway.accessLog.format", al.Format, "JSON", "TEXT")

@@ -130,7 +130,7 @@ func (c *conn) maxHeaderListSize() uint32 {
 func (c *conn) serve() {
 	defer c.teardown()
 	if c.tls != nil && !adequateTLS(c.tls) {
-		c.writeGoAway(0, http2.ErrCodeInadequateSecurity, false)
+		c.writeGoAway(0, http2.ErrCodeInadequateSecurity)
 		return
 	}
 	if !c.writeInitial() {
@@ -202,7 +202,7 @@ func (c *conn) handleError(err error) bool {
 		code = http2.ErrCode(ce)
 	}
 	c.s.logger().Debug("http2: connection error", "remote", c.remote, "code", code)
-	c.writeGoAway(c.maxStreamID, code, true)
+	c.writeGoAway(c.maxStreamID, code)
 	c.linger()
 	return false
 }
@@ -221,7 +221,7 @@ func (c *conn) readPreface() bool {
 		return false
 	}
 	if string(buf[:]) != http2.ClientPreface {
-		c.writeGoAway(0, http2.ErrCodeProtocol, true)
+		c.writeGoAway(0, http2.ErrCodeProtocol)
 		return false
 	}
 	return true
@@ -257,6 +257,7 @@ func (c *conn) teardown() {
 	c.closed = true
 	for id, st := range c.streams {
 		st.abort(errClientDisconnected)
+		st.removed = true
 		delete(c.streams, id)
 	}
 	for _, st := range c.queued {
@@ -298,7 +299,7 @@ func (c *conn) startGracefulShutdown() {
 	c.goingAway = true
 	c.goAwayLast = c.maxStreamID
 	c.mu.Unlock()
-	c.writeGoAway(c.goAwayLast, http2.ErrCodeNo, false)
+	c.writeGoAway(c.goAwayLast, http2.ErrCodeNo)
 	c.mu.Lock()
 	done := len(c.streams) == 0
 	c.mu.Unlock()

@@ -90,7 +90,6 @@ func signal(ch chan struct{}) {
 // abort ends st for err (c.mu held): writes fail, reads return err.
 func (st *stream) abort(err error) {
 	st.gone.Store(true)
-	st.removed = true
 	if st.bodyErr == nil {
 		st.bodyErr = err
 	}

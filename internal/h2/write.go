@@ -82,9 +82,9 @@ func (c *conn) writeControl(fromReader bool, fn func() error) {
 	c.unlockWrite(fromReader)
 }
 
-// writeGoAway writes GOAWAY.
-func (c *conn) writeGoAway(last uint32, code http2.ErrCode, fromReader bool) {
-	c.writeControl(fromReader, func() error { return c.fr.WriteGoAway(last, code, nil) })
+// writeGoAway writes GOAWAY, flushed: the connection may close next.
+func (c *conn) writeGoAway(last uint32, code http2.ErrCode) {
+	c.writeControl(false, func() error { return c.fr.WriteGoAway(last, code, nil) })
 }
 
 // writeWindowUpdates returns receive window to the client: conn bytes
