@@ -124,7 +124,7 @@ type labOption func(*proxy.Config)
 // client header and idle timeouts (zero: the defaults), and a bound on
 // its open client connections (zero: none).
 type labServer struct {
-	netHTTP                    bool // NewServer directly (the NET_HTTP option), not h1.Server
+	netHTTP                    bool              // NewServer directly (the NET_HTTP option), not h1.Server
 	h2                         proxy.HTTP2Server // the HTTP/2 loop; "" is testH2Server()
 	headerTimeout, idleTimeout time.Duration
 	maxConns                   int

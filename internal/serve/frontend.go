@@ -199,7 +199,7 @@ func sameListener(a, b *plan.Frontend) bool {
 
 // loops are the server loops of the frontends.
 type loops struct {
-	h1 bool               // h1.Server (spillway.http1Server SPILLWAY, the default), not net/http
+	h1 bool              // h1.Server (spillway.http1Server SPILLWAY, the default), not net/http
 	h2 proxy.HTTP2Server // spillway.http2Server
 }
 
