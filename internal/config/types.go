@@ -66,10 +66,10 @@ type Tuning struct {
 	// when a frontend's listener starts.
 	HTTP1Server string `json:"http1Server,omitempty"`
 	// HTTP2Server picks the HTTP/2 server of every frontend (h2 by ALPN,
-	// h2c with prior knowledge), behind either HTTP/1.1 server: NET_HTTP
-	// (golang.org/x/net/http2's server) or SPILLWAY (a purpose-built
-	// loop, internal/h2). Empty means the default, NET_HTTP. Read when a
-	// frontend's listener starts.
+	// h2c with prior knowledge), behind either HTTP/1.1 server: SPILLWAY
+	// (a purpose-built loop, internal/h2) or NET_HTTP
+	// (golang.org/x/net/http2's server). Empty means the default,
+	// SPILLWAY. Read when a frontend's listener starts.
 	HTTP2Server string `json:"http2Server,omitempty"`
 	// NormalizePath normalises request paths before URL-map matching and
 	// forwarding: dot segments removed (RFC 3986 §5.2.4), percent-encoded

@@ -131,12 +131,13 @@ type labServer struct {
 }
 
 // testH2Server is the HTTP/2 loop of labs that do not choose one:
-// SPILLWAY_TEST_HTTP2_SERVER (SPILLWAY or NET_HTTP), else NET_HTTP.
+// SPILLWAY_TEST_HTTP2_SERVER (SPILLWAY or NET_HTTP), else SPILLWAY
+// (what `spillway serve` runs by default).
 func testH2Server() proxy.HTTP2Server {
-	if os.Getenv("SPILLWAY_TEST_HTTP2_SERVER") == "SPILLWAY" {
-		return proxy.H2Spillway
+	if os.Getenv("SPILLWAY_TEST_HTTP2_SERVER") == "NET_HTTP" {
+		return proxy.H2NetHTTP
 	}
-	return proxy.H2NetHTTP
+	return proxy.H2Spillway
 }
 
 // h2Servers are the HTTP/2 server loops that HTTP/2 tests run on.

@@ -200,17 +200,17 @@ func sameListener(a, b *plan.Frontend) bool {
 // loops are the server loops of the frontends.
 type loops struct {
 	h1 bool              // h1.Server (spillway.http1Server SPILLWAY, the default), not net/http
-	h2 proxy.HTTP2Server // spillway.http2Server
+	h2 proxy.HTTP2Server // spillway.http2Server (SPILLWAY, the default, or NET_HTTP)
 }
 
 // serverLoops returns the server loops p's frontends use.
 func serverLoops(p *plan.Plan) loops {
 	t := p.Config.Spillway
-	l := loops{h1: true, h2: proxy.H2NetHTTP}
+	l := loops{h1: true, h2: proxy.H2Spillway}
 	if t != nil {
 		l.h1 = t.HTTP1Server != "NET_HTTP"
-		if t.HTTP2Server == "SPILLWAY" {
-			l.h2 = proxy.H2Spillway
+		if t.HTTP2Server == "NET_HTTP" {
+			l.h2 = proxy.H2NetHTTP
 		}
 	}
 	return l
