@@ -7,7 +7,8 @@
 #
 # BACKENDS (comma list of host:port) comes from peers.sh; SPILLWAY is the
 # binary (default: bin/spillway next to this script's repo). HTTP1_SERVER
-# (SPILLWAY or NET_HTTP), when set, becomes spillway: {http1Server: ...};
+# (SPILLWAY or NET_HTTP), when set, becomes spillway: {http1Server: ...},
+# and HTTP2_SERVER likewise spillway: {http2Server: ...};
 # PROCS, when set, is passed as --procs (default auto). OBS=off turns the
 # request metrics off (spillway: {requestMetrics: false}); OBS=on keeps
 # them and adds the JSON access log, written to access.log in the
@@ -45,6 +46,7 @@ cfg=$dir/bench.yaml
   fi
   tuning=()
   if [ -n "${HTTP1_SERVER:-}" ]; then tuning+=("http1Server: $HTTP1_SERVER"); fi
+  if [ -n "${HTTP2_SERVER:-}" ]; then tuning+=("http2Server: $HTTP2_SERVER"); fi
   case "${OBS:-}" in
   off) tuning+=("requestMetrics: false") ;;
   on) tuning+=("accessLog: {enable: true, path: $dir/access.log, format: JSON}") ;;

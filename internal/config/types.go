@@ -72,10 +72,15 @@ type Tuning struct {
 	FidelityProfile string `json:"fidelityProfile,omitempty"`
 	// HTTP1Server picks the HTTP/1.1 server of every frontend (HTTP and
 	// HTTPS): SPILLWAY (a purpose-built loop, h1.Server) or NET_HTTP
-	// (Go's net/http server). HTTP/2 (h2 by ALPN, h2c) always uses
-	// net/http. Empty means the default, SPILLWAY. Read when a frontend's
-	// listener starts.
+	// (Go's net/http server). Empty means the default, SPILLWAY. Read
+	// when a frontend's listener starts.
 	HTTP1Server string `json:"http1Server,omitempty"`
+	// HTTP2Server picks the HTTP/2 server of every frontend (h2 by ALPN,
+	// h2c with prior knowledge), behind either HTTP/1.1 server: SPILLWAY
+	// (a purpose-built loop, internal/h2) or NET_HTTP
+	// (golang.org/x/net/http2's server). Empty means the default,
+	// SPILLWAY. Read when a frontend's listener starts.
+	HTTP2Server string `json:"http2Server,omitempty"`
 	// NormalizePath normalises request paths before URL-map matching and
 	// forwarding: dot segments removed (RFC 3986 §5.2.4), percent-encoded
 	// unreserved characters decoded, other escapes' hex upper-cased.

@@ -173,6 +173,7 @@ func (v *validator) tuning() {
 	}
 	v.enum("spillway.fidelityProfile", t.FidelityProfile, FidelityDocumented, FidelitySeed000)
 	v.enum("spillway.http1Server", t.HTTP1Server, "SPILLWAY", "NET_HTTP")
+	v.enum("spillway.http2Server", t.HTTP2Server, "SPILLWAY", "NET_HTTP")
 	v.enum("spillway.pathWithEscapedSlashesAction", t.PathWithEscapedSlashesAction, "KEEP_UNCHANGED", "REJECT_REQUEST", "UNESCAPE_AND_FORWARD")
 	v.serverlessTuning(t)
 	if al := t.AccessLog; al != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
 )
 
@@ -22,7 +23,7 @@ import (
 // raw header list (written unchecked, as a hostile client would) and an
 // optional body, goes through Spillway (the proxy handler on
 // NewH1Server: h2c with prior knowledge, handed off from the HTTP/1.1
-// loop) and through net/http's own HTTP/2 → HTTP/1.1 path (its HTTP/2
+// loop, on each HTTP/2 server loop) and through net/http's own HTTP/2 → HTTP/1.1 path (its HTTP/2
 // server in front of httputil.ReverseProxy over an HTTP/1.1 Transport),
 // each to its own recording backend, which parses what it gets with
 // http.ReadRequest. compareH2 then applies these rules:
@@ -149,10 +150,12 @@ type h2Frontends struct {
 // never taken for the next run's.
 const diffIDField = "x-diff-id"
 
-func newH2Frontends(tb testing.TB) *h2Frontends {
+// newH2Frontends starts Spillway's frontend with HTTP/2 on the loop h2s,
+// and the reference.
+func newH2Frontends(tb testing.TB, h2s proxy.HTTP2Server) *h2Frontends {
 	tb.Helper()
 	f := &h2Frontends{spillBE: newRecBackend(tb), stdBE: newRecBackend(tb)}
-	f.spill = serveDiff(tb, diffHandler(tb, f.spillBE.ln.Addr().String(), nil), true)
+	f.spill = serveDiffH2(tb, diffHandler(tb, f.spillBE.ln.Addr().String(), nil), true, h2s)
 	target := &url.URL{Scheme: "http", Host: f.stdBE.ln.Addr().String()}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	var p1 http.Protocols
@@ -348,16 +351,19 @@ var h2Seeds = []struct {
 	{"malformed escape", h2Input{method: "GET", scheme: "http", authority: "a.example", path: "/a%zz"}},
 }
 
-// TestDiffH2Seeds runs the seed cases through the harness.
+// TestDiffH2Seeds runs the seed cases through the harness, on each
+// HTTP/2 server loop.
 func TestDiffH2Seeds(t *testing.T) {
-	f := newH2Frontends(t)
-	for _, sd := range h2Seeds {
-		s := f.run(t, f.spill, f.spillBE, sd.in)
-		n := f.run(t, f.std, f.stdBE, sd.in)
-		if why := compareH2(sd.in, s, n); why != "" {
-			t.Errorf("%s: %s\n  spillway: %v closed=%v %v\n  net/http: %v closed=%v %v", sd.name, why, s.resp, s.closed, s.reqs, n.resp, n.closed, n.reqs)
+	forH2Servers(t, func(t *testing.T, h2s proxy.HTTP2Server) {
+		f := newH2Frontends(t, h2s)
+		for _, sd := range h2Seeds {
+			s := f.run(t, f.spill, f.spillBE, sd.in)
+			n := f.run(t, f.std, f.stdBE, sd.in)
+			if why := compareH2(sd.in, s, n); why != "" {
+				t.Errorf("%s: %s\n  spillway: %v closed=%v %v\n  net/http: %v closed=%v %v", sd.name, why, s.resp, s.closed, s.reqs, n.resp, n.closed, n.reqs)
+			}
 		}
-	}
+	})
 }
 
 // FuzzDiffH2 mutates HTTP/2 requests through the harness. fields holds
@@ -366,7 +372,7 @@ func FuzzDiffH2(f *testing.F) {
 	for _, sd := range h2Seeds {
 		f.Add(sd.in.method, sd.in.scheme, sd.in.authority, sd.in.path, strings.Join(sd.in.fields, "\x00"), sd.in.body, sd.in.body != nil)
 	}
-	fr := newH2Frontends(f)
+	frs := []*h2Frontends{newH2Frontends(f, proxy.H2NetHTTP), newH2Frontends(f, proxy.H2Spillway)}
 	f.Fuzz(func(t *testing.T, method, scheme, authority, path, fields string, body []byte, hasBody bool) {
 		in := h2Input{method: method, scheme: scheme, authority: authority, path: path}
 		if fields != "" {
@@ -381,10 +387,12 @@ func FuzzDiffH2(f *testing.F) {
 		if len(in.list()) > 64 || len(body) > 1<<14 {
 			return
 		}
-		s := fr.run(t, fr.spill, fr.spillBE, in)
-		n := fr.run(t, fr.std, fr.stdBE, in)
-		if why := compareH2(in, s, n); why != "" {
-			t.Errorf("%s\n  spillway: %v closed=%v %v\n  net/http: %v closed=%v %v", why, s.resp, s.closed, s.reqs, n.resp, n.closed, n.reqs)
+		for i, fr := range frs {
+			s := fr.run(t, fr.spill, fr.spillBE, in)
+			n := fr.run(t, fr.std, fr.stdBE, in)
+			if why := compareH2(in, s, n); why != "" {
+				t.Errorf("%s (HTTP/2 loop %s)\n  spillway: %v closed=%v %v\n  net/http: %v closed=%v %v", why, h2Servers[i], s.resp, s.closed, s.reqs, n.resp, n.closed, n.reqs)
+			}
 		}
 	})
 }

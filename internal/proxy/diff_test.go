@@ -160,18 +160,24 @@ func diffHandler(tb testing.TB, backendAddr string, tr http.RoundTripper) http.H
 // NewServer's *http.Server, until the test ends, and returns the address.
 func serveDiff(tb testing.TB, h http.Handler, useH1 bool) string {
 	tb.Helper()
+	return serveDiffH2(tb, h, useH1, proxy.H2NetHTTP)
+}
+
+// serveDiffH2 is serveDiff with HTTP/2 on the loop h2s.
+func serveDiffH2(tb testing.TB, h http.Handler, useH1 bool, h2s proxy.HTTP2Server) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if useH1 {
-		s := proxy.NewH1Server(h)
+		s := proxy.NewH1ServerHTTP2(h, h2s)
 		s.Logger = slog.New(slog.DiscardHandler)
 		go s.Serve(ln)
 		tb.Cleanup(func() { s.Close() })
 	} else {
 		// As serve runs the NET_HTTP loop: on the framing guard.
-		s := proxy.NewServer(h, nil)
+		s := proxy.NewServerHTTP2(h, nil, h2s)
 		s.ErrorLog = log.New(io.Discard, "", 0)
 		go s.Serve(h1.GuardListener(ln))
 		tb.Cleanup(func() { s.Close() })

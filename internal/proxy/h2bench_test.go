@@ -20,7 +20,7 @@ func BenchmarkProxyH2(b *testing.B) {
 			var p http.Protocols
 			p.SetHTTP2(e.tls)
 			p.SetUnencryptedHTTP2(!e.tls)
-			l := newLab(b, basic("", "", be.addr()), e.tlsConfig(b))
+			l := e.lab(b, basic("", "", be.addr()))
 			tr := &http.Transport{Protocols: &p, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the test's own certificate
 			b.Cleanup(tr.CloseIdleConnections)
 			client := &http.Client{Transport: tr}

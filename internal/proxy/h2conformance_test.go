@@ -21,7 +21,7 @@ func TestH2MaxFrameSize(t *testing.T) {
 	for _, e := range h2Entries {
 		t.Run(e.name, func(t *testing.T) {
 			be := newBackend(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
-			l := newLab(t, basic("", "", be.addr()), e.tlsConfig(t))
+			l := e.lab(t, basic("", "", be.addr()))
 			h := dialH2(t, l.addr, e.tls)
 			h.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			f, err := h.fr.ReadFrame()
@@ -108,7 +108,7 @@ func TestH2ConnectionSpecificFieldsRefused(t *testing.T) {
 	for _, e := range h2Entries {
 		t.Run(e.name, func(t *testing.T) {
 			be := newBackend(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
-			l := newLab(t, basic("", "", be.addr()), e.tlsConfig(t))
+			l := e.lab(t, basic("", "", be.addr()))
 			for _, f := range bad {
 				h := dialH2(t, l.addr, e.tls)
 				r, err := h.response(h.get("GET", "x", "/", f[0], f[1]))

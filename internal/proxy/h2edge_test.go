@@ -42,7 +42,7 @@ func TestH2RequestValidation(t *testing.T) {
 	forH2Entries(t, func(t *testing.T, netHTTP bool, e h2Entry) {
 		{
 			b := newBackend(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-			l := newLabServer(t, basic("", "", b.addr()), e.tlsConfig(t), labServer{netHTTP: netHTTP})
+			l := newLabServer(t, basic("", "", b.addr()), e.tlsConfig(t), labServer{netHTTP: netHTTP, h2: e.h2})
 			c := dialH2(t, l.addr, e.tls)
 			for _, tc := range cases {
 				r, err := c.response(c.request(nil, tc.fields...))

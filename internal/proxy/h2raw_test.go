@@ -8,9 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/proxy"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -34,13 +37,23 @@ type h2conn struct {
 type h2Entry struct {
 	name string
 	tls  bool
+	h2   proxy.HTTP2Server // the HTTP/2 server loop
 }
 
 // h2Entries are the entry points a lab's HTTP/2 tests run against. On
 // the default loop (h1.Server) cleartext prior knowledge is the
 // hand-off from the HTTP/1.1 loop; with SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP
-// it is net/http's own h2c.
-var h2Entries = []h2Entry{{"h2c", false}, {"h2-tls", true}}
+// it is net/http's own h2c. Each runs on both HTTP/2 server loops.
+var h2Entries = []h2Entry{
+	{"h2c", false, proxy.H2NetHTTP}, {"h2-tls", true, proxy.H2NetHTTP},
+	{"h2c-spillway", false, proxy.H2Spillway}, {"h2-tls-spillway", true, proxy.H2Spillway},
+}
+
+// lab is newLab for the entry: its TLS and HTTP/2 server loop.
+func (e h2Entry) lab(t testing.TB, yamlText string, opts ...labOption) *lab {
+	t.Helper()
+	return newLabServer(t, yamlText, e.tlsConfig(t), labServer{netHTTP: os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") == "NET_HTTP", h2: e.h2}, opts...)
+}
 
 // tlsConfig returns the lab's TLS config for the entry: a fresh
 // self-signed certificate for h2 over TLS, nil for h2c.

@@ -57,6 +57,7 @@ func forH2Entries(t *testing.T, f func(t *testing.T, netHTTP bool, e h2Entry)) {
 func h2TimeoutLab(t *testing.T, e h2Entry, ls labServer) *lab {
 	t.Helper()
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	ls.h2 = e.h2
 	return newLabServer(t, basic("", "", be.addr()), e.tlsConfig(t), ls)
 }
 
@@ -386,7 +387,7 @@ func TestH2WatchKeepsTLSState(t *testing.T) {
 			tlsCfg, want = selfSigned(t), "true,HTTP/2,TLSv1.3"
 		}
 		bs := `  customRequestHeaders: ["X-Enc: {client_encrypted}", "X-Proto: {client_protocol}", "X-TLS: {tls_version}"]` + "\n"
-		l := newLabServer(t, basic(bs, "", be.addr()), tlsCfg, labServer{netHTTP: netHTTP})
+		l := newLabServer(t, basic(bs, "", be.addr()), tlsCfg, labServer{netHTTP: netHTTP, h2: e.h2})
 		h := dialH2(t, l.addr, e.tls)
 		if r := h.mustResponse(h.get("GET", "example.com", "/")); r.status != 200 || string(r.body) != want {
 			t.Fatalf("got %v %q, want 200 %q", r, r.body, want)

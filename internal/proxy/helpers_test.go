@@ -124,14 +124,36 @@ type labOption func(*proxy.Config)
 // client header and idle timeouts (zero: the defaults), and a bound on
 // its open client connections (zero: none).
 type labServer struct {
-	netHTTP                    bool // NewServer directly (the NET_HTTP option), not h1.Server
+	netHTTP                    bool              // NewServer directly (the NET_HTTP option), not h1.Server
+	h2                         proxy.HTTP2Server // the HTTP/2 loop; "" is testH2Server()
 	headerTimeout, idleTimeout time.Duration
 	maxConns                   int
 }
 
+// testH2Server is the HTTP/2 loop of labs that do not choose one:
+// SPILLWAY_TEST_HTTP2_SERVER (SPILLWAY or NET_HTTP), else SPILLWAY
+// (what `spillway serve` runs by default).
+func testH2Server() proxy.HTTP2Server {
+	if os.Getenv("SPILLWAY_TEST_HTTP2_SERVER") == "NET_HTTP" {
+		return proxy.H2NetHTTP
+	}
+	return proxy.H2Spillway
+}
+
+// h2Servers are the HTTP/2 server loops that HTTP/2 tests run on.
+var h2Servers = []proxy.HTTP2Server{proxy.H2NetHTTP, proxy.H2Spillway}
+
+// forH2Servers runs f as a subtest per HTTP/2 server loop.
+func forH2Servers(t *testing.T, f func(t *testing.T, h2s proxy.HTTP2Server)) {
+	t.Helper()
+	for _, s := range h2Servers {
+		t.Run("h2="+string(s), func(t *testing.T) { f(t, s) })
+	}
+}
+
 // newLab compiles yamlText and serves its first frontend with NewServer
 // (TLS when tlsCfg is set), on h1.Server unless
-// SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP.
+// SPILLWAY_TEST_HTTP1_SERVER=NET_HTTP, HTTP/2 on testH2Server().
 func newLab(t testing.TB, yamlText string, tlsCfg *tls.Config, opts ...labOption) *lab {
 	t.Helper()
 	return newLabServer(t, yamlText, tlsCfg, labServer{netHTTP: os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") == "NET_HTTP"}, opts...)
@@ -183,12 +205,16 @@ func newLabServer(t testing.TB, yamlText string, tlsCfg *tls.Config, ls labServe
 	if idle == 0 {
 		idle = h1.DefaultIdleTimeout
 	}
-	l.srv = proxy.NewServerTimeouts(h, tlsCfg, header, idle)
+	h2s := ls.h2
+	if h2s == "" {
+		h2s = testH2Server()
+	}
+	l.srv = proxy.NewServerTimeouts(h, tlsCfg, header, idle, h2s)
 	// Labs run on h1.Server (what `spillway serve` uses), with TLS for
 	// HTTPS labs, unless ls.netHTTP.
 	var hs *h1.Server
 	if !ls.netHTTP {
-		hs = proxy.NewH1ServerTimeouts(h, header, idle)
+		hs = proxy.NewH1ServerTimeouts(h, header, idle, h2s)
 		if tlsCfg != nil {
 			hs.TLSConfig = l.srv.TLSConfig // NewServer's: offers h2 and http/1.1
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/h1"
+	"github.com/spillwaylb/spillway/internal/h2"
 	"golang.org/x/net/http2"
 )
 
@@ -83,11 +84,29 @@ func localIP(r *http.Request) string {
 // to the handler's logger when h comes from NewHandler, else to
 // slog.Default(); replace ErrorLog to change that.
 func NewServer(h http.Handler, tlsConfig *tls.Config) *http.Server {
-	return newServer(h, tlsConfig, clientHeaderTimeout, clientIdleTimeout)
+	return newServer(h, tlsConfig, clientHeaderTimeout, clientIdleTimeout, H2NetHTTP)
 }
 
-// newServer is NewServer with the given header and idle timeouts.
-func newServer(h http.Handler, tlsConfig *tls.Config, headerTimeout, idleTimeout time.Duration) *http.Server {
+// HTTP2Server names the server loop of a frontend's HTTP/2 connections
+// (spillway.http2Server).
+type HTTP2Server string
+
+// The HTTP/2 server loops.
+const (
+	// H2NetHTTP is golang.org/x/net/http2's server.
+	H2NetHTTP HTTP2Server = "NET_HTTP"
+	// H2Spillway is internal/h2's server loop.
+	H2Spillway HTTP2Server = "SPILLWAY"
+)
+
+// NewServerHTTP2 is NewServer with HTTP/2 served by the loop h2s.
+func NewServerHTTP2(h http.Handler, tlsConfig *tls.Config, h2s HTTP2Server) *http.Server {
+	return newServer(h, tlsConfig, clientHeaderTimeout, clientIdleTimeout, h2s)
+}
+
+// newServer is NewServer with the given header and idle timeouts and
+// HTTP/2 loop.
+func newServer(h http.Handler, tlsConfig *tls.Config, headerTimeout, idleTimeout time.Duration, h2s HTTP2Server) *http.Server {
 	logger := slog.Default()
 	if ph, ok := h.(*handler); ok {
 		logger = ph.log
@@ -109,7 +128,11 @@ func newServer(h http.Handler, tlsConfig *tls.Config, headerTimeout, idleTimeout
 		ErrorLog:                     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ConnContext:                  connContext,
 	}
-	configureH2(srv)
+	if h2s == H2Spillway {
+		configureSpillwayH2(srv, logger)
+	} else {
+		configureH2(srv)
+	}
 	if tlsConfig == nil {
 		p.SetUnencryptedHTTP2(true)
 		return srv
@@ -164,6 +187,35 @@ func configureH2(srv *http.Server) {
 	}
 }
 
+// configureSpillwayH2 is configureH2 with internal/h2's server loop in
+// place of x/net's: the same hand-off hooks and header-timeout watch,
+// the same frame size limit; Shutdown sends GOAWAY through
+// RegisterOnShutdown and waits for the connections as net/http does for
+// any connection handed to TLSNextProto.
+func configureSpillwayH2(srv *http.Server, logger *slog.Logger) {
+	h2s := &h2.Server{MaxReadFrameSize: clientMaxFrameSize, Logger: logger}
+	srv.RegisterOnShutdown(h2s.Shutdown)
+	serve := func(hs *http.Server, c net.Conn, h http.Handler, sawPreface bool) {
+		var ctx context.Context
+		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
+			ctx = bc.BaseContext()
+		}
+		w := h1.WatchH2(c, h2HeaderTimeout(hs), sawPreface)
+		defer w.Close()
+		h2s.ServeConn(w, h2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: h, SawPreface: sawPreface})
+	}
+	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+		http2.NextProtoTLS: func(hs *http.Server, c *tls.Conn, h http.Handler) {
+			serve(hs, c, h, false)
+		},
+		"unencrypted_http2": func(hs *http.Server, c *tls.Conn, h http.Handler) {
+			if u, ok := c.NetConn().(interface{ UnencryptedNetConn() net.Conn }); ok {
+				serve(hs, u.UnencryptedNetConn(), h, true)
+			}
+		},
+	}
+}
+
 // h2HeaderTimeout is hs's header timeout, as net/http reads it.
 func h2HeaderTimeout(hs *http.Server) time.Duration {
 	if hs.ReadHeaderTimeout != 0 {
@@ -180,11 +232,16 @@ func h2HeaderTimeout(hs *http.Server) time.Duration {
 // connection errors are logged to the handler's logger when h comes from
 // NewHandler, else to slog.Default().
 func NewH1Server(h http.Handler) *h1.Server {
+	return NewH1ServerHTTP2(h, H2NetHTTP)
+}
+
+// NewH1ServerHTTP2 is NewH1Server with HTTP/2 served by the loop h2s.
+func NewH1ServerHTTP2(h http.Handler, h2s HTTP2Server) *h1.Server {
 	s := h1.NewServer(h)
 	if ph, ok := h.(*handler); ok {
 		s.Logger = ph.log
 	}
-	s.H2C = NewServer(h, nil)
+	s.H2C = NewServerHTTP2(h, nil, h2s)
 	s.ConnContext = connContext
 	return s
 }

@@ -6,13 +6,17 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/proxy"
 )
 
 func TestStreamingResponseArrivesChunkByChunk(t *testing.T) {
@@ -254,8 +258,12 @@ func TestWebSocketIdleTimeout(t *testing.T) {
 }
 
 func TestH2CThroughNewServer(t *testing.T) {
+	forH2Servers(t, testH2CThroughNewServer)
+}
+
+func testH2CThroughNewServer(t *testing.T, h2s proxy.HTTP2Server) {
 	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "via h2c") })
-	l := newLab(t, basic("", "", be.addr()), nil)
+	l := newLabServer(t, basic("", "", be.addr()), nil, labServer{netHTTP: os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") == "NET_HTTP", h2: h2s})
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}
@@ -272,9 +280,13 @@ func TestH2CThroughNewServer(t *testing.T) {
 }
 
 func TestTLSFrontendNegotiatesH2(t *testing.T) {
+	forH2Servers(t, testTLSFrontendNegotiatesH2)
+}
+
+func testTLSFrontendNegotiatesH2(t *testing.T, h2s proxy.HTTP2Server) {
 	be := newBackend(t, echoHeaders)
 	yaml := strings.Replace(basic("", "", be.addr()), "region: us-east1\n", "region: us-east1\n  protocol: HTTPS\n  certificates: [{certificateFile: c.pem, privateKeyFile: k.pem}]\n", 1)
-	l := newLab(t, yaml, selfSigned(t))
+	l := newLabServer(t, yaml, selfSigned(t), labServer{netHTTP: os.Getenv("SPILLWAY_TEST_HTTP1_SERVER") == "NET_HTTP", h2: h2s})
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Get(l.url + "/")
@@ -364,5 +376,104 @@ func TestH2CGetIsRetried(t *testing.T) {
 	}
 	if bad.hits.Load() == 0 {
 		t.Error("no request tried the failing backend; the test proves nothing")
+	}
+}
+
+// h2Client returns an HTTP/2 client for the entry (h2c with prior
+// knowledge, or h2 over TLS).
+func h2Client(t testing.TB, e h2Entry) *http.Client {
+	var p http.Protocols
+	p.SetHTTP2(e.tls)
+	p.SetUnencryptedHTTP2(!e.tls)
+	tr := &http.Transport{Protocols: &p, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the test's own certificate
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// TestH2LargeBodiesStream: an 8 MiB request body (8× the receive
+// windows) is echoed back over HTTP/2 whole and in order, on every
+// entry and HTTP/2 server loop, and 16 concurrent uploads on one
+// connection share its window.
+func TestH2LargeBodiesStream(t *testing.T) {
+	t.Parallel()
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.Copy(w, r.Body)
+	})
+	for _, e := range h2Entries {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			l := e.lab(t, basic("", "", be.addr()))
+			client := h2Client(t, e)
+			body := make([]byte, 8<<20)
+			rand.Read(body)
+			errs := make(chan error, 16)
+			for i := range 16 {
+				go func() {
+					n := len(body) >> min(i, 4)
+					resp, err := client.Post(l.url+"/echo", "application/octet-stream", bytes.NewReader(body[:n]))
+					if err != nil {
+						errs <- err
+						return
+					}
+					got, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					switch {
+					case err != nil:
+						errs <- err
+					case resp.ProtoMajor != 2 || resp.StatusCode != 200 || !bytes.Equal(got, body[:n]):
+						errs <- fmt.Errorf("upload %d: %s %d, %d bytes back of %d (equal %v)", i, resp.Proto, resp.StatusCode, len(got), n, bytes.Equal(got, body[:n]))
+					default:
+						errs <- nil
+					}
+				}()
+			}
+			for range 16 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// TestH2StreamingResponseAndTrailers: over HTTP/2, a flushed response
+// arrives chunk by chunk while the backend still writes, and the
+// backend's trailers reach the client.
+func TestH2StreamingResponseAndTrailers(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	be := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		io.WriteString(w, "first;")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		io.WriteString(w, "second")
+		w.Header().Set("X-Checksum", "abc")
+	})
+	for _, e := range h2Entries {
+		t.Run(e.name, func(t *testing.T) {
+			l := e.lab(t, basic("", "", be.addr()))
+			resp, err := h2Client(t, e).Get(l.url + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			buf := make([]byte, 6)
+			if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first;" {
+				t.Fatalf("first chunk %q, %v", buf, err)
+			}
+			release <- struct{}{}
+			rest, err := io.ReadAll(resp.Body)
+			if err != nil || string(rest) != "second" {
+				t.Fatalf("rest %q, %v", rest, err)
+			}
+			if got := resp.Trailer.Get("X-Checksum"); got != "abc" {
+				t.Errorf("trailer X-Checksum = %q, want abc", got)
+			}
+		})
 	}
 }

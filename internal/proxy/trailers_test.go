@@ -83,7 +83,7 @@ func TestRequestTrailersAreFiltered(t *testing.T) {
 	checkForwardedTrailers(t, "HTTP/1.1", got)
 
 	for _, e := range h2Entries {
-		l := newLab(t, cfg, e.tlsConfig(t))
+		l := e.lab(t, cfg)
 		h := dialH2(t, l.addr, e.tls)
 		trailer := []string{"x-foo", "1"}
 		for _, f := range forbiddenTrailers {
@@ -108,7 +108,7 @@ func TestBackendTrailersToH2ClientsAreFiltered(t *testing.T) {
 		return true
 	})
 	for _, e := range h2Entries {
-		l := newLab(t, basic("", "", be), e.tlsConfig(t))
+		l := e.lab(t, basic("", "", be))
 		h := dialH2(t, l.addr, e.tls)
 		r := h.mustResponse(h.get("GET", "x", "/"))
 		if r.status != 200 || string(r.body) != "ok" {

@@ -158,7 +158,7 @@ func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsSta
 		}
 		ln := prebound[name]
 		delete(prebound, name)
-		f, err := fs.start(pf, h, useH1Server(p), ln, tlsStates.states[name])
+		f, err := fs.start(pf, h, serverLoops(p), ln, tlsStates.states[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -225,16 +225,28 @@ func sameListener(a, b *plan.Frontend) bool {
 	return a.Address == b.Address && a.Protocol == b.Protocol
 }
 
-// useH1Server reports whether cleartext frontends use h1.Server
-// (spillway.http1Server SPILLWAY, the default) rather than net/http.
-func useH1Server(p *plan.Plan) bool {
+// loops are the server loops of the frontends.
+type loops struct {
+	h1 bool              // h1.Server (spillway.http1Server SPILLWAY, the default), not net/http
+	h2 proxy.HTTP2Server // spillway.http2Server (SPILLWAY, the default, or NET_HTTP)
+}
+
+// serverLoops returns the server loops p's frontends use.
+func serverLoops(p *plan.Plan) loops {
 	t := p.Config.Spillway
-	return t == nil || t.HTTP1Server != "NET_HTTP"
+	l := loops{h1: true, h2: proxy.H2Spillway}
+	if t != nil {
+		l.h1 = t.HTTP1Server != "NET_HTTP"
+		if t.HTTP2Server == "NET_HTTP" {
+			l.h2 = proxy.H2NetHTTP
+		}
+	}
+	return l
 }
 
 // start serves pf on ln, or on a new listener when ln is nil; st is its
 // loaded TLS (HTTPS only).
-func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net.Listener, st *tlsreload.State) (*frontend, error) {
+func (fs *frontends) start(pf *plan.Frontend, h http.Handler, lp loops, ln net.Listener, st *tlsreload.State) (*frontend, error) {
 	f := &frontend{cfg: pf, done: make(chan struct{})}
 	f.handler.Store(&h)
 	var tlsCfg *tls.Config
@@ -270,7 +282,7 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net
 			}
 		}
 	}
-	serveFn := fs.server(f, fh, useH1, tlsCfg)
+	serveFn := fs.server(f, fh, lp, tlsCfg)
 	go func() {
 		defer close(f.done)
 		err := serveFn()
@@ -284,21 +296,21 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, useH1 bool, ln net
 
 // server sets f's server loop, serving h on f.ln, and returns the
 // function that runs it.
-func (fs *frontends) server(f *frontend, h http.Handler, useH1 bool, tlsCfg *tls.Config) func() error {
+func (fs *frontends) server(f *frontend, h http.Handler, lp loops, tlsCfg *tls.Config) func() error {
 	ln := fs.conns.Wrap(f.ln)
 	switch {
-	case useH1:
-		srv := proxy.NewH1Server(h)
+	case lp.h1:
+		srv := proxy.NewH1ServerHTTP2(h, lp.h2)
 		srv.Logger = fs.log
 		srv.TLSConfig = tlsCfg
 		f.srv = srv
 		return func() error { return srv.Serve(ln) }
 	case tlsCfg != nil:
-		srv := proxy.NewServer(h, tlsCfg)
+		srv := proxy.NewServerHTTP2(h, tlsCfg, lp.h2)
 		f.srv = srv
 		return func() error { return srv.ServeTLS(ln, "", "") }
 	default:
-		srv := proxy.NewServer(h, nil)
+		srv := proxy.NewServerHTTP2(h, nil, lp.h2)
 		f.srv = srv
 		return func() error { return srv.Serve(h1.GuardListener(ln)) }
 	}

@@ -104,7 +104,7 @@ func readH2specExceptions(path string) (map[string]map[string]string, error) {
 // TestH2spec runs h2spec (github.com/summerwind/h2spec, path in
 // SPILLWAY_H2SPEC; scripts/h2spec.sh installs it) against a cleartext
 // frontend (h2c with prior knowledge) and an HTTPS one (h2 by ALPN), on
-// both HTTP/1.1 server loops, all four at once, strict cases included
+// both HTTP/1.1 server loops and both HTTP/2 server loops, all eight at once, strict cases included
 // (-S). It fails on any failure not listed in
 // testdata/h2spec-exceptions.txt, and on an exception that no longer
 // fails. Without SPILLWAY_H2SPEC it skips, unless SPILLWAY_REQUIRE_H2SPEC
@@ -128,19 +128,22 @@ func TestH2spec(t *testing.T) {
 	cert, key := ca.writePair(t, t.TempDir(), "fe", "localhost", []string{"localhost"}, false)
 	fes := `{name: h2c, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}
 - ` + httpsFrontend("tls", "127.0.0.2", cert, key) + "}"
-	// Both HTTP/1.1 server loops: HTTP/2 is net/http's on both, reached
-	// by different hand-offs.
+	// Both HTTP/1.1 server loops, reaching HTTP/2 by different
+	// hand-offs, times both HTTP/2 server loops.
 	type target struct {
 		loop, frontend, addr string
 		flags                []string
 	}
 	var targets []target
-	for _, loop := range []string{"SPILLWAY", "NET_HTTP"} {
-		y := oneServiceYAML(be.addr, fes, "spillway: {http1Server: "+loop+"}\n")
-		s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1})
-		targets = append(targets,
-			target{loop, "h2c", s.FrontendAddr("h2c"), nil},
-			target{loop, "tls", s.FrontendAddr("tls"), []string{"-t", "-k"}})
+	for _, h2loop := range []string{"NET_HTTP", "SPILLWAY"} {
+		for _, loop := range []string{"SPILLWAY", "NET_HTTP"} {
+			y := oneServiceYAML(be.addr, fes, "spillway: {http1Server: "+loop+", http2Server: "+h2loop+"}\n")
+			s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1})
+			name := "http1Server=" + loop + " http2Server=" + h2loop
+			targets = append(targets,
+				target{name, "h2c", s.FrontendAddr("h2c"), nil},
+				target{name, "tls", s.FrontendAddr("tls"), []string{"-t", "-k"}})
+		}
 	}
 	results := make([][]h2specCase, len(targets))
 	skipped := make([]int, len(targets))
