@@ -796,7 +796,7 @@ func PrintHealth(w io.Writer, r *report.Health) {
 		fmt.Fprintf(w, "backend service %s (%s%s, failover threshold %d%%)\n", s.Name, s.Algorithm, drain, s.Threshold)
 		fmt.Fprintf(w, "  %-22s %-14s %-10s %-8s %-14s %6s\n", "BACKEND", "ZONE", "PREFERENCE", "HEALTHY", "STATE", "SHARE")
 		for _, b := range s.Backends {
-			printBackendRow(w, b.Group, b.Zone, b.Preference, b.Healthy, b.Members, b.Drained, b.DrainBlocked, b.Share)
+			printBackendRow(w, b.Group, zoneOrRegion(b.Zone, b.Region), b.Preference, b.Healthy, b.Members, b.Drained, b.DrainBlocked, b.Share)
 			for _, e := range b.Endpoints {
 				extra := []string{}
 				if e.Ejected {
@@ -820,7 +820,7 @@ func PrintHealth(w io.Writer, r *report.Health) {
 				if f.MeasuredRequests > 0 {
 					measured = fmt.Sprintf("%.1f%%", 100*b.MeasuredShare)
 				}
-				fmt.Fprintf(w, "    %-22s %-14s %5.1f%% %9s\n", b.Group, b.Zone, 100*b.Share, measured)
+				fmt.Fprintf(w, "    %-22s %-14s %5.1f%% %9s\n", b.Group, splitZone(s, b), 100*b.Share, measured)
 			}
 		}
 		fmt.Fprintln(w)
@@ -830,6 +830,30 @@ func PrintHealth(w io.Writer, r *report.Health) {
 		printOverlay(w, r.Overlay)
 	}
 	printCertificates(w, r.SslCertificates)
+}
+
+// zoneOrRegion is a health view backend's zone, or its region for a
+// regional group (serverless and internet NEGs have no zone), as
+// simulate and the lab name it.
+func zoneOrRegion(zone, region string) string {
+	if zone == "" {
+		return region
+	}
+	return zone
+}
+
+// splitZone is a frontend split row's zone, or its group's region when
+// the group is regional.
+func splitZone(s report.Service, b report.SplitShare) string {
+	if b.Zone != "" {
+		return b.Zone
+	}
+	for _, sb := range s.Backends {
+		if sb.Group == b.Group {
+			return sb.Region
+		}
+	}
+	return ""
 }
 
 // printCertificates prints the managed certificates' status, per domain.

@@ -340,18 +340,24 @@ func printTimeline(w io.Writer, r *sim.Result) {
 }
 
 // printZones prints the region and zone table; with a client spread, a
-// column with each share's p5-p95 over many clients.
+// column with each share's p5-p95 over many clients. A regional group
+// (no zone: serverless and internet NEGs) is listed under its region
+// with the region as its zone, as the lab places it.
 func printZones(w io.Writer, p *plan.Plan, r *sim.Result) {
 	regions := slices.Sorted(maps.Keys(r.Regions))
-	fmt.Fprintf(w, "%-14s %-16s %9s %7s", "REGION", "ZONE", "REQUESTS", "SHARE")
+	rw, zw := columnWidth(14, regions), columnWidth(16, r.ZoneOrder)
+	fmt.Fprintf(w, "%-*s %-*s %9s %7s", rw, "REGION", zw, "ZONE", "REQUESTS", "SHARE")
 	if r.ClientSpread != nil {
 		fmt.Fprintf(w, "   %s", "ANY ONE CLIENT (p5-p95)")
 	}
 	fmt.Fprintln(w)
+	noRange := false
 	row := func(reg, name, key string, n int) {
-		fmt.Fprintf(w, "%-14s %-16s %9d %7s", reg, name, n, pct(n, r.Requests))
+		fmt.Fprintf(w, "%-*s %-*s %9d %7s", rw, reg, zw, name, n, pct(n, r.Requests))
 		if zr, ok := r.ClientSpread[key]; ok {
 			fmt.Fprintf(w, "   %5.1f-%5.1f%%", zr.P5, zr.P95)
+		} else if r.ClientSpread != nil {
+			noRange = true
 		}
 		fmt.Fprintln(w)
 	}
@@ -366,11 +372,24 @@ func printZones(w io.Writer, p *plan.Plan, r *sim.Result) {
 	if r.ClientSpread != nil {
 		fmt.Fprintf(w, "(WATERFALL_BY_REGION: one client's zones are a draw of its second-layer proxies; the range is over --spread-clients other client addresses, default 200; docs/semantics.md §2.4)\n")
 	}
+	if noRange {
+		fmt.Fprintf(w, "(no range: a region with zonal groups and regional ones, whose zone is named as the region, has one name for two shares)\n")
+	}
 }
 
+// columnWidth is the width of a table column: least, or the longest name.
+func columnWidth(least int, names []string) int {
+	for _, n := range names {
+		least = max(least, len(n))
+	}
+	return least
+}
+
+// zoneInRegion reports whether zone, a sim.Result zone (a regional
+// group's is its region), is in region.
 func zoneInRegion(p *plan.Plan, zone, region string) bool {
 	for _, g := range p.Groups {
-		if g.Zone == zone {
+		if g.ZoneOrRegion() == zone {
 			return g.Region == region
 		}
 	}

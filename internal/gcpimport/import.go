@@ -180,6 +180,7 @@ func Import(o Options) (*Result, error) {
 		}
 	}
 	im.groups(o)
+	im.internetBackendModes()
 	out, err := im.render(o)
 	if err != nil {
 		return nil, err

@@ -157,6 +157,20 @@ func internetOptions(t testing.TB) gcpimport.Options {
 	return o
 }
 
+// terraformServerlessOptions imports a terraform state with serverless
+// NEGs (google_compute_region_network_endpoint_group with cloud_run,
+// app_engine and cloud_function blocks, in a child module), a global
+// INTERNET_FQDN_PORT NEG with its google_compute_global_network_endpoint
+// (placed in --region), and a Private Service Connect NEG.
+func terraformServerlessOptions(t testing.TB) gcpimport.Options {
+	return gcpimport.Options{Frontend: "127.0.0.1:8082", Region: "asia-northeast1",
+		Serverless: []config.ServerlessTarget{
+			{Region: "asia-northeast1", BaseURL: "https://127.5.1.1:18443"},
+			{Region: "asia-northeast2", BaseURL: "https://127.6.1.1:18443"},
+		},
+		Files: []gcpimport.Source{read(t, filepath.Join("testdata", "terraform-serverless", "state.json"))}}
+}
+
 // The imported configs are golden files: a change in what is carried
 // shows up in review. Each validates and compiles, as spillway validate
 // would check it.
@@ -167,6 +181,7 @@ func TestImportGolden(t *testing.T) {
 	}{
 		{"gcloud", "", gcloudOptions}, {"terraform", "", terraformOptions},
 		{"serverless", "", serverlessOptions}, {"internet", "", internetOptions},
+		{"terraform-serverless", "", terraformServerlessOptions},
 		{"winticket", filepath.Join("..", "..", "examples", "winticket", "config.yaml"), winticketOptions},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -423,5 +438,43 @@ func TestServerlessAndInternetNotes(t *testing.T) {
 	res := mustImport(t, gcpimport.Options{InternetNEGRegion: "us-east4", Files: []gcpimport.Source{{Name: "in.yaml", Data: []byte(tests[1].data + "---\nname: um\ndefaultService: bs\n")}}, Endpoints: tests[1].eps})
 	if _, err := config.Parse(res.Config, "internet.yaml"); err != nil {
 		t.Errorf("%v\n%s", err, res.Config)
+	}
+}
+
+// Terraform's serverless and internet NEGs are carried as the gcloud
+// path carries them: the only notes are on what Spillway cannot apply
+// (a URL mask) or serve (a Private Service Connect NEG).
+func TestTerraformServerlessAndInternetNotes(t *testing.T) {
+	res := mustImport(t, terraformServerlessOptions(t))
+	want := map[string]string{
+		"networkEndpointGroups[neg-fn-osaka].cloudFunction.urlMask":          `URL mask "/api/<function>" is not applied`,
+		"module.serverless.google_compute_region_network_endpoint_group.psc": "of type PRIVATE_SERVICE_CONNECT",
+	}
+	for _, n := range res.Notes {
+		if w, ok := want[n.Path]; ok && strings.Contains(n.Reason, w) {
+			delete(want, n.Path)
+			continue
+		}
+		t.Errorf("unexpected note on %s: %s", n.Path, n.Reason)
+	}
+	for path, w := range want {
+		t.Errorf("no note on %s containing %q", path, w)
+	}
+	c, err := config.Parse(res.Config, "terraform-serverless.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, g := range c.NetworkEndpointGroups {
+		got[g.Name] = g.NetworkEndpointType + " " + g.Region
+	}
+	for name, w := range map[string]string{
+		"neg-run-tokyo": "SERVERLESS asia-northeast1", "neg-run-osaka": "SERVERLESS asia-northeast2",
+		"neg-fn-osaka": "SERVERLESS asia-northeast2", "neg-app-tokyo": "SERVERLESS asia-northeast1",
+		"neg-origin": "INTERNET_FQDN_PORT asia-northeast1",
+	} {
+		if got[name] != w {
+			t.Errorf("group %s: %q, want %q (all: %v)", name, got[name], w, got)
+		}
 	}
 }

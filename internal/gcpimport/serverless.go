@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/spillwaylb/spillway/internal/config"
 )
 
 // placeholderHost is the host of a placeholder spillway.serverless base
@@ -176,4 +178,29 @@ func serverlessComment(placeholder bool) string {
 		c += "\nPLACEHOLDER: replace each baseUrl ending in " + placeholderHost + " (it never resolves),\nor run spillway import again with --serverless REGION=https://HOST[:PORT]."
 	}
 	return c
+}
+
+// internetBackendModes drops balancingMode UTILIZATION from the backends
+// that are INTERNET_FQDN_PORT groups: Terraform's state writes its
+// default UTILIZATION for every backend, Google applies no balancing
+// mode to an internet NEG, and the config refuses UTILIZATION for
+// network endpoint groups. Counted among the dropped fields.
+func (im *importer) internetBackendModes() {
+	internet := map[string]bool{}
+	for _, r := range im.resources {
+		if r.coll == "networkEndpointGroups" && scalar(get(r.node, "networkEndpointType")) == "INTERNET_FQDN_PORT" {
+			internet[r.name] = true
+		}
+	}
+	for _, r := range im.resources {
+		if r.coll != "backendServices" {
+			continue
+		}
+		for _, b := range seq(get(r.node, "backends")) {
+			if internet[config.RefName(scalar(get(b, "group")))] && scalar(get(b, "balancingMode")) == "UTILIZATION" {
+				del(b, "balancingMode")
+				im.dropped["balancingMode UTILIZATION of an internet NEG backend"]++
+			}
+		}
+	}
 }

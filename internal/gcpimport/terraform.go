@@ -79,11 +79,18 @@ func (im *importer) tfResource(src string, r *yaml.Node) {
 		for _, ep := range seq(get(v, "network_endpoints")) {
 			im.tfEndpoint(src, neg, ep)
 		}
-	case "google_compute_region_url_map", "google_compute_region_backend_service", "google_compute_region_health_check",
-		"google_compute_region_network_endpoint_group", "google_compute_region_target_http_proxy", "google_compute_region_target_https_proxy":
-		im.note(src, addr, "a regional load balancer's resource: Spillway implements the global external Application Load Balancer; not imported")
+	case "google_compute_region_network_endpoint_group":
+		im.tfRegionalGroup(src, addr, v)
 	case "google_compute_global_network_endpoint_group":
-		im.note(src, addr, "internet and global network endpoint groups are not supported; not imported")
+		// An internet NEG (INTERNET_FQDN_PORT; INTERNET_IP_PORT is
+		// refused by the config, with its reason): placed in a region as
+		// the gcloud path does.
+		im.resource(src, "networkEndpointGroups", v, true)
+	case "google_compute_global_network_endpoint":
+		im.tfEndpoint(src, config.RefName(scalar(get(v, "global_network_endpoint_group"))), v)
+	case "google_compute_region_url_map", "google_compute_region_backend_service", "google_compute_region_health_check",
+		"google_compute_region_target_http_proxy", "google_compute_region_target_https_proxy":
+		im.note(src, addr, "a regional load balancer's resource: Spillway implements the global external Application Load Balancer; not imported")
 	case "google_compute_global_forwarding_rule", "google_compute_target_http_proxy", "google_compute_target_https_proxy", "google_compute_global_address":
 		im.note(src, addr, "Spillway's frontends[] take the place of forwarding rules, target proxies and addresses: use --frontend ADDRESS; not imported")
 	case "google_compute_backend_bucket":
@@ -118,11 +125,26 @@ func tfCollection(typ string) string {
 	return ""
 }
 
+// tfRegionalGroup imports a regional network endpoint group that is
+// serverless (its cloud_run, app_engine or cloud_function block and its
+// region, as the gcloud path carries them); the other types serve
+// regional load balancers or Private Service Connect.
+func (im *importer) tfRegionalGroup(src, addr string, v *yaml.Node) {
+	if typ := scalar(get(v, "network_endpoint_type")); typ != "SERVERLESS" {
+		im.note(src, addr, "a regional network endpoint group of type %s: of the regional types the global external Application Load Balancer takes only SERVERLESS ones; not imported", typ)
+		return
+	}
+	im.resource(src, "networkEndpointGroups", v, true)
+}
+
 // tfEndpoint adds one terraform network endpoint to its group.
 func (im *importer) tfEndpoint(src, neg string, v *yaml.Node) {
 	ep := &yaml.Node{Kind: yaml.MappingNode}
 	if ip := scalar(get(v, "ip_address")); ip != "" {
 		set(ep, "ipAddress", str(ip))
+	}
+	if fqdn := scalar(get(v, "fqdn")); fqdn != "" {
+		set(ep, "fqdn", str(fqdn)) // an internet NEG's endpoint
 	}
 	if port := get(v, "port"); port != nil && !zero(port) {
 		set(ep, "port", port)

@@ -114,6 +114,16 @@ type Group struct {
 	RegionID int
 }
 
+// ZoneOrRegion is where the group's requests are counted and reported: its
+// zone, or its region for a regional group (serverless and internet NEGs
+// have no zone), as the lab places their backends.
+func (g *Group) ZoneOrRegion() string {
+	if g.Zone == "" {
+		return g.Region
+	}
+	return g.Zone
+}
+
 // Endpoint is one backend address probed by one health check.
 type Endpoint struct {
 	ID   int

@@ -123,7 +123,7 @@ func (s *sim) retry(f *flight) (code string, zone string, done bool) {
 		return s.failure(f), "", true
 	}
 	if s.attempt(f, d.Endpoint) {
-		return "200", d.Backend.Group.Zone, true
+		return "200", d.Backend.Group.ZoneOrRegion(), true
 	}
 	return "", "", false
 }
@@ -174,10 +174,11 @@ func (s *sim) count(bucket int, code, zone string) {
 	}
 }
 
-// zoneRegion returns the region of a zone of the plan.
+// zoneRegion returns the region of a zone of the plan (a regional
+// group's zone is its region).
 func (s *sim) zoneRegion(zone string) string {
 	for _, g := range s.p.Groups {
-		if g.Zone == zone {
+		if g.ZoneOrRegion() == zone {
 			return g.Region
 		}
 	}
@@ -189,11 +190,11 @@ func (s *sim) zoneRegion(zone string) string {
 // known now, or queues the request in flight.
 func (s *sim) send(d engine.Decision, pol plan.RetryPolicy, timeout time.Duration, bucket int) (code, zone string, done bool) {
 	if !s.down[d.Endpoint.ID] || s.o.FailAs == FailHealthOnly {
-		return "200", d.Backend.Group.Zone, true // no flight to allocate
+		return "200", d.Backend.Group.ZoneOrRegion(), true // no flight to allocate
 	}
 	f := &flight{deadline: s.now.Add(timeout), svc: d.Service, policy: pol, perTry: pol.PerTry, bucket: bucket}
 	if s.attempt(f, d.Endpoint) {
-		return "200", d.Backend.Group.Zone, true
+		return "200", d.Backend.Group.ZoneOrRegion(), true
 	}
 	for f.at.Equal(s.now) {
 		if code, zone, done = s.retry(f); done {

@@ -71,8 +71,10 @@ type Event struct {
 type Result struct {
 	Requests int            `json:"requests"`
 	Regions  map[string]int `json:"regions"`
-	Zones    map[string]int `json:"zones"`
-	Status   map[string]int `json:"status"`
+	// Zones counts by zone; a regional group's (plan.Group.ZoneOrRegion)
+	// under its region's name.
+	Zones  map[string]int `json:"zones"`
+	Status map[string]int `json:"status"`
 	// Retries counts the retries made after failed attempts (a request
 	// retried once counts one).
 	Retries int `json:"retries"`
@@ -89,7 +91,7 @@ type Result struct {
 	// WATERFALL_BY_REGION), is each zone's and region's share range over
 	// many clients: what any one client may see.
 	ClientSpread map[string]ZoneRange `json:"clientSpread,omitempty"`
-	// Zone order for printing (config order).
+	// ZoneOrder is the Zones keys for printing, sorted.
 	ZoneOrder []string `json:"-"`
 }
 
@@ -249,11 +251,12 @@ func newResult(p *plan.Plan) *Result {
 	seen := map[string]bool{}
 	for _, g := range p.Groups {
 		res.Regions[g.Region] = 0
-		if !seen[g.Zone] {
-			seen[g.Zone] = true
-			res.ZoneOrder = append(res.ZoneOrder, g.Zone)
+		z := g.ZoneOrRegion()
+		if !seen[z] {
+			seen[z] = true
+			res.ZoneOrder = append(res.ZoneOrder, z)
 		}
-		res.Zones[g.Zone] = 0
+		res.Zones[z] = 0
 	}
 	sort.Strings(res.ZoneOrder)
 	return res
@@ -326,7 +329,7 @@ func (s *sim) endpointHint() string {
 	}
 	zones := map[string]bool{}
 	for _, g := range s.p.Groups {
-		zones[g.Zone] = true
+		zones[g.ZoneOrRegion()] = true
 	}
 	var zl []string
 	for z := range zones {
@@ -597,7 +600,7 @@ func (s *sim) explain() {
 		sp := s.view.Split(svc.ID, s.client.Region)
 		for _, b := range svc.Backends {
 			st := s.view.Backend(svc.ID, b.Index)
-			bs := BackendState{Group: b.Group.Name, Zone: b.Group.Zone, Preferred: b.Preferred, Healthy: st.Healthy, Members: st.Members, Drained: st.Drained, DrainBlocked: st.DrainBlocked}
+			bs := BackendState{Group: b.Group.Name, Zone: b.Group.ZoneOrRegion(), Preferred: b.Preferred, Healthy: st.Healthy, Members: st.Members, Drained: st.Drained, DrainBlocked: st.DrainBlocked}
 			for _, sh := range sp.Shares {
 				if sh.Backend == b.Index {
 					bs.Share = sh.Fraction

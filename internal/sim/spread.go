@@ -41,7 +41,10 @@ func UsesWaterfallByRegion(p *plan.Plan) bool {
 // default 1,000) once for each of n client addresses (198.18.x.y,
 // deterministic) and returns each zone's and region's share range over
 // them. Events and rate mode are left out: the spread is of the state
-// after convergence.
+// after convergence. A regional group's zone is named as its region
+// (plan.Group.ZoneOrRegion): that key's range is the region's when the
+// two agree for every client, and is left out when they do not (a region
+// with zonal groups too), rather than mixing the two.
 func ClientSpread(p *plan.Plan, o Options, n int) (map[string]ZoneRange, error) {
 	if n <= 0 {
 		n = DefaultSpreadClients
@@ -51,23 +54,41 @@ func ClientSpread(p *plan.Plan, o Options, n int) (map[string]ZoneRange, error) 
 		o.Requests = 1000
 	}
 	shares := map[string][]float64{}
+	ambiguous := map[string]bool{}
 	for i := range n {
 		o.ClientIP = spreadClient(i)
 		r, err := Run(p, o)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range []map[string]int{r.Zones, r.Regions} {
-			for k, c := range m {
-				shares[k] = append(shares[k], 100*float64(c)/float64(r.Requests))
-			}
-		}
+		addShares(shares, ambiguous, r)
 	}
 	out := map[string]ZoneRange{}
 	for k, v := range shares {
+		if ambiguous[k] {
+			continue
+		}
 		slices.Sort(v)
 		q := func(f float64) float64 { return v[min(len(v)-1, int(f*float64(len(v))))] }
 		out[k] = ZoneRange{P1: q(0.01), P5: q(0.05), P50: q(0.5), P95: q(0.95), P99: q(0.99)}
 	}
 	return out, nil
+}
+
+// addShares adds one run's zone and region shares to shares, one sample
+// per key; a key that is both a zone and a region with different counts
+// is marked ambiguous.
+func addShares(shares map[string][]float64, ambiguous map[string]bool, r *Result) {
+	for k, c := range r.Zones {
+		shares[k] = append(shares[k], 100*float64(c)/float64(r.Requests))
+	}
+	for k, c := range r.Regions {
+		if zc, ok := r.Zones[k]; ok {
+			if zc != c {
+				ambiguous[k] = true
+			}
+			continue
+		}
+		shares[k] = append(shares[k], 100*float64(c)/float64(r.Requests))
+	}
 }
