@@ -36,11 +36,15 @@ type h1conn struct {
 	idleErr error                 // what readIdleFD met
 	failed  atomic.Bool           // a write to the client failed
 	idle    atomic.Bool           // waiting for a request (Shutdown closes it)
-	header  http.Header           // the response header map, reused
-	hdr     []byte                // the serialised handler headers
-	body    []byte                // response body held back to learn its length
-	date    []byte                // the Date header value for dateSec
-	dsec    int64
+	// fresh: the first request has not begun; Shutdown leaves such a
+	// connection h1NewConnGrace after accepted before closing it.
+	fresh    atomic.Bool
+	accepted time.Time
+	header   http.Header // the response header map, reused
+	hdr      []byte      // the serialised handler headers
+	body     []byte      // response body held back to learn its length
+	date     []byte      // the Date header value for dateSec
+	dsec     int64
 	// rdl is the read deadline set on rwc by the serving goroutine (a
 	// client watch clears it behind its back, and stopWatch records that).
 	rdl time.Time
@@ -181,7 +185,7 @@ func (c *h1conn) serve() {
 		c.src.remain = MaxHeaderBytes + h1ReadSlop
 		if c.br.Buffered() == 0 {
 			c.idle.Store(true)
-			if c.s.shutdown.Load() {
+			if c.s.shutdown.Load() && !first {
 				return
 			}
 			if first && c.s.ReadHeaderTimeout > 0 {
@@ -203,6 +207,7 @@ func (c *h1conn) serve() {
 			}
 		}
 		c.idle.Store(false)
+		c.fresh.Store(false)
 		// The header timeout runs from the request's first byte (from
 		// the start for the first request: set above). A head that
 		// arrived whole needs no deadline: reading it makes no system

@@ -213,13 +213,19 @@ func (s *Server) shutdownH2C(ctx context.Context) error {
 	return nil
 }
 
-// closeIdle closes the connections waiting for a request and returns how
-// many connections remain.
+// h1NewConnGrace is how long Shutdown lets a new connection send its
+// first request before it counts as idle (net/http's value): closing it
+// at once would reset a request already on its way.
+const h1NewConnGrace = 5 * time.Second
+
+// closeIdle closes the connections waiting for a request (a new one only
+// after h1NewConnGrace) and returns how many connections remain.
 func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	for c := range s.conns {
-		if c.idle.Load() {
+		if c.idle.Load() && (!c.fresh.Load() || now.Sub(c.accepted) > h1NewConnGrace) {
 			c.rwc.Close()
 		}
 	}
@@ -273,5 +279,7 @@ func (s *Server) newConn(rwc net.Conn) *h1conn {
 	c.timer = time.AfterFunc(time.Hour, c.watchTimer)
 	c.timer.Stop()
 	c.idle.Store(true)
+	c.fresh.Store(true)
+	c.accepted = time.Now()
 	return c
 }

@@ -798,3 +798,35 @@ func TestH1LingersAfterAnUnreadBody(t *testing.T) {
 		}
 	}
 }
+
+// A connection accepted just before Shutdown, whose first request has not
+// arrived yet, is not closed as idle: like net/http, Shutdown gives a new
+// connection time (5 s) to send its first request, serves it and then
+// closes. Closing it at once would reset a request already on its way
+// (seen as a lost request in a binary upgrade under load).
+func TestH1ShutdownServesANewConnectionsFirstRequest(t *testing.T) {
+	accepted := make(chan struct{}, 1)
+	ht := startH1(t, echoHandler, func(s *h1.Server) {
+		s.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+			accepted <- struct{}{}
+			return ctx
+		}
+	})
+	c, br := ht.dial(t)
+	<-accepted // the connection is being served before Shutdown runs
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shut <- ht.srv.Shutdown(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond) // Shutdown has looked at the connections
+	io.WriteString(c, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, body := readResp(t, br, "GET")
+	if body != "GET /first " || !resp.Close {
+		t.Fatalf("first request after Shutdown began: %q close=%v, want it answered and the connection closed", body, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
