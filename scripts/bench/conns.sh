@@ -125,7 +125,7 @@ measure() { # NAME KIND ADDR
 	r0=$(rss_kb "$TPID")
 	"$WORK/bin/idleconns" -addr "$addr" -n "$N" -hold 1h $([ "$kind" = h2 ] && echo -h2) >"$out" 2>&1 &
 	icp=$!
-	for ((i = 0; i < 1200; i++)); do grep -q '^open' "$out" && break; sleep 0.1; done
+	for ((i = 0; i < 1200; i++)); do grep -q '^open' "$out" 2>/dev/null && break; sleep 0.1; done
 	sleep 2
 	c0=$(cpu_ticks "$TPID")
 	sleep "$HOLD"
