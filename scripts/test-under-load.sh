@@ -5,7 +5,7 @@
 # loops (default 2, one per core here) run for at most 20 minutes each and
 # are stopped, by PID, when the script exits however it exits.
 # Arguments: package patterns (default: the packages whose tests wait on
-# time: proxy, h1, probe, fleet, serve, cli).
+# time: proxy, h1, probe, fleet, serve, cli, gslb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 load=${LOAD:-2}
@@ -19,6 +19,6 @@ done
 echo "test-under-load: $load busy loops (pids ${pids[*]})"
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
-  pkgs=(./internal/proxy/... ./internal/h1/... ./internal/probe/... ./internal/fleet/... ./internal/serve/... ./internal/cli/...)
+  pkgs=(./internal/proxy/... ./internal/h1/... ./internal/probe/... ./internal/fleet/... ./internal/serve/... ./internal/cli/... ./internal/gslb/...)
 fi
 go test -count=1 "${pkgs[@]}"

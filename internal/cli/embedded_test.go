@@ -141,7 +141,7 @@ func TestServeFleetEmbeddedMemberFails(t *testing.T) {
 			t.Errorf("the log does not say %q:\n%s", want, logs)
 		}
 	}
-	if f := fleetStatus(t, admin); f == nil || !f.Stale {
+	if f := publishedFleetStatus(t, admin, logs); !f.Stale {
 		t.Errorf("fleet status %+v; want stale", f)
 	}
 

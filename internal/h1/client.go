@@ -46,6 +46,9 @@ type Transport struct {
 	pools    sync.Map // backend address → *connPool
 	// nextSweep is when a request next sweeps every pool (UnixNano).
 	nextSweep atomic.Int64
+	// now is the clock the probe deadline is armed from; nil means
+	// time.Now (tests inject one).
+	now func() time.Time
 }
 
 // sweepEvery is how often the pools are swept for connections idle past
@@ -302,14 +305,26 @@ func (t *Transport) Do(ctx context.Context, wr *Request, headerDeadline, deadlin
 	// a request that fails on one before any response byte is retried
 	// once on a fresh connection (it had no body, so this is safe).
 	if c := p.get(now); c != nil {
-		resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
+		resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline, true)
 		if err == nil {
 			return resp, nil
 		}
-		if !isNoResponse(err) || !staleConn(err) || !replayable(wr.Method) {
+		if !isCutBeforeSent(err) && (!isNoResponse(err) || !staleConn(err) || !replayable(wr.Method)) {
 			return resp, unwrapNoResponse(err)
 		}
 	}
+	resp, err := t.dialExchange(ctx, p, wr, headerDeadline, deadline, true)
+	if isCutBeforeSent(err) {
+		// Once more, watching ctx from the start: no probe deadline
+		// that a second pause could cut.
+		resp, err = t.dialExchange(ctx, p, wr, headerDeadline, deadline, false)
+	}
+	return resp, unwrapNoResponse(err)
+}
+
+// dialExchange runs wr on a fresh connection to p's backend (see
+// exchange for probe).
+func (t *Transport) dialExchange(ctx context.Context, p *connPool, wr *Request, headerDeadline, deadline time.Time, probe bool) (*http.Response, error) {
 	dctx := ctx
 	if !headerDeadline.IsZero() {
 		var cancel context.CancelFunc
@@ -323,13 +338,20 @@ func (t *Transport) Do(ctx context.Context, wr *Request, headerDeadline, deadlin
 	c := &pconn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10), pool: p}
 	c.idle.init(nc)
 	c.poison = func() { nc.SetDeadline(aLongTimeAgo) }
-	resp, err := t.exchange(ctx, c, wr, headerDeadline, deadline)
-	return resp, unwrapNoResponse(err)
+	return t.exchange(ctx, c, wr, headerDeadline, deadline, probe)
 }
 
 // noResponse marks a failure before any byte of the response arrived: only
 // then may a request be replayed on a fresh connection.
-type noResponse struct{ err error }
+type noResponse struct {
+	err error
+	// cutBeforeSent: the probe deadline expired before the request was
+	// written whole (the goroutine was not scheduled for probeInterval,
+	// as on a CPU-starved machine). The backend never got a complete
+	// request, so it cannot have acted on it, whatever the method; and
+	// it is no backend timeout.
+	cutBeforeSent bool
+}
 
 func (e noResponse) Error() string { return e.err.Error() }
 func (e noResponse) Unwrap() error { return e.err }
@@ -337,6 +359,11 @@ func (e noResponse) Unwrap() error { return e.err }
 func isNoResponse(err error) bool {
 	var nr noResponse
 	return errors.As(err, &nr)
+}
+
+func isCutBeforeSent(err error) bool {
+	var nr noResponse
+	return errors.As(err, &nr) && nr.cutBeforeSent
 }
 
 func unwrapNoResponse(err error) error {
@@ -372,16 +399,24 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // exchange runs one request on c, in stages: send the request, wait
 // for the first response byte, read heads until the final one, and
-// attach the body. See do.
-func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerDeadline, deadline time.Time) (*http.Response, error) {
+// attach the body. See do. Without probe, ctx is watched from the start
+// rather than once the probe deadline expires.
+func (t *Transport) exchange(ctx context.Context, c *pconn, wr *Request, headerDeadline, deadline time.Time, probe bool) (*http.Response, error) {
 	x := &exchangeState{ctx: ctx, c: c, headerDeadline: headerDeadline, deadline: deadline, watch: ctx.Done() != nil}
-	x.armDeadline()
+	if probe {
+		x.armDeadline(t.now)
+	} else {
+		x.armWatching()
+	}
 	if err := wr.Write(c.bw); err != nil {
 		c.bw.Reset(c.c)
+		if x.probeCut(err) {
+			return x.fail(noResponse{err: err, cutBeforeSent: true})
+		}
 		return x.fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
-		return x.fail(noResponse{err})
+		return x.fail(noResponse{err: err, cutBeforeSent: x.probeCut(err)})
 	}
 	if err := x.awaitFirstByte(); err != nil {
 		return x.fail(err)
@@ -409,10 +444,10 @@ type exchangeState struct {
 // armDeadline sets the connection's deadline for the request and its
 // response head: the header deadline, or sooner the probe deadline that
 // makes the exchange start watching ctx if the answer is slow.
-func (x *exchangeState) armDeadline() {
+func (x *exchangeState) armDeadline(clock func() time.Time) {
 	x.cur = x.headerDeadline
 	if x.watch {
-		now := time.Now()
+		now := readClock(clock)
 		if p := now.Add(probeInterval); x.cur.IsZero() || p.Before(x.cur) {
 			x.cur = p
 			// A probe deadline left by the previous attempt serves when it
@@ -425,6 +460,29 @@ func (x *exchangeState) armDeadline() {
 		}
 	}
 	x.c.setDeadline(x.cur)
+}
+
+// armWatching sets the header deadline and watches ctx from the start.
+func (x *exchangeState) armWatching() {
+	x.cur = x.headerDeadline
+	x.c.setDeadline(x.cur)
+	if x.watch {
+		x.stop = context.AfterFunc(x.ctx, x.c.poison)
+	}
+}
+
+// probeCut reports whether err, from writing the request, is the probe
+// deadline expiring (not the header deadline, nor ctx ending).
+func (x *exchangeState) probeCut(err error) bool {
+	return !x.cur.Equal(x.headerDeadline) && isTimeout(err) && x.ctx.Err() == nil
+}
+
+// readClock reads clock, or time.Now when it is nil.
+func readClock(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock()
+	}
+	return time.Now()
 }
 
 // fail closes the connection and returns err, or ctx's error when ctx
@@ -449,7 +507,7 @@ func (x *exchangeState) awaitFirstByte() error {
 			return nil
 		}
 		if x.cur.Equal(x.headerDeadline) || !isTimeout(err) {
-			return noResponse{err}
+			return noResponse{err: err}
 		}
 		if x.ctx.Err() != nil {
 			return err

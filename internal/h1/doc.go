@@ -94,7 +94,12 @@
 //     cleartext backends (RoundTrip sends every other request to its
 //     fallback). A body-less request that fails on a pooled connection
 //     before any response byte is replayed once on a fresh connection
-//     when its method is idempotent, as net/http does.
+//     when its method is idempotent, as net/http does. A request whose
+//     writing the 100 ms probe deadline (when to start watching the
+//     context) cut, its goroutine not scheduled for that long on a
+//     starved CPU, is sent again on a fresh connection whatever its
+//     method (the backend never got it whole), watching the context
+//     from the start: no backend timeout.
 //   - All heads of one response (1xx included) share
 //     MaxResponseHeaderBytes (128 KiB), as in net/http's Transport (the
 //     fallback installs no Got1xxResponse hook, which would reset that

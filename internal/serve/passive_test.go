@@ -22,6 +22,13 @@ import (
 // the weight comes back. Real sockets throughout: HTTP backends, the
 // proxy's frontends, the DNS frontend; the window is shortened with
 // passive.windowSec.
+//
+// Only the error signal is under test, and nothing else may halve the
+// weight on a loaded machine: the latency signal is set out of reach
+// (maxP95LatencyMs 60000; the default 400 ms p95 is reached when the CPU
+// is starved), and the probes are patient (1 s interval and timeout),
+// so that a starved prober cannot mark the US endpoint down. Every wait
+// is on a condition (waitFor), none on a fixed share of time.
 func TestPassiveSignalHalvesRegion(t *testing.T) {
 	var failing atomic.Bool
 	var n atomic.Uint64
@@ -44,7 +51,7 @@ func TestPassiveSignalHalvesRegion(t *testing.T) {
 	uh, up, _ := net.SplitHostPort(start("us", true))
 	eh, ep, _ := net.SplitHostPort(start("eu", false))
 	c, err := config.Parse([]byte(fmt.Sprintf(`healthChecks:
-- {name: hc, type: HTTP, checkIntervalMs: 100, timeoutMs: 80, httpHealthCheck: {requestPath: /healthz}}
+- {name: hc, type: HTTP, checkIntervalMs: 1000, timeoutMs: 1000, httpHealthCheck: {requestPath: /healthz}}
 networkEndpointGroups:
 - {name: neg-us, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}
 - {name: neg-eu, zone: europe-west3-a, endpoints: [{ipAddress: %s, port: %s}]}
@@ -67,7 +74,7 @@ dnsZones:
   - name: www
     policy: GEO
     backendService: web
-    passive: {windowSec: 3, minRequests: 100}
+    passive: {windowSec: 3, minRequests: 100, maxP95LatencyMs: 60000}
     locations:
     - {cidr: 198.51.100.0/24, region: us-east1}
 `, uh, up, eh, ep)), "passive.yaml")
