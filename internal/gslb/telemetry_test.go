@@ -39,7 +39,11 @@ func TestStatsCountByZoneTypeRcodeTransport(t *testing.T) {
 		{"nxdomain", query("nope.gslb.example.", dns.TypeAAAA, 0, ""), false, statsKey{"gslb.example.", "AAAA", "NXDOMAIN", "udp"}},
 		{"unlisted type", query("mail.gslb.example.", dns.TypeHINFO, 0, ""), true, statsKey{"gslb.example.", "other", "NOERROR", "tcp"}},
 		{"outside the zones", query("www.example.org.", dns.TypeA, 0, ""), false, statsKey{"other", "A", "REFUSED", "udp"}},
-		{"badvers", func() *dns.Msg { m := query("w.gslb.example.", dns.TypeA, 1232, ""); m.IsEdns0().SetVersion(1); return m }(), false, statsKey{"other", "A", "BADVERS", "udp"}},
+		{"badvers", func() *dns.Msg {
+			m := query("w.gslb.example.", dns.TypeA, 1232, "")
+			m.IsEdns0().SetVersion(1)
+			return m
+		}(), false, statsKey{"other", "A", "BADVERS", "udp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := gslb.NewStats()
