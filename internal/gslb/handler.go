@@ -41,7 +41,7 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if r.IsTsig() != nil {
 		s.serveSigned(w, r, m)
 		if tap {
-			s.tapped(start, addrPort(w.RemoteAddr()), tcp, nil, nil, r, m, q)
+			s.tapTCP(start, w, r, nil, q)
 		}
 		return
 	}
@@ -51,12 +51,24 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 		_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
 	}
 	if tap {
-		s.tapped(start, addrPort(w.RemoteAddr()), tcp, nil, out, r, m, q)
+		s.tapTCP(start, w, r, out, q)
 	}
 	if out != nil && cap(out) <= 64<<10 {
 		*bp = out[:0]
 	}
 	s.bufs.Put(bp)
+}
+
+// tapTCP hands a query r answered by serveDNS (reply out as sent, nil
+// when it was not packed here) to the Tap, with r repacked.
+func (s *Server) tapTCP(start time.Time, w dns.ResponseWriter, r *dns.Msg, out []byte, q *Query) {
+	pkt, err := r.Pack()
+	if err != nil {
+		pkt = nil
+	}
+	_, tcp := remoteAddr(w.RemoteAddr())
+	zone, name, member := q.tapInfo()
+	s.tapped(start, addrPort(w.RemoteAddr()), tcp, pkt, out, zone, name, member)
 }
 
 // pack packs reply m to r into buf, or a SERVFAIL when m does not pack;

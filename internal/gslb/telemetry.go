@@ -193,7 +193,9 @@ type Tap interface {
 	Tapped(e *Exchange)
 }
 
-// Exchange is one answered query, for a Tap.
+// Exchange is one answered query, for a Tap: wire messages and strings
+// only, so that handing it over does not move the reused reply or the
+// query's bookkeeping to the heap.
 type Exchange struct {
 	// Start is when the query was read (the Server's clock); Latency how
 	// long answering and packing took.
@@ -201,11 +203,10 @@ type Exchange struct {
 	Latency time.Duration
 	Client  netip.AddrPort
 	TCP     bool
-	// Query is the query as received (nil over TCP: pack Request);
+	// Query is the query (over TCP, repacked from what was unpacked);
 	// Response the reply as sent, nil when none was (dropped by rate
 	// limiting, or not packed).
 	Query, Response []byte
-	Request, Reply  *dns.Msg
 	// Zone is the origin of the zone that answered ("" if none); Name
 	// the zone name observed (as Query.Name); Member the GSLB member
 	// answered first ("" for static answers).
@@ -215,17 +216,21 @@ type Exchange struct {
 // want reports whether this query is tapped.
 func (s *Server) want() bool { return s.tap != nil && s.tap.Want() }
 
-// tapped hands a query answered over UDP (query wire pkt, reply wire
-// out, nil when none is sent) to the Tap.
-func (s *Server) tapped(start time.Time, from netip.AddrPort, tcp bool, pkt, out []byte, req, m *dns.Msg, q *Query) {
-	e := Exchange{
+// tapped hands an answered query (wire query pkt, wire reply out, nil
+// when none is sent; zone, name and member from its Query) to the Tap.
+func (s *Server) tapped(start time.Time, from netip.AddrPort, tcp bool, pkt, out []byte, zone, name, member string) {
+	s.tap.Tapped(&Exchange{
 		Start: start, Latency: s.now().Sub(start), Client: from, TCP: tcp,
-		Query: pkt, Response: out, Request: req, Reply: m,
+		Query: pkt, Response: out, Zone: zone, Name: name, Member: member,
+	})
+}
+
+// tapInfo returns what a Tap is told of q (nil: nothing).
+func (q *Query) tapInfo() (zone, name, member string) {
+	if q == nil {
+		return "", "", ""
 	}
-	if q != nil {
-		e.Zone, e.Name, e.Member = q.zone, q.Name, q.Member
-	}
-	s.tap.Tapped(&e)
+	return q.zone, q.Name, q.Member
 }
 
 // initStats gives the zones their counters and signers the signature

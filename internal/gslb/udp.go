@@ -227,7 +227,8 @@ func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte, reply *d
 	}
 	b := s.sendUDP(m, req, q, pkt, from, out, action == dns.MsgAccept)
 	if tap {
-		s.tapped(start, from, false, pkt, b, req, m, q)
+		zone, name, member := q.tapInfo()
+		s.tapped(start, from, false, pkt, b, zone, name, member)
 	}
 	return b
 }

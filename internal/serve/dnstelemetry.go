@@ -86,11 +86,7 @@ func (t *dnsTelemetry) Want() bool { return t.tap.On() || t.alog.DNSSampled() }
 // sample; with it on, the draw is made here.
 func (t *dnsTelemetry) Tapped(e *gslb.Exchange) {
 	if t.tap.On() {
-		query := e.Query
-		if query == nil && e.Request != nil {
-			query, _ = e.Request.Pack() // TCP: the query as it was unpacked
-		}
-		t.tap.Send(&dnstapout.Exchange{Start: e.Start, Latency: e.Latency, Client: e.Client, TCP: e.TCP, Query: query, Response: e.Response, Zone: e.Zone})
+		t.tap.Send(&dnstapout.Exchange{Start: e.Start, Latency: e.Latency, Client: e.Client, TCP: e.TCP, Query: e.Query, Response: e.Response, Zone: e.Zone})
 		if !t.alog.DNSSampled() {
 			return
 		}
@@ -100,37 +96,39 @@ func (t *dnsTelemetry) Tapped(e *gslb.Exchange) {
 	t.alog.RecordDNS(&le)
 }
 
-// fillDNSEntry sets the query log line of exchange e.
+// fillDNSEntry sets the query log line of exchange e, unpacking its
+// wire messages (sampled queries only).
 func fillDNSEntry(le *accesslog.DNSEntry, e *gslb.Exchange) {
 	*le = accesslog.DNSEntry{Time: e.Start, Latency: e.Latency, Client: e.Client, TCP: e.TCP, Zone: e.Zone, Member: e.Member}
-	if r := e.Request; r != nil && len(r.Question) > 0 {
+	var r dns.Msg
+	if r.Unpack(e.Query) == nil && len(r.Question) > 0 {
 		le.Name = r.Question[0].Name
-		le.Type = dns.TypeToString[r.Question[0].Qtype]
-		if le.Type == "" {
-			le.Type = dns.Type(r.Question[0].Qtype).String()
-		}
-		le.ECS = requestECS(r)
+		le.Type = dns.Type(r.Question[0].Qtype).String()
+		le.ECS = requestECS(&r)
 	}
-	if m := e.Reply; m != nil {
-		if le.Rcode = dns.RcodeToString[m.Rcode]; le.Rcode == "" {
-			le.Rcode = strconv.Itoa(m.Rcode)
+	var m dns.Msg
+	if e.Response == nil || m.Unpack(e.Response) != nil {
+		le.Rcode = "none" // dropped by rate limiting, or not packed
+		return
+	}
+	if le.Rcode = dns.RcodeToString[m.Rcode]; le.Rcode == "" {
+		le.Rcode = strconv.Itoa(m.Rcode)
+	}
+	for _, rr := range m.Answer {
+		if le.NAnswers == accesslog.MaxDNSAnswers {
+			break
 		}
-		for _, rr := range m.Answer {
-			if le.NAnswers == accesslog.MaxDNSAnswers {
-				break
-			}
-			var a netip.Addr
-			switch rr := rr.(type) {
-			case *dns.A:
-				a, _ = netip.AddrFromSlice(rr.A.To4())
-			case *dns.AAAA:
-				a, _ = netip.AddrFromSlice(rr.AAAA)
-			default:
-				continue
-			}
-			le.Answers[le.NAnswers] = a
-			le.NAnswers++
+		var a netip.Addr
+		switch rr := rr.(type) {
+		case *dns.A:
+			a, _ = netip.AddrFromSlice(rr.A.To4())
+		case *dns.AAAA:
+			a, _ = netip.AddrFromSlice(rr.AAAA)
+		default:
+			continue
 		}
+		le.Answers[le.NAnswers] = a
+		le.NAnswers++
 	}
 }
 
