@@ -36,6 +36,7 @@ func (v *validator) dnsZones() {
 	}
 	v.dnsIdentity()
 	v.dnsRateLimits()
+	v.dnsTelemetry()
 	v.tsigKeyClashes()
 	var dnsFrontends int
 	for _, f := range v.c.Frontends {

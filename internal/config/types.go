@@ -121,6 +121,12 @@ type Tuning struct {
 	// over UDP and, separately, over TCP; above it a UDP denial is
 	// answered truncated and a TCP one SERVFAIL. 0 (the default): no cap.
 	DNSMaxDenialSignaturesPerSecond int `json:"dnsMaxDenialSignaturesPerSecond,omitempty"`
+	// DNSQueryLog logs a sample of DNS queries (dns_telemetry.go,
+	// docs/dns.md). Off when absent.
+	DNSQueryLog *DNSQueryLog `json:"dnsQueryLog,omitempty"`
+	// DNSTap writes DNS queries and responses as dnstap
+	// (dns_telemetry.go, docs/dns.md). Off when absent.
+	DNSTap *DNSTap `json:"dnstap,omitempty"`
 	// ACME says how MANAGED sslCertificates are obtained and renewed
 	// (sslcert.go). Defaults apply when absent.
 	ACME *ACME `json:"acme,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -49,6 +50,9 @@ type signer struct {
 	bufs  sync.Pool // *[]byte, scratch for cache keys
 	// keys is the managed key state (keyDirectory), nil for a keyFile.
 	keys *zoneKeys
+	// hits and misses count signatures taken from the cache and made
+	// (Stats; nil without one).
+	hits, misses *atomic.Uint64
 }
 
 // signingKey is a private key and its DNSKEY's key tag.
@@ -294,8 +298,14 @@ func (sg *signer) signSet(k signingKey, set []dns.RR, now time.Time) *dns.RRSIG 
 	t := now.Unix()
 	if ok {
 		if sig, hit := sg.cached(key, t); hit {
+			if sg.hits != nil {
+				sg.hits.Add(1)
+			}
 			return sig
 		}
+	}
+	if sg.misses != nil {
+		sg.misses.Add(1)
 	}
 	h := set[0].Header()
 	sig := &dns.RRSIG{

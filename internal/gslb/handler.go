@@ -27,27 +27,48 @@ func (s *Server) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 		s.serveTransfer(w, r, src)
 		return
 	}
+	tap := s.want()
 	var q *Query
-	if s.observe != nil {
+	if s.observe != nil || s.stats != nil || tap {
 		q = new(Query)
 	}
-	m := s.respondQ(r, src, tcp, s.now(), q)
+	start := s.now()
+	m := s.respondQ(r, src, tcp, start, q)
 	if m == nil {
 		return
 	}
-	s.observed(q, m)
+	s.observed(q, m, tcp)
 	if r.IsTsig() != nil {
 		s.serveSigned(w, r, m)
+		if tap {
+			s.tapTCP(start, w, r, nil, q)
+		}
 		return
 	}
 	bp := s.bufs.Get().(*[]byte)
-	if out := s.pack(m, r, *bp); out != nil {
+	out := s.pack(m, r, *bp)
+	if out != nil {
 		_, _ = w.Write(out) // a failed write is the client's loss; nothing to retry
-		if cap(out) <= 64<<10 {
-			*bp = out[:0]
-		}
+	}
+	if tap {
+		s.tapTCP(start, w, r, out, q)
+	}
+	if out != nil && cap(out) <= 64<<10 {
+		*bp = out[:0]
 	}
 	s.bufs.Put(bp)
+}
+
+// tapTCP hands a query r answered by serveDNS (reply out as sent, nil
+// when it was not packed here) to the Tap, with r repacked.
+func (s *Server) tapTCP(start time.Time, w dns.ResponseWriter, r *dns.Msg, out []byte, q *Query) {
+	pkt, err := r.Pack()
+	if err != nil {
+		pkt = nil
+	}
+	_, tcp := remoteAddr(w.RemoteAddr())
+	zone, name, member := q.tapInfo()
+	s.tapped(start, addrPort(w.RemoteAddr()), tcp, pkt, out, zone, name, member)
 }
 
 // pack packs reply m to r into buf, or a SERVFAIL when m does not pack;
@@ -76,6 +97,18 @@ func qname(r *dns.Msg) string {
 		return ""
 	}
 	return r.Question[0].Name
+}
+
+// addrPort returns a's address and port (invalid when a is neither UDP
+// nor TCP).
+func addrPort(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.AddrPort()
+	case *net.TCPAddr:
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // remoteAddr returns the client's IP and whether it came over TCP.
@@ -191,16 +224,22 @@ func (s *Server) respond(r *dns.Msg, src netip.Addr, tcp bool, now time.Time) *d
 	return s.respondQ(r, src, tcp, now, nil)
 }
 
-// observed reports an answered query to Options.Observe (q nil: off).
-func (s *Server) observed(q *Query, m *dns.Msg) {
-	if q == nil || s.observe == nil {
+// observed counts an answered query (Options.Stats) and reports it to
+// Options.Observe (q nil: both off).
+func (s *Server) observed(q *Query, m *dns.Msg, tcp bool) {
+	if q == nil {
 		return
 	}
 	q.Rcode = m.Rcode
 	if len(m.Question) > 0 {
 		q.Type = m.Question[0].Qtype
 	}
-	s.observe(*q)
+	if s.stats != nil {
+		s.stats.count(q.stats, q.Type, q.Rcode, tcp)
+	}
+	if s.observe != nil {
+		s.observe(*q)
+	}
 }
 
 // respondQ is respond, noting the name and the first GSLB member

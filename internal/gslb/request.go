@@ -215,7 +215,7 @@ func (s *Server) answer(m *dns.Msg, rq *request, z *zone, q *Query) {
 	m.Authoritative = true
 	s.syncView(rq.now)
 	if q != nil {
-		q.zone = z.origin
+		q.zone, q.stats = z.origin, z.stats
 	}
 	n := s.follow(m, rq, z, q)
 	if z.signer != nil && rq.qu.Qtype == dns.TypeRRSIG {

@@ -47,6 +47,13 @@ type Options struct {
 	// asked and how it was answered (metrics). It runs on the query's
 	// goroutine and must be cheap and safe for concurrent use.
 	Observe func(Query)
+	// Stats, when set, counts queries by zone, QTYPE, RCODE and
+	// transport, and signature cache hits (telemetry.go). Pass the same
+	// Stats to every generation.
+	Stats *Stats
+	// Tap, when set, receives the queries it wants in full (query log,
+	// dnstap; telemetry.go).
+	Tap Tap
 }
 
 // Query is one answered query, for metrics. Name is a name of the zones
@@ -62,6 +69,8 @@ type Query struct {
 	// zone is the origin of the zone that answered ("" if none), what
 	// response rate limiting counts denials by.
 	zone string
+	// stats are that zone's counters (nil: none, or "other").
+	stats *ZoneStats
 }
 
 // Server is Spillway's authoritative DNS server for dnsZones: it answers
@@ -74,6 +83,8 @@ type Server struct {
 	rnd     func() uint64
 	view    func() *engine.View
 	observe func(Query)
+	stats   *Stats
+	tap     Tap
 	plan    *plan.Plan
 	zones   zoneSet
 	names   []*gname
@@ -123,6 +134,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 		now:     opts.Now,
 		view:    opts.View,
 		observe: opts.Observe,
+		tap:     opts.Tap,
 		plan:    p,
 		zones:   zoneSet{},
 		targets: map[probe.Target][]memberRef{},
@@ -188,6 +200,7 @@ func New(cfg *config.Config, p *plan.Plan, opts Options) (*Server, error) {
 	}
 	s.checks = targets
 	s.initRateLimits(cfg)
+	s.initStats(opts.Stats)
 	s.prober = probe.New(s.report, probe.WithClock(s.now), probe.WithLogger(s.log))
 	s.prober.Update(targets)
 	return s, nil

@@ -206,34 +206,57 @@ func (s *Server) answerUDP(pkt []byte, from netip.AddrPort, out []byte, reply *d
 	}
 	var m *dns.Msg
 	var q *Query
+	tap := s.want()
+	start := s.now()
 	switch action {
 	case dns.MsgIgnore:
 		return nil
 	case dns.MsgReject, dns.MsgRejectNotImplemented:
-		opcode := req.Opcode
-		req.SetRcodeFormatError(req)
-		req.Zero = false
-		if action == dns.MsgRejectNotImplemented {
-			req.Opcode = opcode
-			req.Rcode = dns.RcodeNotImplemented
+		m = rejected(req, action)
+		if s.stats != nil {
+			s.stats.count(nil, 0, m.Rcode, false)
 		}
-		req.Ns, req.Answer, req.Extra = nil, nil, nil
-		m = req
 	default:
-		if s.observe != nil || s.rl.rrl != nil {
+		if s.observe != nil || s.rl.rrl != nil || s.stats != nil || tap {
 			q = new(Query)
 		}
-		if m = s.respondTo(reply, req, from.Addr().Unmap(), false, s.now(), q); m == nil {
+		if m = s.respondTo(reply, req, from.Addr().Unmap(), false, start, q); m == nil {
 			return nil
 		}
-		s.observed(q, m)
+		s.observed(q, m, false)
 	}
+	b := s.sendUDP(m, req, q, pkt, from, out, action == dns.MsgAccept)
+	if tap {
+		zone, name, member := q.tapInfo()
+		s.tapped(start, from, false, pkt, b, zone, name, member)
+	}
+	return b
+}
+
+// rejected turns req, a query that did not unpack (MsgReject) or is not
+// implemented, into its reply: FORMERR or NOTIMP, header only.
+func rejected(req *dns.Msg, action dns.MsgAcceptAction) *dns.Msg {
+	opcode := req.Opcode
+	req.SetRcodeFormatError(req)
+	req.Zero = false
+	if action == dns.MsgRejectNotImplemented {
+		req.Opcode = opcode
+		req.Rcode = dns.RcodeNotImplemented
+	}
+	req.Ns, req.Answer, req.Extra = nil, nil, nil
+	return req
+}
+
+// sendUDP returns reply m to req packed into out, rate limited, and
+// signed when req was a TSIG query that unpacked (accepted): nil when
+// nothing is sent.
+func (s *Server) sendUDP(m, req *dns.Msg, q *Query, pkt []byte, from netip.AddrPort, out []byte, accepted bool) []byte {
 	if s.rl.rrl != nil {
 		if m = s.limitUDP(m, q, from.Addr().Unmap()); m == nil {
 			return nil // dropped (rrl.go)
 		}
 	}
-	if action == dns.MsgAccept && req.IsTsig() != nil {
+	if accepted && req.IsTsig() != nil {
 		return s.signUDP(m, req, pkt) // TSIG (tsig.go)
 	}
 	return s.pack(m, req, out)

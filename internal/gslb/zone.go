@@ -28,6 +28,9 @@ type zone struct {
 	wild bool
 	// xfr is the zone's transfer setup (transfer.go), nil without one.
 	xfr *xfr
+	// stats are the zone's query counters (telemetry.go), nil without
+	// Options.Stats.
+	stats *ZoneStats
 }
 
 // node is one owner name.

@@ -31,6 +31,8 @@ func (s *Server) newDNS(cfg *config.Config, p *plan.Plan) (*gslb.Server, error) 
 			return nil
 		},
 		Observe: s.metrics.dns.observe,
+		Stats:   s.dnstel.stats,
+		Tap:     s.dnstel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dnsZones: %w", err)

@@ -83,6 +83,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range m.d.all() {
 		ch <- d
 	}
+	for _, d := range m.s.dnstel.descs() {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector from the published report.
@@ -141,6 +144,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.s.reqMetrics.collect(ch, m.d)
 	m.collectOps(ch)
 	m.collectDNS(ch)
+	m.s.dnstel.collect(ch)
 	if snap := m.s.Snapshot(); snap != nil {
 		for _, c := range snap.Armor.Counts() {
 			ch <- prometheus.MustNewConstMetric(m.d.descArmor, prometheus.CounterValue, float64(c.Count), c.Policy, strconv.FormatInt(c.Priority, 10), c.Result, strconv.FormatBool(c.Preview))

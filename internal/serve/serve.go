@@ -165,6 +165,7 @@ type Server struct {
 	metrics    *metrics
 	reqMetrics *requestMetrics
 	alog       *accesslog.Log
+	dnstel     *dnsTelemetry // DNS counters, query log and dnstap (dnstelemetry.go)
 	tracing    *tracing.Exporter
 	// passive counts the requests of frontends DNS names depend on.
 	passive passiveCounters
@@ -241,6 +242,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)
+	s.dnstel = newDNSTelemetry(s.alog, s.log)
 	s.tracing = tracing.New(s.log)
 	s.inForce.Store(&sum)
 	s.base.Store(cfg)
@@ -264,6 +266,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	}
 	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
 	if err := s.alog.Configure(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.dnstel.configure(cfg); err != nil {
 		return nil, err
 	}
 	if err := s.tracing.Configure(cfg); err != nil {
@@ -562,7 +567,7 @@ type component interface {
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.alog, s.tracing, s.front, s.dns}
+	cs := []component{s.alog, s.dnstel.tap, s.tracing, s.front, s.dns}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
@@ -701,6 +706,9 @@ func (s *Server) applyReload(req *reloadReq) error {
 		// The new routing applies; the access log keeps its old
 		// destination.
 		s.log.Error("reload: access log", "err", err)
+	}
+	if err := s.dnstel.configure(req.cfg); err != nil {
+		s.log.Error("reload: dnstap", "err", err)
 	}
 	if err := s.tracing.Configure(req.cfg); err != nil {
 		s.log.Error("reload: tracing", "err", err)

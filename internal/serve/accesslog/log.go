@@ -25,6 +25,13 @@ type Log struct {
 	cur    atomic.Pointer[accessLog]
 	mu     sync.Mutex
 	counts accessLogCounts
+	// The DNS query log (dnslog.go): dnsCur is its own writer (nil when
+	// it is off or shares cur: dnsShared), dnsRate its sample rate
+	// (float64 bits), dnsCounts its line counts.
+	dnsCur           atomic.Pointer[accessLog]
+	dnsOn, dnsShared atomic.Bool
+	dnsRate          atomic.Uint64
+	dnsCounts        accessLogCounts
 }
 
 // Counts are the access log's lines since the start, all writers
@@ -100,6 +107,15 @@ func (l *Log) Configure(c *config.Config) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st, _, on := accessLogConfig(c)
+	if err := l.configureAccess(st, on); err != nil {
+		return err
+	}
+	return l.configureDNS(c, st, on)
+}
+
+// configureAccess starts, replaces or stops the access log writer, with
+// l.mu held.
+func (l *Log) configureAccess(st accessLogSettings, on bool) error {
 	old := l.cur.Load()
 	// An old writer is stopped without waiting for it: it may be blocked
 	// on a destination that does not drain (a stalled stdout pipe), and
@@ -114,7 +130,7 @@ func (l *Log) Configure(c *config.Config) error {
 	if old != nil && old.settings == st {
 		return nil
 	}
-	a, err := openAccessLog(st, l.stdout, &l.counts)
+	a, err := openAccessLog(st, l.stdout, &l.counts, &l.dnsCounts)
 	if err != nil {
 		return err
 	}
@@ -134,18 +150,26 @@ func (l *Log) Start(context.Context) error { return nil }
 func (l *Log) Stop(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if a := l.cur.Swap(nil); a != nil {
-		done := make(chan struct{})
-		go func() { a.close(); close(done) }()
-		t := time.NewTimer(5 * time.Second)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			l.log.Warn("access log: the destination did not take the last lines within 5 s", "path", a.settings.path)
-		case <-ctx.Done():
-			l.log.Warn("access log: the destination did not take the last lines before shutdown ended", "path", a.settings.path)
+	for _, a := range []*accessLog{l.cur.Swap(nil), l.dnsCur.Swap(nil)} {
+		if a != nil {
+			l.stopWriter(ctx, a)
 		}
 	}
 	return nil
+}
+
+// stopWriter stops writer a after it wrote what is queued, waiting at
+// most 5 s (or until ctx ends).
+func (l *Log) stopWriter(ctx context.Context, a *accessLog) {
+	done := make(chan struct{})
+	go func() { a.close(); close(done) }()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		l.log.Warn("access log: the destination did not take the last lines within 5 s", "path", a.settings.path)
+	case <-ctx.Done():
+		l.log.Warn("access log: the destination did not take the last lines before shutdown ended", "path", a.settings.path)
+	}
 }

@@ -159,9 +159,13 @@ type accessLog struct {
 	// capacity and formats the batch without the lock.
 	mu      sync.Mutex
 	pending []logEntry
-	stop    chan struct{}
-	done    chan struct{}
-	counts  *accessLogCounts
+	// dnsPending are DNS query log entries (dnslog.go), made on first
+	// use; dnsCounts count their lines.
+	dnsPending []DNSEntry
+	stop       chan struct{}
+	done       chan struct{}
+	counts     *accessLogCounts
+	dnsCounts  *accessLogCounts
 }
 
 // accessLogCounts outlive generations.
@@ -170,7 +174,7 @@ type accessLogCounts struct {
 }
 
 // openAccessLog opens the destination and starts the writer.
-func openAccessLog(st accessLogSettings, stdout io.Writer, counts *accessLogCounts) (*accessLog, error) {
+func openAccessLog(st accessLogSettings, stdout io.Writer, counts, dnsCounts *accessLogCounts) (*accessLog, error) {
 	var w io.Writer = stdout
 	var closer io.Closer
 	if st.path != "stdout" {
@@ -180,7 +184,7 @@ func openAccessLog(st accessLogSettings, stdout io.Writer, counts *accessLogCoun
 		}
 		w, closer = f, f
 	}
-	a := &accessLog{settings: st, pending: make([]logEntry, 0, st.buffer), stop: make(chan struct{}), done: make(chan struct{}), counts: counts}
+	a := &accessLog{settings: st, pending: make([]logEntry, 0, st.buffer), stop: make(chan struct{}), done: make(chan struct{}), counts: counts, dnsCounts: dnsCounts}
 	go a.run(bufio.NewWriterSize(w, 64<<10), closer)
 	return a, nil
 }
@@ -244,16 +248,18 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 	// waiting on it: a request never wakes a goroutine, and a busy log
 	// costs one write(2) per tick (or per 64 KiB), not per line.
 	spare := make([]logEntry, 0, a.settings.buffer)
+	var dnsSpare []DNSEntry
 	drain := func() {
 		a.mu.Lock()
-		batch := a.pending
-		a.pending = spare
+		batch, dnsBatch := a.pending, a.dnsPending
+		a.pending, a.dnsPending = spare, dnsSpare
 		a.mu.Unlock()
 		for i := range batch {
 			write(&batch[i])
 		}
 		clear(batch) // drop the strings the entries hold
 		spare = batch[:0]
+		dnsSpare = a.writeDNS(bw, dnsBatch, buf, &tc)
 		if bw.Buffered() > 0 {
 			bw.Flush()
 		}
@@ -272,6 +278,21 @@ func (a *accessLog) run(bw *bufio.Writer, closer io.Closer) {
 			return
 		}
 	}
+}
+
+// writeDNS writes a batch of DNS query log entries through bw with
+// scratch buf and returns the batch emptied, for reuse.
+func (a *accessLog) writeDNS(bw *bufio.Writer, batch []DNSEntry, buf []byte, tc *timeCache) []DNSEntry {
+	for i := range batch {
+		buf = appendDNSLine(buf[:0], &batch[i], tc)
+		if _, err := bw.Write(buf); err != nil {
+			a.dnsCounts.writeErrors.Add(1)
+			continue
+		}
+		a.dnsCounts.written.Add(1)
+	}
+	clear(batch)
+	return batch[:0]
 }
 
 // accessLogTick is how often the writer drains its queue: lines reach

@@ -16,7 +16,7 @@ import (
 func TestAccessLogDropsWhenFull(t *testing.T) {
 	pr, pw := io.Pipe() // nobody reads: the writer blocks on its first flush
 	var counts accessLogCounts
-	a, err := openAccessLog(accessLogSettings{path: "stdout", buffer: 4}, pw, &counts)
+	a, err := openAccessLog(accessLogSettings{path: "stdout", buffer: 4}, pw, &counts, new(accessLogCounts))
 	if err != nil {
 		t.Fatal(err)
 	}
