@@ -156,6 +156,10 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 			}
 			return nil
 		},
-		Now: s.now,
+		Endpoints:     s.dashEndpoints,
+		Frontends:     s.dashFrontends,
+		Info:          s.dashInfo,
+		LatencyBounds: dashLatencyBounds(),
+		Now:           s.now,
 	})
 }

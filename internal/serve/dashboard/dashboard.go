@@ -62,6 +62,17 @@ type Source struct {
 	Counts func() map[string]BackendCounts
 	// Security are the security policy rules' counts (nil: none).
 	Security func() []armor.RuleCount
+	// Endpoints are the cumulative request counts and in-flight requests
+	// of every endpoint of the plan in force (nil: none kept).
+	Endpoints func() []EndpointCounts
+	// Frontends are the frontends and, per weighted split of their URL
+	// maps, the cumulative requests each service got (nil: none kept).
+	Frontends func() []FrontendCounts
+	// Info is the header's instance facts (nil: none shown).
+	Info func() Info
+	// LatencyBounds are the upper bounds of BackendCounts.Latency's
+	// buckets (the last bucket, one more, has no bound).
+	LatencyBounds []time.Duration
 	// Now is the clock.
 	Now func() time.Time
 }
@@ -88,8 +99,10 @@ type Dashboard struct {
 // dashSample is one second's cumulative request counts per backend
 // service and backend.
 type dashSample struct {
-	at     time.Time
-	counts map[string]BackendCounts // by service name
+	at        time.Time
+	counts    map[string]BackendCounts // by service name
+	endpoints map[endpointKey]EndpointCounts
+	frontends []FrontendCounts
 }
 
 // BackendCounts are cumulative counts of one service: requests answered
@@ -98,6 +111,15 @@ type dashSample struct {
 type BackendCounts struct {
 	ByBackend, ErrByBackend []uint64
 	LBErrors                uint64
+	// Latency are each backend's requests by latency bucket
+	// (Source.LatencyBounds), by backend index.
+	Latency [][]uint64
+	// Details count the answers no backend sent (statusDetails other
+	// than response_sent_by_backend) by token: by backend index, and at
+	// index len(ByBackend) those of no backend.
+	Details []map[string]uint64
+	// InFlight are the requests in flight to each backend now.
+	InFlight []int64
 }
 
 // Transition is one change the dashboard's timeline shows.
@@ -107,9 +129,12 @@ type Transition struct {
 	// config.
 	What string `json:"what"`
 	// Kind is unhealthy, healthy, drained, undrained, drain-blocked,
-	// unblocked or reload.
+	// unblocked, ejected, returned, overlay or reload.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
+	// Service is the backend service the change is about, when it is
+	// about one (the page filters on it).
+	Service string `json:"service,omitempty"`
 }
 
 // DashState is what GET /ui/state returns.
@@ -131,6 +156,12 @@ type DashState struct {
 	Overlay *report.Overlay `json:"overlay,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
+	// Info is the header's instance facts (absent when unknown).
+	Info *Info `json:"info,omitempty"`
+	// Frontends are the frontends and their URL maps' weighted splits.
+	Frontends []DashFrontend `json:"frontends,omitempty"`
+	// Endpoints are every endpoint's request rate over the last 10 s.
+	Endpoints []DashEndpoint `json:"endpoints,omitempty"`
 }
 
 // DashService is one backend service on the dashboard.
@@ -147,6 +178,9 @@ type DashService struct {
 	// Measured says whether Measured shares of the backends are known
 	// (requests arrived in the window).
 	Measured bool `json:"measured"`
+	// LBDetails count, over the last 10 s, the service's requests the
+	// balancer answered without reaching a backend, by statusDetails.
+	LBDetails map[string]uint64 `json:"lbDetails,omitempty"`
 }
 
 // DashBackend is one backend (group) of a service.
@@ -168,6 +202,17 @@ type DashBackend struct {
 	// last 10 s.
 	Share    float64 `json:"share"`
 	Measured float64 `json:"measured"`
+	// Over the last 10 s: requests per second, 5xx answers, the answers
+	// not sent by the backend by statusDetails, and latency percentiles
+	// in ms (-1: no request), interpolated in the latency histogram's
+	// buckets. InFlight are its requests in flight now.
+	Rate      float64           `json:"rate"`
+	Errors5xx uint64            `json:"errors5xx"`
+	Details   map[string]uint64 `json:"details,omitempty"`
+	P50       float64           `json:"p50"`
+	P95       float64           `json:"p95"`
+	P99       float64           `json:"p99"`
+	InFlight  int64             `json:"inFlight"`
 }
 
 // DashRegion is a region and its zones' health (over the groups there).
@@ -240,14 +285,17 @@ func (d *Dashboard) sample() {
 		return
 	}
 	now := d.src.Now()
-	counts := d.src.Counts()
+	smp := dashSample{at: now, counts: d.src.Counts(), endpoints: d.endpointCounts()}
+	if d.src.Frontends != nil {
+		smp.frontends = d.src.Frontends()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.prev != nil {
 		d.transitions = appendBounded(d.transitions, diffHealth(d.prev, h, now), dashTransitions)
 	}
 	d.prev = h
-	d.samples = appendBounded(d.samples, []dashSample{{at: now, counts: counts}}, dashHistory)
+	d.samples = appendBounded(d.samples, []dashSample{smp}, dashHistory)
 }
 
 // appendBounded appends xs to s and keeps the last n.
@@ -281,7 +329,10 @@ func diffHealth(a, b *report.Health, now time.Time) []Transition {
 			if ob == nil {
 				continue
 			}
-			out = append(out, drainTransitions(ob, nb, nb.Zone+" ("+svc.Name+")", now)...)
+			for _, t := range drainTransitions(ob, nb, nb.Zone+" ("+svc.Name+")", now) {
+				t.Service = svc.Name
+				out = append(out, t)
+			}
 			// Endpoint health is shared by the services that use the
 			// group: report it once per group.
 			if !seenGroup[nb.Group] {
@@ -345,9 +396,15 @@ func endpointTransitions(ob, nb *report.Backend, seen map[string]bool, now time.
 
 // NoteReload records a config reload on the timeline.
 func (d *Dashboard) NoteReload(now time.Time, detail string) {
+	d.Note(Transition{Time: now, What: "config", Kind: "reload", Detail: detail})
+}
+
+// Note records a transition the health reports do not show (a reload,
+// an outlier ejection, an overlay change) on the timeline.
+func (d *Dashboard) Note(t Transition) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.transitions = appendBounded(d.transitions, []Transition{{Time: now, What: "config", Kind: "reload", Detail: detail}}, dashTransitions)
+	d.transitions = appendBounded(d.transitions, []Transition{t}, dashTransitions)
 }
 
 // state builds the page's data.
@@ -355,6 +412,10 @@ func (d *Dashboard) state() *DashState {
 	h := d.src.Health()
 	p := d.src.Plan()
 	st := &DashState{Time: d.src.Now(), Step: dashInterval.String(), Fleet: d.src.Fleet()}
+	if d.src.Info != nil {
+		info := d.src.Info()
+		st.Info = &info
+	}
 	if h == nil || p == nil {
 		return st
 	}
@@ -376,7 +437,8 @@ func (d *Dashboard) state() *DashState {
 		ds.Rate, ds.ErrorRate = rates(samples, sh.Name)
 		for i, bh := range sh.Backends {
 			db := DashBackend{Group: bh.Group, Zone: bh.Zone, Region: bh.Region, Preference: bh.Preference,
-				Healthy: bh.Healthy, Members: bh.Members, State: backendState(&bh), Capacity: -1, Share: bh.Share}
+				Healthy: bh.Healthy, Members: bh.Members, State: backendState(&bh), Capacity: -1, Share: bh.Share,
+				P50: -1, P95: -1, P99: -1}
 			if svc != nil && i < len(svc.Backends) && !math.IsInf(svc.Backends[i].Capacity, 1) {
 				db.Capacity = svc.Backends[i].Capacity
 			}
@@ -397,6 +459,7 @@ func (d *Dashboard) state() *DashState {
 			z.Healthy += bh.Healthy
 			z.Members += bh.Members
 		}
+		ds.LBDetails = backendWindow(&ds, samples, d.src.LatencyBounds)
 		st.Services = append(st.Services, ds)
 	}
 	byRegion := map[string][]DashZone{}
@@ -418,6 +481,7 @@ func (d *Dashboard) state() *DashState {
 	sort.Slice(st.Regions, func(i, j int) bool { return st.Regions[i].Name < st.Regions[j].Name })
 	st.DNS = d.dnsAnswers()
 	st.SecurityRules = topRules(d.src.Security)
+	st.Frontends, st.Endpoints = frontendViews(samples), endpointViews(samples)
 	return st
 }
 
