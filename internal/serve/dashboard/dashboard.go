@@ -436,12 +436,7 @@ func (d *Dashboard) state() *DashState {
 		ds.Measured = ok
 		ds.Rate, ds.ErrorRate = rates(samples, sh.Name)
 		for i, bh := range sh.Backends {
-			db := DashBackend{Group: bh.Group, Zone: bh.Zone, Region: bh.Region, Preference: bh.Preference,
-				Healthy: bh.Healthy, Members: bh.Members, State: backendState(&bh), Capacity: -1, Share: bh.Share,
-				P50: -1, P95: -1, P99: -1}
-			if svc != nil && i < len(svc.Backends) && !math.IsInf(svc.Backends[i].Capacity, 1) {
-				db.Capacity = svc.Backends[i].Capacity
-			}
+			db := backendRow(&bh, svc, i)
 			if ok {
 				db.Measured = measured[i]
 			}
@@ -483,6 +478,26 @@ func (d *Dashboard) state() *DashState {
 	st.SecurityRules = topRules(d.src.Security)
 	st.Frontends, st.Endpoints = frontendViews(samples), endpointViews(samples)
 	return st
+}
+
+// backendRow returns backend i of a service as the page shows it, its
+// capacity and scaler from the plan's service svc (nil: unknown).
+func backendRow(bh *report.Backend, svc *plan.Service, i int) DashBackend {
+	db := DashBackend{Group: bh.Group, Zone: bh.Zone, Region: bh.Region, Preference: bh.Preference,
+		Healthy: bh.Healthy, Members: bh.Members, State: backendState(bh), Capacity: -1, Share: bh.Share,
+		P50: -1, P95: -1, P99: -1}
+	if svc == nil || i >= len(svc.Backends) {
+		return db
+	}
+	if b := svc.Backends[i]; !math.IsInf(b.Capacity, 1) {
+		db.Capacity = b.Capacity
+	}
+	// A capacityScaler of 0 (the config's, or a drain with spillway ctl)
+	// takes the backend out of the split: drained.
+	if svc.Backends[i].Scaler == 0 && db.State != "drain-blocked" {
+		db.State = "drained"
+	}
+	return db
 }
 
 // topRules returns the dashTopRules rules with the most requests, the
