@@ -46,7 +46,10 @@ func chromium(t *testing.T) string {
 // TestDashboardInChromium drives the admin listener's /ui page in a real
 // headless Chromium: the seed's with-policy config on the lab's real
 // backends, under load. It asserts that the page shows every zone
-// serving and a measured split, then kills us-south1-a (its health checks
+// serving and a measured split, the header, the URL map's 70/30 split
+// measured, per-backend rates and latency percentiles, per-endpoint
+// rates and the transitions filter (operatorSections), drains a group
+// with the page's controls (drainButton), then kills us-south1-a (its health checks
 // fail) and asserts that the page shows the zone unhealthy and drained,
 // the measured split moved to us-south1-b and -c, and a "drained"
 // transition on the timeline. With SPILLWAY_UPDATE_SCREENSHOTS=1 it
@@ -120,7 +123,7 @@ func TestDashboardInChromium(t *testing.T) {
 	})
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 1500),
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1440, 1500),
 		chromedp.Flag("disable-dev-shm-usage", true))
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	defer acancel()
@@ -142,11 +145,11 @@ func TestDashboardInChromium(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](steady, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		t.Fatalf("steady state never shown: %v\n%s", err, page(bctx))
 	}
+	operatorSections(t, bctx, srv, cfg)
 	steadyShot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	operatorSections(t, bctx, srv, cfg)
 	drainButton(t, bctx, srv)
 
 	if err := bs.FailHealth("us-south1-a"); err != nil {

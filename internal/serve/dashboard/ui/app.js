@@ -89,7 +89,7 @@ function renderServices(services, step) {
         el("span", { class: "meta", text: "split" }), bar(s.backends.map((b) => b.share), zones),
         el("span", { class: "meta", text: "measured" }), s.measured ? bar(s.backends.map((b) => b.measured), zones) : el("span", { class: "meta", text: "no requests in the last 10 s" })),
       el("table", {},
-        el("thead", {}, el("tr", {}, ...["group", "zone", "preference", "healthy", "state", "capacity", "split", "measured", "req/s", "5xx", "not sent by backend", "p50 / p95 / p99 ms", "in flight"].map((h) => el("th", { text: h })))),
+        el("thead", {}, el("tr", {}, ...["group", "zone", "preference", "healthy", "state", "capacity", "split", "measured", "req/s", "5xx", "other answers", "p50 / p95 / p99 ms", "in flight"].map((h) => el("th", { text: h })))),
         el("tbody", {}, ...rows)),
       s.lbDetails ? el("div", { class: "meta lb-details", text: "answered by the balancer, no backend reached: " + details(s.lbDetails) }) : null,
       el("div", { class: "charts" },
@@ -118,7 +118,7 @@ function renderInfo(info, now) {
   box.dataset.uptime = String(Math.floor(up));
   box.dataset.configHash = info.configHash;
   box.textContent = [`instance ${info.instance || "?"}`, `version ${info.version}`, `config ${info.configHash}`,
-    `up ${h}h${String(m).padStart(2, "0")}m${String(sec).padStart(2, "0")}s`, `${info.activeConnections} client connections open`].join(" · ");
+    `up ${h}h${String(m).padStart(2, "0")}m${String(sec).padStart(2, "0")}s`, `client connections: ${info.activeConnections} open, ${info.acceptedConnections} accepted`].join(" · ");
 }
 
 // renderFrontends lists the frontends and their URL maps' weighted
