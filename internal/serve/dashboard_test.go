@@ -317,3 +317,61 @@ func page(ctx context.Context) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDashboardControlsNeedToken: with an admin token, the page's
+// controls send the token typed in and nothing else: a wrong token is
+// refused (401, shown on the page, nothing changes), the right one
+// drains; the page keeps the token in no cookie and no storage.
+func TestDashboardControlsNeedToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	browser := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", "seed-70-30", "with-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Frontends = cfg.Frontends[:1]
+	cfg.Frontends[0].Address, cfg.Frontends[0].Protocol = "127.0.0.1:0", "HTTP"
+	cfg.Frontends[0].Certificates, cfg.Frontends[0].SslPolicy = nil, ""
+	const token = "dashboard-test-token-0123456789"
+	srv := servetest.Run(t, cfg, serve.Options{Admin: "127.0.0.1:0", AdminToken: token, WatchInterval: -1})
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if _, err := chromedp.Run(bctx, chromedp.Navigate("http://"+srv.AdminAddr()+"/ui/")); err != nil {
+		t.Fatalf("open the dashboard: %v", err)
+	}
+	drain := func(tok string) string {
+		js := fmt.Sprintf(`(() => { document.getElementById("ctl-token").value = %q; document.getElementById("ctl-result").textContent = "";
+			document.getElementById("ctl-group").value = "mig-us-east4-c"; document.getElementById("ctl-drain").click(); return true })()`, tok)
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelector('#ctl-group option[value="mig-us-east4-c"]') !== null`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("no group offered: %v", err)
+		}
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](js)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := chromedp.Run(bctx, chromedp.Poll[string](`(() => { const t = document.getElementById("ctl-result").textContent; return t.startsWith("drain:") && t })()`,
+			chromedp.WithPollingTimeout(15*time.Second)))
+		if err != nil {
+			t.Fatalf("no answer to the drain button: %v\n%s", err, page(bctx))
+		}
+		return res
+	}
+	if res := drain("wrong-token-wrong-token-wrong"); !strings.Contains(res, "401") || srv.Overlay() != nil {
+		t.Fatalf("drain with a wrong token: page says %q, overlay %+v; want 401 and no change", res, srv.Overlay())
+	}
+	if res := drain(token); res != "drain: done" || srv.Overlay() == nil || srv.Overlay().Entries[0].ID != "DRAIN group=mig-us-east4-c" {
+		t.Fatalf("drain with the token: page says %q, overlay %+v; want done and the drain", res, srv.Overlay())
+	}
+	stored, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.cookie === "" && localStorage.length === 0 && sessionStorage.length === 0`))
+	if err != nil || !stored {
+		t.Errorf("the page stored something (cookie or storage): %v %v", stored, err)
+	}
+}
