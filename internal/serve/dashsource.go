@@ -156,14 +156,20 @@ func (s *Server) dashFrontends() []dashboard.FrontendCounts {
 }
 
 // dashInfo returns the header's facts.
-func (s *Server) dashInfo() dashboard.Info {
-	bi, _ := debug.ReadBuildInfo()
-	info := dashboard.Info{Version: buildLabels(bi)[0], Instance: s.opts.Instance, Started: s.started,
+func (s *Server) dashInfo(version string) dashboard.Info {
+	info := dashboard.Info{Version: version, Instance: s.opts.Instance, Started: s.started,
 		ActiveConnections: s.front.conns.Active(), AcceptedConnections: s.front.conns.Accepted()}
 	if sum := s.inForce.Load(); sum != nil {
 		info.ConfigHash = hex.EncodeToString(sum[:6])
 	}
 	return info
+}
+
+// dashVersion returns the build's version, as spillway_build_info's
+// version label says it.
+func dashVersion() string {
+	bi, _ := debug.ReadBuildInfo()
+	return buildLabels(bi)[0]
 }
 
 // dashLatencyBounds are the latency buckets' bounds as a slice.

@@ -296,6 +296,22 @@ func (d *Dashboard) sample() {
 	}
 	d.prev = h
 	d.samples = appendBounded(d.samples, []dashSample{smp}, dashHistory)
+	// Only the rate series look further back than the window: the
+	// sample that just left it keeps its request and 5xx counts only, so
+	// five minutes of history stay small with many endpoints.
+	if i := len(d.samples) - dashShareWindow - 2; i >= 0 {
+		d.samples[i] = thinned(d.samples[i])
+	}
+}
+
+// thinned returns s with the request and 5xx counts only. It makes new
+// maps: state reads the old ones without the lock.
+func thinned(s dashSample) dashSample {
+	out := dashSample{at: s.at, counts: make(map[string]BackendCounts, len(s.counts))}
+	for k, c := range s.counts {
+		out.counts[k] = BackendCounts{ByBackend: c.ByBackend, ErrByBackend: c.ErrByBackend, LBErrors: c.LBErrors}
+	}
+	return out
 }
 
 // appendBounded appends xs to s and keeps the last n.
@@ -421,7 +437,7 @@ func (d *Dashboard) state() *DashState {
 	}
 	st.Version, st.Overlay = h.Version, h.Overlay
 	d.mu.Lock()
-	samples := d.samples
+	samples := slices.Clone(d.samples) // sample thins old elements in place
 	st.Transitions = slices.Clone(d.transitions)
 	d.mu.Unlock()
 	slices.Reverse(st.Transitions) // newest first

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 func bounds() []time.Duration {
@@ -93,5 +95,29 @@ func TestEndpointAndBackendWindow(t *testing.T) {
 	}
 	if lb["failed_to_pick_backend"] != 3 {
 		t.Errorf("balancer's details = %v, want failed_to_pick_backend 3", lb)
+	}
+}
+
+// TestSampleThinsHistory: samples older than the window keep the rate
+// counts only; the window's keep everything.
+func TestSampleThinsHistory(t *testing.T) {
+	now := time.Unix(0, 0)
+	d := New(Source{
+		Health: func() *report.Health { return health(false, "HEALTHY") },
+		Now:    func() time.Time { now = now.Add(time.Second); return now },
+		Counts: func() map[string]BackendCounts {
+			return map[string]BackendCounts{"web": {ByBackend: []uint64{1}, ErrByBackend: []uint64{0}, Latency: [][]uint64{{1, 0, 0, 0}}}}
+		},
+		Endpoints: func() []EndpointCounts { return []EndpointCounts{{Group: "ig-a", Address: "10.0.0.1:80"}} },
+	})
+	for range 30 {
+		d.sample()
+	}
+	for i, s := range d.samples {
+		inWindow := i >= len(d.samples)-dashShareWindow-1
+		full := s.endpoints != nil && s.counts["web"].Latency != nil
+		if full != inWindow || len(s.counts["web"].ByBackend) != 1 {
+			t.Errorf("sample %d of %d: endpoints and latency kept %v, want %v (rate counts %v)", i, len(d.samples), full, inWindow, s.counts["web"].ByBackend)
+		}
 	}
 }
