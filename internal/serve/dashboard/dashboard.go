@@ -1,9 +1,11 @@
 // Package dashboard is the admin listener's /ui page: it samples the
 // health report, the request counters and the DNS answers once a second
-// and serves the state now, the request and error rates of the last
-// minutes and the recent transitions. It is a component with a lifecycle
-// (Start, Stop) and reads only what Source publishes, so the request
-// path pays nothing for it.
+// and serves the state now (header facts, frontends and their weighted
+// splits, per-backend rates, errors and latency percentiles, per-endpoint
+// rates), the request and error rates of the last minutes and the recent
+// transitions. It is a component with a lifecycle (Start, Stop) and reads
+// only what Source publishes; the counters it reads are kept on the
+// request path by package serve (atomics, see docs/operations.md).
 package dashboard
 
 import (
