@@ -253,7 +253,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := c.loadConfig(ctx); err != nil {
 		return err
 	}
-	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF()}
+	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF(), Instance: c.instance}
 	if err := c.openAuditLog(&opts); err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.StringVar(&c.maxConns, "max-connections", "auto", "client connections of all frontends together: a number, 0 for no limit, or auto (half the file-descriptor limit)")
 	c.ff = addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
 	host, _ := os.Hostname()
-	fs.StringVar(&c.instance, "instance", host, "fleet mode: this instance's `NAME`, unique in the fleet (default the host name)")
+	fs.StringVar(&c.instance, "instance", host, "this instance's `NAME` (the dashboard shows it; in fleet mode, unique in the fleet) (default the host name)")
 	fs.StringVar(&c.region, "region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
 	fs.DurationVar(&c.fleetTimeout, "fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fs.IntVar(&c.fleetProbers, "fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")

@@ -117,13 +117,11 @@ func keepSetCookie(dst, backend http.Header) {
 }
 
 // countInflight counts an attempt to ep in the in-flight counters that
-// LEAST_REQUEST reads and returns them, for
-// `defer x.countInflight(ep).Done(ep)`. It returns nil (whose Done does
-// nothing) when the service uses another policy.
+// LEAST_REQUEST reads (and the dashboard shows, whatever the policy) and
+// returns them, for `defer x.countInflight(ep).Done(ep)`: two atomic adds
+// on the endpoint's own counter. It returns nil (whose Done does
+// nothing) without a snapshot.
 func (x *exchange) countInflight(ep *plan.Endpoint) *engine.Inflight {
-	if x.svc.LocalityLbPolicy != "LEAST_REQUEST" {
-		return nil
-	}
 	snap := x.h.cfg.Snapshot()
 	if snap == nil || snap.View == nil {
 		return nil

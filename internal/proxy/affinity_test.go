@@ -147,13 +147,21 @@ func TestAffinityNeedsHashPolicy(t *testing.T) {
 	}
 }
 
-func TestLeastRequestCountsInflight(t *testing.T) {
+// TestInflightCounted: every policy counts the attempts in flight to an
+// endpoint (LEAST_REQUEST picks by them; the dashboard shows them).
+func TestInflightCounted(t *testing.T) {
+	for _, policy := range []string{"LEAST_REQUEST", "ROUND_ROBIN", "RANDOM"} {
+		t.Run(policy, func(t *testing.T) { testInflightCounted(t, policy) })
+	}
+}
+
+func testInflightCounted(t *testing.T, policy string) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	slow := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		entered <- struct{}{}
 		<-release
 	})
-	l := newLab(t, basic("  localityLbPolicy: LEAST_REQUEST\n", "", slow.addr()), nil)
+	l := newLab(t, basic("  localityLbPolicy: "+policy+"\n", "", slow.addr()), nil)
 	ep := l.plan.Endpoints[0]
 	in := l.snap.Load().View.Inflight()
 	done := make(chan struct{})

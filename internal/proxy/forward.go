@@ -322,7 +322,7 @@ var errPerTryTimeout = errors.New("per-try timeout")
 // and perTry.
 func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
 	at := attempt{out: Outcome{Endpoint: ep, Service: x.svc}}
-	defer x.countInflight(ep).Done(ep) // LEAST_REQUEST in-flight count
+	defer x.countInflight(ep).Done(ep) // in-flight count (LEAST_REQUEST, dashboard)
 	if x.fastPath(ep) {
 		x.tryFast(&at, ep, perTry)
 		x.checkStatus(&at)

@@ -134,6 +134,7 @@ func (s *Server) adminRoutes() admin.Routes {
 
 // newDashboard returns the dashboard, reading the published state.
 func (s *Server) newDashboard() *dashboard.Dashboard {
+	version := dashVersion()
 	return dashboard.New(dashboard.Source{
 		Health: func() *report.Health { return s.withOverlay(s.Health()) },
 		Plan: func() *plan.Plan {
@@ -156,6 +157,10 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 			}
 			return nil
 		},
-		Now: s.now,
+		Endpoints:     s.dashEndpoints,
+		Frontends:     s.dashFrontends,
+		Info:          func() dashboard.Info { return s.dashInfo(version) },
+		LatencyBounds: dashLatencyBounds(),
+		Now:           s.now,
 	})
 }

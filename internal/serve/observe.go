@@ -24,13 +24,16 @@ func (s *Server) recorder(p *plan.Plan, pf *plan.Frontend) func(*proxy.Record) {
 		return nil
 	}
 	var fs *frontendSeries
+	var eps *endpointCounters
 	if metricsOn {
 		fs = s.reqMetrics.forFrontend(p, pf.Name)
+		eps = s.endpoints.forPlan(p)
 	}
 	rates := accesslog.SampleRates(p, rate)
 	return func(rec *proxy.Record) {
 		if fs != nil {
 			fs.of(rec).observe(rec)
+			eps.observe(rec)
 		}
 		if tr != nil {
 			tr.Export(rec)

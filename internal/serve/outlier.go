@@ -7,6 +7,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/outlier"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
+	"github.com/spillwaylb/spillway/internal/serve/dashboard"
 )
 
 // outliers holds one detector per backend service that sets
@@ -111,9 +112,13 @@ func (s *Server) applyChanges(service int, changes []outlier.Change) {
 		if s.state.SetEjected(e.ID, c.Ejected, s.now()) {
 			changed = true
 			s.log.Info("outlier detection", "service", s.state.Plan().Services[service].Name, "endpoint", e.Addr, "ejected", c.Ejected, "reason", c.Reason)
+			name := s.state.Plan().Services[service].Name
+			kind := "returned"
 			if c.Ejected {
-				s.metrics.ops.ejected(s.state.Plan().Services[service].Name)
+				s.metrics.ops.ejected(name)
+				kind = "ejected"
 			}
+			s.dash.Note(dashboard.Transition{Time: s.now(), What: e.Addr + " (" + e.Group.Zone + ")", Kind: kind, Detail: c.Reason, Service: name})
 		}
 	}
 	if changed {

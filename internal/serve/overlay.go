@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/overlay"
+	"github.com/spillwaylb/spillway/internal/serve/dashboard"
 	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
@@ -118,7 +120,33 @@ func (s *Server) SetOverlay(ctx context.Context, set overlay.Set) error {
 		s.ov.put(old, oldProblems)
 		return err
 	}
+	s.noteOverlay(old, set)
 	return nil
+}
+
+// noteOverlay puts the entries set and removed from old to set on the
+// dashboard's timeline.
+func (s *Server) noteOverlay(old, set overlay.Set) {
+	was := map[string]overlay.Entry{}
+	for _, e := range old.Entries {
+		was[e.ID] = e
+	}
+	now := s.now()
+	for _, e := range set.Entries {
+		if o, ok := was[e.ID]; ok && o.Value == e.Value && o.Set.Equal(e.Set) {
+			delete(was, e.ID)
+			continue
+		}
+		delete(was, e.ID)
+		detail := "set by " + cmp.Or(e.Actor, "?")
+		if e.Reason != "" {
+			detail += ": " + e.Reason
+		}
+		s.dash.Note(dashboard.Transition{Time: now, What: e.ID, Kind: "overlay", Detail: detail, Service: e.Service})
+	}
+	for _, e := range was {
+		s.dash.Note(dashboard.Transition{Time: now, What: e.ID, Kind: "overlay", Detail: "cleared", Service: e.Service})
+	}
 }
 
 // OverlayRequest is a POST /overlay body: one change to the overlay.

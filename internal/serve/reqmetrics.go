@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/serve/dashboard"
@@ -82,7 +83,10 @@ type shard struct {
 	reqBytes, respBytes              atomic.Uint64
 	retries, connectErrors, timeouts atomic.Uint64
 	latency, backendLatency          histo
-	_                                [64]byte
+	// details counts the answers a backend did not send, by statusDetails
+	// (detailIndex), for the dashboard.
+	details [nDetails]atomic.Uint64
+	_       [64]byte
 }
 
 // series is the request counters of one label set.
@@ -109,6 +113,9 @@ func (s *series) observe(rec *proxy.Record) {
 	if rec.Timeouts > 0 {
 		sh.timeouts.Add(uint64(rec.Timeouts))
 	}
+	if rec.Details != sdSentByBackend {
+		sh.details[detailIndex(rec.Details)].Add(1)
+	}
 	sh.latency.observe(rec.Latency)
 	if rec.Attempts > 0 {
 		sh.backendLatency.observe(rec.BackendLatency)
@@ -122,6 +129,7 @@ type seriesTotals struct {
 	retries, connectErrors, timeouts uint64
 	latency, backendLatency          [nBuckets]uint64
 	latencySum, backendLatencySum    uint64
+	details                          [nDetails]uint64
 }
 
 func (s *series) sum() seriesTotals {
@@ -139,6 +147,9 @@ func (s *series) sum() seriesTotals {
 		for b := range nBuckets {
 			t.latency[b] += sh.latency.counts[b].Load()
 			t.backendLatency[b] += sh.backendLatency.counts[b].Load()
+		}
+		for d := range sh.details {
+			t.details[d] += sh.details[d].Load()
 		}
 		t.latencySum += sh.latency.sumNs.Load()
 		t.backendLatencySum += sh.backendLatency.sumNs.Load()
@@ -299,10 +310,12 @@ func histogram(d *prometheus.Desc, counts *[nBuckets]uint64, sumNs uint64, label
 	return prometheus.MustNewConstHistogram(d, cum, float64(sumNs)/1e9, buckets, labels...)
 }
 
-// requestCounts sums the request metrics per backend
-// service of the current plan: the requests each backend answered and
-// their 5xx, by backend index, and the 5xx the balancer answered itself
-// for the service (no backend picked or reached). Series are summed over
+// requestCounts sums the request metrics per backend service of the
+// current plan: by backend index, the requests each backend answered,
+// their 5xx, their latency histogram and the answers it did not send by
+// statusDetails; the 5xx the balancer answered itself for the service
+// (no backend picked or reached) and their statusDetails; and the
+// requests in flight to each backend now. Series are summed over
 // frontends; they only grow, so differences of samples are rates.
 func (s *Server) requestCounts() map[string]dashboard.BackendCounts {
 	snap := s.Snapshot()
@@ -313,7 +326,7 @@ func (s *Server) requestCounts() map[string]dashboard.BackendCounts {
 	index := map[key]int{}
 	out := map[string]dashboard.BackendCounts{}
 	for _, svc := range snap.Plan.Services {
-		out[svc.Name] = dashboard.BackendCounts{ByBackend: make([]uint64, len(svc.Backends)), ErrByBackend: make([]uint64, len(svc.Backends))}
+		out[svc.Name] = newBackendCounts(svc, snap.View.Inflight())
 		for _, b := range svc.Backends {
 			index[key{svc.Name, b.Group.Name}] = b.Index
 		}
@@ -323,22 +336,54 @@ func (s *Server) requestCounts() map[string]dashboard.BackendCounts {
 		if !ok {
 			continue
 		}
-		var n, errs uint64
-		for i := range se.shards {
-			for class := range se.shards[i].codes {
-				n += se.shards[i].codes[class].Load()
+		t := se.sum()
+		i := len(c.ByBackend) // no backend
+		if se.group != "" {
+			if i, ok = index[key{se.service, se.group}]; !ok {
+				continue
 			}
-			errs += se.shards[i].codes[5].Load()
 		}
+		addDetails(c.Details[i], &t.details)
 		if se.group == "" {
-			c.LBErrors += errs
+			c.LBErrors += t.codes[5]
 			out[se.service] = c
 			continue
 		}
-		if i, ok := index[key{se.service, se.group}]; ok {
-			c.ByBackend[i] += n
-			c.ErrByBackend[i] += errs
+		for class := range t.codes {
+			c.ByBackend[i] += t.codes[class]
+		}
+		c.ErrByBackend[i] += t.codes[5]
+		for b := range t.latency {
+			c.Latency[i][b] += t.latency[b]
 		}
 	}
 	return out
+}
+
+// newBackendCounts returns zero counts for svc's backends, with their
+// requests in flight now.
+func newBackendCounts(svc *plan.Service, in *engine.Inflight) dashboard.BackendCounts {
+	n := len(svc.Backends)
+	c := dashboard.BackendCounts{ByBackend: make([]uint64, n), ErrByBackend: make([]uint64, n),
+		Latency: make([][]uint64, n), Details: make([]map[string]uint64, n+1), InFlight: make([]int64, n)}
+	for i, b := range svc.Backends {
+		c.Latency[i] = make([]uint64, nBuckets)
+		for _, e := range b.Endpoints {
+			c.InFlight[i] += in.Load(e)
+		}
+	}
+	for i := range c.Details {
+		c.Details[i] = map[string]uint64{}
+	}
+	return c
+}
+
+// addDetails adds the non-zero detail counts to m by token.
+func addDetails(m map[string]uint64, counts *[nDetails]uint64) {
+	tokens := detailTokens()
+	for i, n := range counts {
+		if n > 0 {
+			m[tokens[i]] += n
+		}
+	}
 }

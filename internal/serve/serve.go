@@ -122,6 +122,9 @@ type Options struct {
 	// frontend, DNS frontend or admin listener whose address one is
 	// bound to takes it instead of binding. Nil: bind everything.
 	Sockets *handoff.Sockets
+	// Instance names this instance on the dashboard (spillway serve
+	// --instance: the host name by default).
+	Instance string
 	// Resolver looks up the DNS names of INTERNET_FQDN_PORT endpoints
 	// and serverless base URLs (default: resolve.DNS against
 	// spillway.resolver.address, else /etc/resolv.conf's first server).
@@ -164,9 +167,13 @@ type Server struct {
 	// (reqmetrics.go) and the access log (package accesslog).
 	metrics    *metrics
 	reqMetrics *requestMetrics
-	alog       *accesslog.Log
-	dnstel     *dnsTelemetry // DNS counters, query log and dnstap (dnstelemetry.go)
-	tracing    *tracing.Exporter
+	// endpoints are the per-endpoint request counters (dashsource.go).
+	endpoints endpointStore
+	// started is when New ran, for the dashboard's uptime.
+	started time.Time
+	alog    *accesslog.Log
+	dnstel  *dnsTelemetry // DNS counters, query log and dnstap (dnstelemetry.go)
+	tracing *tracing.Exporter
 	// passive counts the requests of frontends DNS names depend on.
 	passive passiveCounters
 	// fleet is the fleet status (fleet.go); empty when standalone.
@@ -228,6 +235,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		outcomes:   make(chan proxy.Outcome, 4096),
 		transport:  opts.Transport,
 		reqMetrics: newRequestMetrics(),
+		started:    opts.Now(),
 	}
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())

@@ -1,9 +1,11 @@
 // Package dashboard is the admin listener's /ui page: it samples the
 // health report, the request counters and the DNS answers once a second
-// and serves the state now, the request and error rates of the last
-// minutes and the recent transitions. It is a component with a lifecycle
-// (Start, Stop) and reads only what Source publishes, so the request
-// path pays nothing for it.
+// and serves the state now (header facts, frontends and their weighted
+// splits, per-backend rates, errors and latency percentiles, per-endpoint
+// rates), the request and error rates of the last minutes and the recent
+// transitions. It is a component with a lifecycle (Start, Stop) and reads
+// only what Source publishes; the counters it reads are kept on the
+// request path by package serve (atomics, see docs/operations.md).
 package dashboard
 
 import (
@@ -62,6 +64,17 @@ type Source struct {
 	Counts func() map[string]BackendCounts
 	// Security are the security policy rules' counts (nil: none).
 	Security func() []armor.RuleCount
+	// Endpoints are the cumulative request counts and in-flight requests
+	// of every endpoint of the plan in force (nil: none kept).
+	Endpoints func() []EndpointCounts
+	// Frontends are the frontends and, per weighted split of their URL
+	// maps, the cumulative requests each service got (nil: none kept).
+	Frontends func() []FrontendCounts
+	// Info is the header's instance facts (nil: none shown).
+	Info func() Info
+	// LatencyBounds are the upper bounds of BackendCounts.Latency's
+	// buckets (the last bucket, one more, has no bound).
+	LatencyBounds []time.Duration
 	// Now is the clock.
 	Now func() time.Time
 }
@@ -88,8 +101,10 @@ type Dashboard struct {
 // dashSample is one second's cumulative request counts per backend
 // service and backend.
 type dashSample struct {
-	at     time.Time
-	counts map[string]BackendCounts // by service name
+	at        time.Time
+	counts    map[string]BackendCounts // by service name
+	endpoints map[endpointKey]EndpointCounts
+	frontends []FrontendCounts
 }
 
 // BackendCounts are cumulative counts of one service: requests answered
@@ -98,6 +113,15 @@ type dashSample struct {
 type BackendCounts struct {
 	ByBackend, ErrByBackend []uint64
 	LBErrors                uint64
+	// Latency are each backend's requests by latency bucket
+	// (Source.LatencyBounds), by backend index.
+	Latency [][]uint64
+	// Details count the answers no backend sent (statusDetails other
+	// than response_sent_by_backend) by token: by backend index, and at
+	// index len(ByBackend) those of no backend.
+	Details []map[string]uint64
+	// InFlight are the requests in flight to each backend now.
+	InFlight []int64
 }
 
 // Transition is one change the dashboard's timeline shows.
@@ -107,9 +131,12 @@ type Transition struct {
 	// config.
 	What string `json:"what"`
 	// Kind is unhealthy, healthy, drained, undrained, drain-blocked,
-	// unblocked or reload.
+	// unblocked, ejected, returned, overlay or reload.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
+	// Service is the backend service the change is about, when it is
+	// about one (the page filters on it).
+	Service string `json:"service,omitempty"`
 }
 
 // DashState is what GET /ui/state returns.
@@ -131,6 +158,12 @@ type DashState struct {
 	Overlay *report.Overlay `json:"overlay,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
+	// Info is the header's instance facts (absent when unknown).
+	Info *Info `json:"info,omitempty"`
+	// Frontends are the frontends and their URL maps' weighted splits.
+	Frontends []DashFrontend `json:"frontends,omitempty"`
+	// Endpoints are every endpoint's request rate over the last 10 s.
+	Endpoints []DashEndpoint `json:"endpoints,omitempty"`
 }
 
 // DashService is one backend service on the dashboard.
@@ -147,6 +180,9 @@ type DashService struct {
 	// Measured says whether Measured shares of the backends are known
 	// (requests arrived in the window).
 	Measured bool `json:"measured"`
+	// LBDetails count, over the last 10 s, the service's requests the
+	// balancer answered without reaching a backend, by statusDetails.
+	LBDetails map[string]uint64 `json:"lbDetails,omitempty"`
 }
 
 // DashBackend is one backend (group) of a service.
@@ -168,6 +204,17 @@ type DashBackend struct {
 	// last 10 s.
 	Share    float64 `json:"share"`
 	Measured float64 `json:"measured"`
+	// Over the last 10 s: requests per second, 5xx answers, the answers
+	// not sent by the backend by statusDetails, and latency percentiles
+	// in ms (-1: no request), interpolated in the latency histogram's
+	// buckets. InFlight are its requests in flight now.
+	Rate      float64           `json:"rate"`
+	Errors5xx uint64            `json:"errors5xx"`
+	Details   map[string]uint64 `json:"details,omitempty"`
+	P50       float64           `json:"p50"`
+	P95       float64           `json:"p95"`
+	P99       float64           `json:"p99"`
+	InFlight  int64             `json:"inFlight"`
 }
 
 // DashRegion is a region and its zones' health (over the groups there).
@@ -240,14 +287,33 @@ func (d *Dashboard) sample() {
 		return
 	}
 	now := d.src.Now()
-	counts := d.src.Counts()
+	smp := dashSample{at: now, counts: d.src.Counts(), endpoints: d.endpointCounts()}
+	if d.src.Frontends != nil {
+		smp.frontends = d.src.Frontends()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.prev != nil {
 		d.transitions = appendBounded(d.transitions, diffHealth(d.prev, h, now), dashTransitions)
 	}
 	d.prev = h
-	d.samples = appendBounded(d.samples, []dashSample{{at: now, counts: counts}}, dashHistory)
+	d.samples = appendBounded(d.samples, []dashSample{smp}, dashHistory)
+	// Only the rate series look further back than the window: the
+	// sample that just left it keeps its request and 5xx counts only, so
+	// five minutes of history stay small with many endpoints.
+	if i := len(d.samples) - dashShareWindow - 2; i >= 0 {
+		d.samples[i] = thinned(d.samples[i])
+	}
+}
+
+// thinned returns s with the request and 5xx counts only. It makes new
+// maps: state reads the old ones without the lock.
+func thinned(s dashSample) dashSample {
+	out := dashSample{at: s.at, counts: make(map[string]BackendCounts, len(s.counts))}
+	for k, c := range s.counts {
+		out.counts[k] = BackendCounts{ByBackend: c.ByBackend, ErrByBackend: c.ErrByBackend, LBErrors: c.LBErrors}
+	}
+	return out
 }
 
 // appendBounded appends xs to s and keeps the last n.
@@ -281,7 +347,10 @@ func diffHealth(a, b *report.Health, now time.Time) []Transition {
 			if ob == nil {
 				continue
 			}
-			out = append(out, drainTransitions(ob, nb, nb.Zone+" ("+svc.Name+")", now)...)
+			for _, t := range drainTransitions(ob, nb, nb.Zone+" ("+svc.Name+")", now) {
+				t.Service = svc.Name
+				out = append(out, t)
+			}
 			// Endpoint health is shared by the services that use the
 			// group: report it once per group.
 			if !seenGroup[nb.Group] {
@@ -345,9 +414,15 @@ func endpointTransitions(ob, nb *report.Backend, seen map[string]bool, now time.
 
 // NoteReload records a config reload on the timeline.
 func (d *Dashboard) NoteReload(now time.Time, detail string) {
+	d.Note(Transition{Time: now, What: "config", Kind: "reload", Detail: detail})
+}
+
+// Note records a transition the health reports do not show (a reload,
+// an outlier ejection, an overlay change) on the timeline.
+func (d *Dashboard) Note(t Transition) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.transitions = appendBounded(d.transitions, []Transition{{Time: now, What: "config", Kind: "reload", Detail: detail}}, dashTransitions)
+	d.transitions = appendBounded(d.transitions, []Transition{t}, dashTransitions)
 }
 
 // state builds the page's data.
@@ -355,12 +430,16 @@ func (d *Dashboard) state() *DashState {
 	h := d.src.Health()
 	p := d.src.Plan()
 	st := &DashState{Time: d.src.Now(), Step: dashInterval.String(), Fleet: d.src.Fleet()}
+	if d.src.Info != nil {
+		info := d.src.Info()
+		st.Info = &info
+	}
 	if h == nil || p == nil {
 		return st
 	}
 	st.Version, st.Overlay = h.Version, h.Overlay
 	d.mu.Lock()
-	samples := d.samples
+	samples := slices.Clone(d.samples) // sample thins old elements in place
 	st.Transitions = slices.Clone(d.transitions)
 	d.mu.Unlock()
 	slices.Reverse(st.Transitions) // newest first
@@ -375,11 +454,7 @@ func (d *Dashboard) state() *DashState {
 		ds.Measured = ok
 		ds.Rate, ds.ErrorRate = rates(samples, sh.Name)
 		for i, bh := range sh.Backends {
-			db := DashBackend{Group: bh.Group, Zone: bh.Zone, Region: bh.Region, Preference: bh.Preference,
-				Healthy: bh.Healthy, Members: bh.Members, State: backendState(&bh), Capacity: -1, Share: bh.Share}
-			if svc != nil && i < len(svc.Backends) && !math.IsInf(svc.Backends[i].Capacity, 1) {
-				db.Capacity = svc.Backends[i].Capacity
-			}
+			db := backendRow(&bh, svc, i)
 			if ok {
 				db.Measured = measured[i]
 			}
@@ -397,6 +472,7 @@ func (d *Dashboard) state() *DashState {
 			z.Healthy += bh.Healthy
 			z.Members += bh.Members
 		}
+		ds.LBDetails = backendWindow(&ds, samples, d.src.LatencyBounds)
 		st.Services = append(st.Services, ds)
 	}
 	byRegion := map[string][]DashZone{}
@@ -418,7 +494,28 @@ func (d *Dashboard) state() *DashState {
 	sort.Slice(st.Regions, func(i, j int) bool { return st.Regions[i].Name < st.Regions[j].Name })
 	st.DNS = d.dnsAnswers()
 	st.SecurityRules = topRules(d.src.Security)
+	st.Frontends, st.Endpoints = frontendViews(samples), endpointViews(samples)
 	return st
+}
+
+// backendRow returns backend i of a service as the page shows it, its
+// capacity and scaler from the plan's service svc (nil: unknown).
+func backendRow(bh *report.Backend, svc *plan.Service, i int) DashBackend {
+	db := DashBackend{Group: bh.Group, Zone: bh.Zone, Region: bh.Region, Preference: bh.Preference,
+		Healthy: bh.Healthy, Members: bh.Members, State: backendState(bh), Capacity: -1, Share: bh.Share,
+		P50: -1, P95: -1, P99: -1}
+	if svc == nil || i >= len(svc.Backends) {
+		return db
+	}
+	if b := svc.Backends[i]; !math.IsInf(b.Capacity, 1) {
+		db.Capacity = b.Capacity
+	}
+	// A capacityScaler of 0 (the config's, or a drain with spillway ctl)
+	// takes the backend out of the split: drained.
+	if svc.Backends[i].Scaler == 0 && db.State != "drain-blocked" {
+		db.State = "drained"
+	}
+	return db
 }
 
 // topRules returns the dashTopRules rules with the most requests, the
