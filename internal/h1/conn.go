@@ -583,7 +583,9 @@ func (c *h1conn) bodyEOF() {
 // connReader.startBackgroundRead returns early when it holds a byte): a
 // second read would have nowhere to keep its byte.
 func (c *h1conn) startWatchLocked() {
-	if c.src.hasByte {
+	if c.src.hasByte || len(c.src.pend) > 0 {
+		// Bytes already taken off the socket come first: a byte read
+		// now would be read out of order.
 		return
 	}
 	c.watching = true

@@ -73,7 +73,9 @@ func (b *connBuffers) chunk() *[]byte {
 // hands to the reader first; without a socket to wait on, it waits in
 // c.br.
 func (c *h1conn) awaitRequest(first bool) bool {
-	if first || c.raw == nil {
+	if first || c.raw == nil || c.src.hasByte || len(c.src.pend) > 0 {
+		// Bytes taken off the socket earlier (by a client watch, or a
+		// chunk the reader had no room for) come first, and need no wait.
 		_, err := c.br.Peek(1)
 		return err == nil
 	}
