@@ -261,8 +261,12 @@ func (v *validator) frontendTLS(p string, f *Frontend, https bool) {
 		if f.ServerTLSPolicy != "" {
 			v.add(p+".serverTlsPolicy", "remove it, or use protocol HTTPS", "a server TLS policy is only used with HTTPS")
 		}
+		if f.QuicOverride != "" {
+			v.add(p+".quicOverride", "remove it, or use protocol HTTPS", "quicOverride (HTTP/3) is only used with HTTPS")
+		}
 		return
 	}
+	v.enum(p+".quicOverride", f.QuicOverride, "ENABLE", "DISABLE", "NONE")
 	if f.SslPolicy != "" {
 		v.ref(p+".sslPolicy", f.SslPolicy, "SSL policy", map[string]map[string]int{"sslPolicies": v.sslPolicyNames})
 	}

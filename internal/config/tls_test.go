@@ -98,6 +98,10 @@ func TestInvalidTLSConfigs(t *testing.T) {
 			`trustConfigs[cas].trustStores: a trust config needs at least one trust anchor`},
 		{"SSL policy on HTTP", edit{"  protocol: HTTPS\n  certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}]\n", ""},
 			`frontends[web].sslPolicy: an SSL policy is only used with HTTPS (fix: remove it, or use protocol HTTPS)`},
+		{"unknown quicOverride", edit{"  serverTlsPolicy: mtls\n", "  serverTlsPolicy: mtls\n  quicOverride: ENABLED\n"},
+			`frontends[web].quicOverride: unknown value "ENABLED" (fix: did you mean "ENABLE"?`},
+		{"quicOverride on HTTP", edit{"  protocol: HTTPS\n  certificates: [{certificateFile: cert.pem, privateKeyFile: key.pem}]\n  sslPolicy: projects/p/global/sslPolicies/tls12\n  serverTlsPolicy: mtls\n", "  quicOverride: ENABLE\n"},
+			`frontends[web].quicOverride: quicOverride (HTTP/3) is only used with HTTPS (fix: remove it, or use protocol HTTPS)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

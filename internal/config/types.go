@@ -710,6 +710,17 @@ type Frontend struct {
 	// target HTTPS proxy's sslCertificates does; they are offered after
 	// certificates[], in order.
 	SslCertificates []string `json:"sslCertificates,omitempty"`
+	// QuicOverride is a target HTTPS proxy's quicOverride (HTTPS only):
+	// ENABLE also serves HTTP/3 over QUIC on the same address and port
+	// (UDP) and advertises it with Alt-Svc on the TCP responses; DISABLE
+	// and NONE (the default) do not.
+	QuicOverride string `json:"quicOverride,omitempty"`
+}
+
+// QUIC reports whether the frontend serves HTTP/3 over QUIC
+// (quicOverride ENABLE on an HTTPS frontend).
+func (f *Frontend) QUIC() bool {
+	return f != nil && f.Protocol == "HTTPS" && f.QuicOverride == "ENABLE"
 }
 
 // Certificate is a PEM certificate and key pair on disk. Both files are

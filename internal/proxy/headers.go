@@ -125,8 +125,11 @@ func variable(name string, r *http.Request) string {
 	case "client_encrypted":
 		return fmt.Sprint(cs != nil)
 	case "client_protocol":
-		if r.ProtoMajor == 2 {
+		switch r.ProtoMajor {
+		case 2:
 			return "HTTP/2"
+		case 3:
+			return "HTTP/3"
 		}
 		return r.Proto
 	case "client_cert_present":

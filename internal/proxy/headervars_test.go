@@ -18,6 +18,7 @@ func TestExpandVariables(t *testing.T) {
 		Version: tls.VersionTLS13, CipherSuite: tls.TLS_AES_128_GCM_SHA256, ServerName: "www.example.com",
 		PeerCertificates: []*x509.Certificate{leaf}}}
 	plainReq := &http.Request{Proto: "HTTP/1.1", ProtoMajor: 1}
+	h3Req := &http.Request{Proto: "HTTP/3.0", ProtoMajor: 3, TLS: tlsReq.TLS}
 	tests := []struct {
 		value string
 		r     *http.Request
@@ -28,6 +29,7 @@ func TestExpandVariables(t *testing.T) {
 		{"{tls_sni_hostname}", tlsReq, "www.example.com"},
 		{"{client_protocol} {client_encrypted}", tlsReq, "HTTP/2 true"},
 		{"{client_protocol} {client_encrypted}", plainReq, "HTTP/1.1 false"},
+		{"{client_protocol} {client_encrypted}", h3Req, "HTTP/3 true"},
 		{"{client_cert_present}", tlsReq, "true"},
 		{"{client_cert_present}", plainReq, "false"},
 		{"{client_cert_sha256_fingerprint}", tlsReq, base64.StdEncoding.EncodeToString(sum[:])},

@@ -50,6 +50,13 @@ type frontend struct {
 	srv      frontendServer
 	ln       net.Listener
 	done     chan struct{}
+	// h3 is the handler of the HTTP/3 listener: the TCP one's, without
+	// Alt-Svc.
+	h3 http.Handler
+	// quic serves HTTP/3 (quicOverride ENABLE), nil when off; altSvc
+	// is its Alt-Svc value, which the TCP frontend's responses carry.
+	quic   *quicFrontend
+	altSvc atomic.Pointer[[]string]
 }
 
 // frontendServer is what serves a frontend's listener: *h1.Server
@@ -80,8 +87,11 @@ func (fs *frontends) Stop(ctx context.Context) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for name, f := range fs.m {
+		var wg sync.WaitGroup
+		wg.Go(func() { f.stopQUIC(ctx) })
 		f.srv.Shutdown(ctx)
 		<-f.done
+		wg.Wait()
 		delete(fs.m, name)
 	}
 	fs.acme.Stop()
@@ -139,6 +149,7 @@ func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsSta
 	for name, f := range fs.m {
 		nf, ok := want[name]
 		if !ok || !sameListener(f.cfg, nf) {
+			f.closeQUIC()
 			f.srv.Close()
 			<-f.done
 			delete(fs.m, name)
@@ -153,6 +164,9 @@ func (fs *frontends) sync(p *plan.Plan, prebound map[string]net.Listener, tlsSta
 			f.handler.Store(&h)
 			if f.tls != nil {
 				f.tls.Set(tlsStates.states[name])
+			}
+			if err := fs.syncQUIC(f, pf); err != nil {
+				errs = append(errs, err)
 			}
 			continue
 		}
@@ -267,20 +281,10 @@ func (fs *frontends) start(pf *plan.Frontend, h http.Handler, lp loops, ln net.L
 		}
 	}
 	f.ln = ln
-	fh := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.inflight.Add(1)
-		defer f.inflight.Add(-1)
-		(*f.handler.Load()).ServeHTTP(w, r)
-	})
-	if pf.Protocol == "HTTP" {
-		// HTTP-01 validations of MANAGED certificates are answered here.
-		fh = func(w http.ResponseWriter, r *http.Request) {
-			f.inflight.Add(1)
-			defer f.inflight.Add(-1)
-			if !fs.acme.ServeChallenge(w, r) {
-				(*f.handler.Load()).ServeHTTP(w, r)
-			}
-		}
+	fh := fs.frontHandler(f)
+	if err := fs.syncQUIC(f, pf); err != nil {
+		ln.Close()
+		return nil, err
 	}
 	serveFn := fs.server(f, fh, lp, tlsCfg)
 	go func() {
@@ -314,4 +318,91 @@ func (fs *frontends) server(f *frontend, h http.Handler, lp loops, tlsCfg *tls.C
 		f.srv = srv
 		return func() error { return srv.Serve(h1.GuardListener(ln)) }
 	}
+}
+
+// frontHandler returns the handler of f's TCP listener and sets f.h3,
+// its HTTP/3 listener's: both count requests in flight and call the
+// handler in force. On HTTP, HTTP-01 validations of MANAGED certificates
+// are answered first; on HTTPS, responses carry Alt-Svc while HTTP/3 is
+// served.
+func (fs *frontends) frontHandler(f *frontend) http.HandlerFunc {
+	h3 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.inflight.Add(1)
+		defer f.inflight.Add(-1)
+		(*f.handler.Load()).ServeHTTP(w, r)
+	})
+	f.h3 = h3
+	if f.cfg.Protocol == "HTTP" {
+		return func(w http.ResponseWriter, r *http.Request) {
+			f.inflight.Add(1)
+			defer f.inflight.Add(-1)
+			if !fs.acme.ServeChallenge(w, r) {
+				(*f.handler.Load()).ServeHTTP(w, r)
+			}
+		}
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if v := f.altSvc.Load(); v != nil {
+			w.Header()["Alt-Svc"] = *v
+		}
+		h3(w, r)
+	}
+}
+
+// syncQUIC starts or stops f's HTTP/3 listener as pf (f's config, new or
+// reloaded) asks: a reload that keeps quicOverride ENABLE keeps the
+// listener and its connections; one that turns it off closes them.
+func (fs *frontends) syncQUIC(f *frontend, pf *plan.Frontend) error {
+	want := pf.Config.QUIC() && f.tls != nil
+	switch {
+	case want && f.quic == nil:
+		addr, err := quicAddr(pf.Address, f.ln.Addr())
+		if err != nil {
+			return fmt.Errorf("frontend %s: UDP address: %w", pf.Name, err)
+		}
+		q, err := startQUIC(fs.log, pf.Name, addr, f.tls.ServerConfig(), f.h3)
+		if err != nil {
+			return err
+		}
+		f.quic = q
+		f.altSvc.Store(&q.altSvc)
+	case !want && f.quic != nil:
+		f.closeQUIC()
+	}
+	return nil
+}
+
+// stopQUIC stops f's HTTP/3 listener, if any, gracefully until ctx
+// ends. Alt-Svc stops first.
+func (f *frontend) stopQUIC(ctx context.Context) {
+	if q := f.takeQUIC(); q != nil {
+		q.shutdown(ctx)
+	}
+}
+
+// closeQUIC closes f's HTTP/3 listener, if any, and its connections at
+// once. Alt-Svc stops first.
+func (f *frontend) closeQUIC() {
+	if q := f.takeQUIC(); q != nil {
+		q.close()
+	}
+}
+
+// takeQUIC stops advertising f's HTTP/3 listener and returns it.
+func (f *frontend) takeQUIC() *quicFrontend {
+	q := f.quic
+	f.altSvc.Store(nil)
+	f.quic = nil
+	return q
+}
+
+// quicAddr returns the bound UDP address of a frontend's HTTP/3 listener
+// ("" if none).
+func (fs *frontends) quicAddr(name string) string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f := fs.m[name]; f != nil && f.quic != nil {
+		return f.quic.addr()
+	}
+	return ""
 }

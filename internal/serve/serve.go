@@ -328,6 +328,10 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // FrontendAddr returns the bound address of a frontend ("" if unknown).
 func (s *Server) FrontendAddr(name string) string { return s.front.addr(name) }
 
+// FrontendQUICAddr returns the bound UDP address of a frontend's HTTP/3
+// listener (quicOverride ENABLE), "" when it has none.
+func (s *Server) FrontendQUICAddr(name string) string { return s.front.quicAddr(name) }
+
 // AdminAddr returns the bound admin address ("" if none).
 func (s *Server) AdminAddr() string { return s.admin.Addr() }
 
