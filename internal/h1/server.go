@@ -142,16 +142,19 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("http1 serve: %w", err)
 		}
 		delay = 0
+		// A connection accepted as Shutdown began is served all the same
+		// (its first request, then it closes): closing it would reset a
+		// request on its way, and after a socket handoff its listener
+		// lives on in another process.
 		c := s.newConn(rwc)
 		s.mu.Lock()
-		if s.shutdown.Load() {
-			s.mu.Unlock()
-			rwc.Close()
-			return http.ErrServerClosed
-		}
 		s.conns[c] = struct{}{}
+		closing := s.shutdown.Load()
 		s.mu.Unlock()
 		go c.serve()
+		if closing {
+			return http.ErrServerClosed
+		}
 	}
 }
 
@@ -219,7 +222,9 @@ func (s *Server) shutdownH2C(ctx context.Context) error {
 const h1NewConnGrace = 5 * time.Second
 
 // closeIdle closes the connections waiting for a request (a new one only
-// after h1NewConnGrace) and returns how many connections remain.
+// after h1NewConnGrace) and returns how many connections remain, counting
+// a Serve loop that has not returned yet (it may still hand over a
+// connection it accepted) as one.
 func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,7 +234,7 @@ func (s *Server) closeIdle() int {
 			c.rwc.Close()
 		}
 	}
-	return len(s.conns)
+	return len(s.conns) + len(s.lns)
 }
 
 // forget stops tracking c (closed, hijacked or handed off).
