@@ -66,7 +66,7 @@ func ListenWith(s *Server, bind func(addr string) (*net.UDPConn, net.Listener, e
 			// MaxTCPQueries -1: a connection carries any number of
 			// queries (RFC 7766 §6.2.1; miekg's default closed it after
 			// 128). It still ends after miekg's 8 s idle timeout.
-			&dns.Server{Listener: ln, Handler: dns.HandlerFunc(f.serveDNS), MsgAcceptFunc: MsgAcceptFunc,
+			&dns.Server{Listener: newDrainListener(ln), Handler: dns.HandlerFunc(f.serveDNS), MsgAcceptFunc: MsgAcceptFunc,
 				DecorateReader: DecorateReader,
 				ReadTimeout:    10 * time.Second, WriteTimeout: 10 * time.Second, MaxTCPQueries: -1,
 				// TSIG keys follow the Server answering (reloads).
@@ -158,7 +158,8 @@ func (f *Front) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 }
 
 // Serve answers queries on every socket until ctx is done, then shuts the
-// listeners down (open TCP connections get up to 5 s to finish) and
+// listeners down (TCP connections just accepted get up to 2 s to deliver
+// their first query, open ones up to 5 s to finish) and
 // returns nil; or returns the error of a listener that fails.
 func (f *Front) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -183,6 +184,15 @@ func (f *Front) Serve(ctx context.Context) error {
 		})
 	}
 	<-ctx.Done()
+	// Stop accepting, let the queries of connections just accepted
+	// arrive (drainListener), then cut what is idle.
+	dctx, dcancel := context.WithTimeout(context.Background(), drainWait)
+	for _, srv := range f.tcps {
+		if dl, ok := srv.Listener.(*drainListener); ok {
+			dl.drain(dctx)
+		}
+	}
+	dcancel()
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	for _, srv := range f.tcps {

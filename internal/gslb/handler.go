@@ -160,6 +160,9 @@ type countingReader struct{ dns.Reader }
 // ReadTCP implements dns.Reader.
 func (cr countingReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
 	msg, err := cr.Reader.ReadTCP(conn, timeout)
+	if fc, ok := conn.(*firstQueryConn); ok {
+		fc.firstQueryRead()
+	}
 	return rejectShort(msg), err
 }
 
