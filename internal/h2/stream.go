@@ -123,7 +123,7 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode, fromReader bool) {
 		c.closeStream(st)
 	}
 	c.mu.Unlock()
-	c.writeControl(fromReader, func() error { return c.fr.WriteRSTStream(id, code) })
+	c.writeControl(fromReader, func() error { return c.fw.WriteRSTStream(id, code) })
 }
 
 // endStream records the request's END_STREAM (c.mu held).
