@@ -23,8 +23,21 @@ const bigReadFrame = 4 << 10
 // flush leaves nothing buffered and no other writer is pending. So an
 // idle HTTP/2 connection costs a few KiB rather than about 50
 // (docs/performance.md, "Idle connections").
+//
+// bodies pools the handlers' response body buffers (handlerBufSize),
+// each held from a handler's first Write until it returned and its
+// response was sent (responseWriter.release).
 type connBuffers struct {
-	readers, writers sync.Pool
+	readers, writers, bodies sync.Pool
+}
+
+// body returns a pooled response body buffer.
+func (b *connBuffers) body() *[]byte {
+	if p, _ := b.bodies.Get().(*[]byte); p != nil {
+		return p
+	}
+	p := make([]byte, 0, handlerBufSize)
+	return &p
 }
 
 // writeSet is the write side's pooled state: the buffered writer and
