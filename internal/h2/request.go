@@ -81,7 +81,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &stream{c: c, id: id, declLen: -1, dataCh: make(chan struct{}, 1), winCh: make(chan struct{}, 1)}
+	st := &stream{c: c, id: id, declLen: -1}
 	req, needsContinue, err := c.newRequest(st, rp, !f.StreamEnded())
 	if err != nil {
 		return nil, err
@@ -95,6 +95,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, error) {
 	} else {
 		req.Body = &st.body
 		st.declLen = req.ContentLength
+		st.dataCh = make(chan struct{}, 1)
 	}
 	if req.Trailer != nil {
 		st.trailer = make(http.Header)

@@ -75,8 +75,13 @@ type stream struct {
 	readDeadline time.Time
 	trailer      http.Header // request trailers being received
 
-	dataCh chan struct{} // body data, end or error (cap 1)
-	winCh  chan struct{} // send window or stream end (cap 1)
+	// dataCh signals body data, end or error (cap 1; nil when the
+	// request has no body: nothing reads it). winCh signals send window
+	// or the stream's end (cap 1), made under c.mu when a write first
+	// has to wait for window (before that a signal has no one to wake).
+	// signal on a nil channel does nothing.
+	dataCh chan struct{}
+	winCh  chan struct{}
 }
 
 // signal wakes a goroutine waiting on ch.
@@ -163,8 +168,12 @@ func (c *conn) reserve(st *stream, want int, deadline time.Time) (int, error) {
 			c.mu.Unlock()
 			return int(n), nil
 		}
+		if st.winCh == nil {
+			st.winCh = make(chan struct{}, 1)
+		}
+		ch := st.winCh
 		c.mu.Unlock()
-		if !wait(st.winCh, deadline, c.s.now) {
+		if !wait(ch, deadline, c.s.now) {
 			c.resetStream(st.id, http2.ErrCodeInternal, false)
 			return 0, os.ErrDeadlineExceeded
 		}

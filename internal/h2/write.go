@@ -187,10 +187,27 @@ func (c *conn) writeHeaderBlock(id uint32, endStream bool) error {
 
 // writeFrames writes, for st, the header block h (if set) and data as
 // DATA frames, END_STREAM on the last frame when end. The caller holds
-// the send window for data.
+// the send window for data. A stream whose request has ended closes
+// before its END_STREAM is flushed: a client that reads the response
+// and at once sends on the stream again must find it closed (RFC 9113
+// §5.1), not half-closed.
 func (c *conn) writeFrames(st *stream, h *respHead, data []byte, end bool) error {
 	c.lockWrite()
-	defer c.unlockWrite(false)
+	err := c.writeFramesLocked(st, h, data, end)
+	if err == nil && end {
+		c.mu.Lock()
+		st.sentEnd = true
+		if st.recvEnd {
+			c.closeStream(st)
+		}
+		c.mu.Unlock()
+	}
+	c.unlockWrite(false)
+	return err
+}
+
+// writeFramesLocked is writeFrames with wmu held.
+func (c *conn) writeFramesLocked(st *stream, h *respHead, data []byte, end bool) error {
 	if c.werr != nil {
 		return errClientDisconnected
 	}
