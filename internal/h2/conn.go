@@ -63,6 +63,8 @@ type conn struct {
 	goAwayLast     uint32    // its last stream ID
 	closed         bool
 	idle           *time.Timer
+	resetIDs       [8]uint32 // the last streams the server reset (see recentlyReset)
+	resetNext      uint32
 
 	wmu     sync.Mutex
 	ws      *writeSet // nil while nothing is buffered (see connBuffers)

@@ -25,6 +25,9 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 		return c.processTrailers(st, f)
 	}
 	if id <= c.maxStreamID {
+		if c.recentlyReset(id) {
+			return nil
+		}
 		return connError(http2.ErrCodeProtocol) // a closed stream
 	}
 	c.setMaxStreamID(id)

@@ -123,12 +123,29 @@ func (c *conn) closeStream(st *stream) {
 // resetStream sends RST_STREAM for id and ends its stream, if open.
 func (c *conn) resetStream(id uint32, code http2.ErrCode, fromReader bool) {
 	c.mu.Lock()
+	c.resetIDs[c.resetNext%uint32(len(c.resetIDs))] = id
+	c.resetNext++
 	if st := c.streams[id]; st != nil {
 		st.abort(http2.StreamError{StreamID: id, Code: code})
 		c.closeStream(st)
 	}
 	c.mu.Unlock()
 	c.writeControl(fromReader, func() error { return c.fw.WriteRSTStream(id, code) })
+}
+
+// recentlyReset reports whether the server sent RST_STREAM for id
+// lately (one of its last len(resetIDs) resets): frames the client sent
+// before it saw the reset are ignored (RFC 9113 §5.1, "closed"), as
+// x/net ignores them while its RST_STREAM is queued.
+func (c *conn) recentlyReset(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.resetIDs {
+		if r == id {
+			return true
+		}
+	}
+	return false
 }
 
 // endStream records the request's END_STREAM (c.mu held).
