@@ -234,7 +234,9 @@ func (c *h1conn) serve() {
 				c.setReadDeadline(time.Time{})
 				handedOff = true
 				c.s.forget(c)
-				c.s.handOff(&replayConn{Conn: c.rwc, br: c.br, opened: opened})
+				rc := newReplayConn(c.rwc, c.br, opened)
+				c.giveBuffers()
+				c.s.handOff(rc)
 				return
 			}
 			head, whole = bufferedHead(c.br) // the preface check may have read more

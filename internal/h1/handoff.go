@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -9,11 +10,19 @@ import (
 	"time"
 )
 
-// replayConn is a connection whose first bytes were already buffered.
+// replayConn is a connection whose first bytes were already read: a
+// copy of them, so that the connection's buffers go back to the pool at
+// the hand-off rather than live as long as the HTTP/2 connection.
 type replayConn struct {
 	net.Conn
-	br     *bufio.Reader
+	pend   []byte
 	opened time.Time // when its first-request header timeout started, if known
+}
+
+// newReplayConn returns rwc with br's buffered bytes (copied) in front.
+func newReplayConn(rwc net.Conn, br *bufio.Reader, opened time.Time) *replayConn {
+	pend, _ := br.Peek(br.Buffered())
+	return &replayConn{Conn: rwc, pend: bytes.Clone(pend), opened: opened}
 }
 
 // h2Opened tells WatchH2 when the connection's first request began to
@@ -21,8 +30,12 @@ type replayConn struct {
 func (c *replayConn) h2Opened() time.Time { return c.opened }
 
 func (c *replayConn) Read(p []byte) (int, error) {
-	if n := c.br.Buffered(); n > 0 {
-		return c.br.Read(p[:min(len(p), n)])
+	if len(c.pend) > 0 {
+		n := copy(p, c.pend)
+		if c.pend = c.pend[n:]; len(c.pend) == 0 {
+			c.pend = nil
+		}
+		return n, nil
 	}
 	return c.Conn.Read(p)
 }

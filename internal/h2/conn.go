@@ -2,7 +2,6 @@ package h2
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -31,8 +30,14 @@ type conn struct {
 	cancel  context.CancelFunc
 	remote  string
 	tls     *tls.ConnectionState
+	// src, br and fr are the read side (reader goroutine only; br is
+	// nil while awaitFrame waits). fr reads frames; fw writes them
+	// (wmu held).
+	src     connSource
 	br      *bufio.Reader
 	fr      *http2.Framer
+	fw      *http2.Framer
+	bigRead bool // fr read a frame over bigReadFrame since it was made
 
 	maxStreams   uint32
 	streamWindow int32
@@ -58,11 +63,13 @@ type conn struct {
 	goAwayLast     uint32    // its last stream ID
 	closed         bool
 	idle           *time.Timer
+	resetIDs       [8]uint32 // the last streams the server reset (see recentlyReset)
+	resetNext      uint32
 
 	wmu     sync.Mutex
-	bw      *bufio.Writer
+	ws      *writeSet // nil while nothing is buffered (see connBuffers)
+	dataHdr [9]byte   // a DATA frame header being written
 	henc    *hpack.Encoder
-	hbuf    bytes.Buffer
 	werr    error
 	pending atomic.Int32 // goroutines in or waiting for a write
 	dirty   atomic.Bool  // the reader left bytes unflushed
@@ -96,13 +103,11 @@ func newConn(s *Server, nc net.Conn, opts ServeConnOpts) *conn {
 		st := cs.ConnectionState()
 		c.tls = &st
 	}
-	c.br = bufio.NewReaderSize(nc, readBufSize)
-	c.bw = bufio.NewWriterSize(nc, writeBufSize)
-	c.fr = http2.NewFramer(c.bw, c.br)
-	c.fr.SetMaxReadFrameSize(or32(s.MaxReadFrameSize, DefaultMaxReadFrameSize))
-	c.fr.MaxHeaderListSize = c.maxHeaderListSize()
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(maxEncoderTable, nil)
-	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.src.c = c
+	c.takeReader()
+	c.fr = c.newReadFramer(hpack.NewDecoder(maxEncoderTable, nil))
+	c.fw = http2.NewFramer(frameWriter{c}, nil)
+	c.henc = hpack.NewEncoder(hpackSink{c})
 	c.fields = s.tables()
 	c.inflow.avail = protocolWindow
 	return c
@@ -146,8 +151,14 @@ func (c *conn) serve() {
 	}
 	for {
 		c.flushBeforeRead()
+		if c.br.Buffered() == 0 && c.awaitFrame() != nil {
+			return // the client went away, or the linger ended
+		}
 		f, err := c.fr.ReadFrame()
 		if err == nil {
+			if f.Header().Length > bigReadFrame {
+				c.bigRead = true
+			}
 			err = c.processFrame(f)
 			if err == nil {
 				continue
@@ -231,7 +242,7 @@ func (c *conn) readPreface() bool {
 // beyond the protocol's 65,535 bytes.
 func (c *conn) writeInitial() bool {
 	c.lockWrite()
-	c.werr = c.fr.WriteSettings(
+	c.werr = c.fw.WriteSettings(
 		http2.Setting{ID: http2.SettingMaxFrameSize, Val: or32(c.s.MaxReadFrameSize, DefaultMaxReadFrameSize)},
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.maxStreams},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.maxHeaderListSize()},
@@ -241,7 +252,7 @@ func (c *conn) writeInitial() bool {
 	c.unackedSettings++
 	cw := or32(c.s.ConnWindow, DefaultWindow)
 	if c.werr == nil && cw > protocolWindow {
-		c.werr = c.fr.WriteWindowUpdate(0, uint32(cw-protocolWindow))
+		c.werr = c.fw.WriteWindowUpdate(0, uint32(cw-protocolWindow))
 		c.mu.Lock()
 		c.inflow.avail = cw
 		c.mu.Unlock()
@@ -274,7 +285,11 @@ func (c *conn) teardown() {
 	if c.werr == nil {
 		c.werr = net.ErrClosed
 	}
+	c.giveWriteSet() // writers see werr and leave it alone
 	c.wmu.Unlock()
+	if c.br != nil {
+		c.giveReader()
+	}
 }
 
 // onIdle runs when the connection has had no stream for the idle

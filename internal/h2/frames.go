@@ -113,7 +113,7 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		if haveTable {
 			c.henc.SetMaxDynamicTableSizeLimit(min(table, maxEncoderTable))
 		}
-		return c.fr.WriteSettingsAck()
+		return c.fw.WriteSettingsAck()
 	})
 	return nil
 }
@@ -141,7 +141,7 @@ func (c *conn) processPing(f *http2.PingFrame) error {
 	if f.StreamID != 0 {
 		return connError(http2.ErrCodeProtocol)
 	}
-	c.writeControl(true, func() error { return c.fr.WritePing(true, f.Data) })
+	c.writeControl(true, func() error { return c.fw.WritePing(true, f.Data) })
 	return nil
 }
 

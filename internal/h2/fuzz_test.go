@@ -1,7 +1,10 @@
 package h2
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 )
@@ -55,6 +58,11 @@ func buildOp(w *scriptWriter, op byte, id uint32, next func() byte) {
 	}
 }
 
+// fuzzInputLimit bounds one FuzzServerFrames input: each takes a few
+// seconds at most (two 2 s reads and a 5 s wait for the server's end,
+// per server).
+const fuzzInputLimit = 30 * time.Second
+
 // FuzzServerFrames sends fuzzed frame sequences to this package's
 // server and to x/net's: neither may panic (ServeConn's goroutines
 // would crash the test binary), and the outcomes must agree by the
@@ -74,6 +82,13 @@ func FuzzServerFrames(f *testing.F) {
 		if len(b) > 256 {
 			return
 		}
+		// A hung input would stall the fuzzer silently; crash with every
+		// goroutine's stack instead, so that the input is saved.
+		watchdog := time.AfterFunc(fuzzInputLimit, func() {
+			buf := make([]byte, 1<<20)
+			panic(fmt.Sprintf("input still running after %v:\n%s", fuzzInputLimit, buf[:runtime.Stack(buf, true)]))
+		})
+		defer watchdog.Stop()
 		w := newScript()
 		buildOps(w, b)
 		s := runScript(t, w.buf.Bytes(), serveSpillway)

@@ -67,6 +67,7 @@ func (c *conn) runHandler(st *stream) {
 	defer func() {
 		st.cancel()
 		st.body.Close()
+		defer w.release()
 		if done {
 			w.finish()
 			return

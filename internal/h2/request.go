@@ -25,6 +25,9 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 		return c.processTrailers(st, f)
 	}
 	if id <= c.maxStreamID {
+		if c.recentlyReset(id) {
+			return nil
+		}
 		return connError(http2.ErrCodeProtocol) // a closed stream
 	}
 	c.setMaxStreamID(id)
@@ -81,7 +84,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &stream{c: c, id: id, declLen: -1, dataCh: make(chan struct{}, 1), winCh: make(chan struct{}, 1)}
+	st := &stream{c: c, id: id, declLen: -1}
 	req, needsContinue, err := c.newRequest(st, rp, !f.StreamEnded())
 	if err != nil {
 		return nil, err
@@ -95,6 +98,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, error) {
 	} else {
 		req.Body = &st.body
 		st.declLen = req.ContentLength
+		st.dataCh = make(chan struct{}, 1)
 	}
 	if req.Trailer != nil {
 		st.trailer = make(http.Header)
@@ -118,27 +122,42 @@ func (c *conn) requestParams(f *http2.MetaHeadersFrame) (reqParams, error) {
 		authority: f.PseudoValue("authority"), path: f.PseudoValue("path"),
 		protocol: f.PseudoValue("protocol"), truncated: f.Truncated,
 	}
-	bad := streamError(f.StreamID, http2.ErrCodeProtocol)
-	if rp.protocol != "" {
-		return rp, bad // extended CONNECT is off, as in x/net by default
-	}
-	if rp.method == "CONNECT" {
-		if rp.path != "" || rp.scheme != "" || rp.authority == "" {
-			return rp, bad
-		}
-	} else if rp.method == "" || rp.path == "" || (rp.scheme != "https" && rp.scheme != "http") {
-		return rp, bad
+	if !validPseudo(&rp) {
+		return rp, streamError(f.StreamID, http2.ErrCodeProtocol)
 	}
 	fields := f.RegularFields()
 	rp.header = make(http.Header, len(fields))
-	for _, hf := range fields {
+	// One backing array for the values, as net/textproto does: a
+	// name's first value is a capacity-1 slice of it, so that a
+	// repeated name's append copies rather than overwrites.
+	vals := make([]string, len(fields))
+	for i, hf := range fields {
 		k := c.fields.canonicalKey(hf.Name)
-		rp.header[k] = append(rp.header[k], hf.Value)
+		if vv, ok := rp.header[k]; ok {
+			rp.header[k] = append(vv, hf.Value)
+			continue
+		}
+		vals[i] = hf.Value
+		rp.header[k] = vals[i : i+1 : i+1]
 	}
 	if rp.authority == "" {
 		rp.authority = rp.header.Get("Host")
 	}
 	return rp, nil
+}
+
+// validPseudo reports whether a request's pseudo-header fields are
+// usable: no extended CONNECT (off, as in x/net by default), a CONNECT
+// with :authority only, any other method with :path and an http or
+// https :scheme.
+func validPseudo(rp *reqParams) bool {
+	switch {
+	case rp.protocol != "":
+		return false
+	case rp.method == "CONNECT":
+		return rp.path == "" && rp.scheme == "" && rp.authority != ""
+	}
+	return rp.method != "" && rp.path != "" && (rp.scheme == "https" || rp.scheme == "http")
 }
 
 // newRequest builds the http.Request as x/net's server does.

@@ -34,8 +34,10 @@ type responseWriter struct {
 	hasDate     bool
 	declLen     int64 // the handler's Content-Length, -1 if none
 	written     int64
-	buf         []byte
-	trailers    []string // declared trailer names, canonical
+	buf         []byte // the body held back, in *bufp (pooled; see body)
+	bufp        *[]byte
+	trailers    []string             // declared trailer names, canonical
+	fieldArr    [8]hpack.HeaderField // head.fields' first backing array
 	wdeadline   time.Time
 }
 
@@ -45,6 +47,30 @@ func (w *responseWriter) init(st *stream, truncated bool) {
 	w.header = make(http.Header)
 	w.isHead = st.req.Method == http.MethodHead
 	w.declLen = -1
+	w.head.fields = w.fieldArr[:0]
+}
+
+// body makes w.buf a pooled buffer of handlerBufSize capacity, which
+// every append to it fits in.
+func (w *responseWriter) body() {
+	if w.bufp == nil {
+		w.bufp = w.st.c.s.bufs.body()
+		w.buf = (*w.bufp)[:0]
+	}
+}
+
+// release gives the body buffer back once the handler has returned and
+// finish has sent what it held: only the handler's goroutine (and then
+// finish, on the same goroutine) touches w.buf, and a ResponseWriter
+// may not be used after its handler returned. A stray Write after that
+// would start from nil, not from a buffer another stream owns.
+func (w *responseWriter) release() {
+	if w.bufp == nil {
+		return
+	}
+	*w.bufp = w.buf[:0]
+	w.st.c.s.bufs.bodies.Put(w.bufp)
+	w.buf, w.bufp = nil, nil
 }
 
 // Header returns the response header map.
@@ -172,6 +198,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 		return 0, errStreamClosed
 	}
 	if len(w.buf)+len(p) <= handlerBufSize {
+		w.body()
 		w.buf = append(w.buf, p...)
 		return len(p), nil
 	}
@@ -179,6 +206,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	if len(p) < handlerBufSize {
+		w.body()
 		w.buf = append(w.buf, p...)
 		return len(p), nil
 	}
@@ -193,6 +221,7 @@ func (w *responseWriter) WriteString(s string) (int, error) {
 	if len(w.buf)+len(s) <= handlerBufSize && w.wroteHeader && !w.isHead && bodyAllowed(w.status) &&
 		(w.declLen < 0 || w.written+int64(len(s)) <= w.declLen) {
 		w.written += int64(len(s))
+		w.body()
 		w.buf = append(w.buf, s...)
 		return len(s), nil
 	}

@@ -59,6 +59,8 @@ type Server struct {
 	fieldsOnce sync.Once
 	fields     *fieldTables
 
+	bufs connBuffers
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	shutdown bool

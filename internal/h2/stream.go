@@ -75,8 +75,13 @@ type stream struct {
 	readDeadline time.Time
 	trailer      http.Header // request trailers being received
 
-	dataCh chan struct{} // body data, end or error (cap 1)
-	winCh  chan struct{} // send window or stream end (cap 1)
+	// dataCh signals body data, end or error (cap 1; nil when the
+	// request has no body: nothing reads it). winCh signals send window
+	// or the stream's end (cap 1), made under c.mu when a write first
+	// has to wait for window (before that a signal has no one to wake).
+	// signal on a nil channel does nothing.
+	dataCh chan struct{}
+	winCh  chan struct{}
 }
 
 // signal wakes a goroutine waiting on ch.
@@ -118,12 +123,29 @@ func (c *conn) closeStream(st *stream) {
 // resetStream sends RST_STREAM for id and ends its stream, if open.
 func (c *conn) resetStream(id uint32, code http2.ErrCode, fromReader bool) {
 	c.mu.Lock()
+	c.resetIDs[c.resetNext%uint32(len(c.resetIDs))] = id
+	c.resetNext++
 	if st := c.streams[id]; st != nil {
 		st.abort(http2.StreamError{StreamID: id, Code: code})
 		c.closeStream(st)
 	}
 	c.mu.Unlock()
-	c.writeControl(fromReader, func() error { return c.fr.WriteRSTStream(id, code) })
+	c.writeControl(fromReader, func() error { return c.fw.WriteRSTStream(id, code) })
+}
+
+// recentlyReset reports whether the server sent RST_STREAM for id
+// lately (one of its last len(resetIDs) resets): frames the client sent
+// before it saw the reset are ignored (RFC 9113 §5.1, "closed"), as
+// x/net ignores them while its RST_STREAM is queued.
+func (c *conn) recentlyReset(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.resetIDs {
+		if r == id {
+			return true
+		}
+	}
+	return false
 }
 
 // endStream records the request's END_STREAM (c.mu held).
@@ -163,8 +185,12 @@ func (c *conn) reserve(st *stream, want int, deadline time.Time) (int, error) {
 			c.mu.Unlock()
 			return int(n), nil
 		}
+		if st.winCh == nil {
+			st.winCh = make(chan struct{}, 1)
+		}
+		ch := st.winCh
 		c.mu.Unlock()
-		if !wait(st.winCh, deadline, c.s.now) {
+		if !wait(ch, deadline, c.s.now) {
 			c.resetStream(st.id, http2.ErrCodeInternal, false)
 			return 0, os.ErrDeadlineExceeded
 		}

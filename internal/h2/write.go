@@ -39,13 +39,16 @@ func (c *conn) unlockWrite(fromReader bool) {
 // flushLocked writes the buffered frames out (wmu held).
 func (c *conn) flushLocked() {
 	c.dirty.Store(false)
-	if c.werr != nil || c.bw.Buffered() == 0 {
+	if c.ws == nil {
 		return
 	}
-	if err := c.bw.Flush(); err != nil {
-		c.werr = err
-		c.nc.Close()
+	if c.werr == nil && c.ws.bw.Buffered() > 0 {
+		if err := c.ws.bw.Flush(); err != nil {
+			c.werr = err
+			c.nc.Close()
+		}
 	}
+	c.giveWriteSet()
 }
 
 // frameBuffered reports whether a whole frame is buffered to read
@@ -84,7 +87,7 @@ func (c *conn) writeControl(fromReader bool, fn func() error) {
 
 // writeGoAway writes GOAWAY, flushed: the connection may close next.
 func (c *conn) writeGoAway(last uint32, code http2.ErrCode) {
-	c.writeControl(false, func() error { return c.fr.WriteGoAway(last, code, nil) })
+	c.writeControl(false, func() error { return c.fw.WriteGoAway(last, code, nil) })
 }
 
 // writeWindowUpdates returns receive window to the client: conn bytes
@@ -95,12 +98,12 @@ func (c *conn) writeWindowUpdates(id uint32, conn, st int32, fromReader bool) {
 	}
 	c.writeControl(fromReader, func() error {
 		if conn > 0 {
-			if err := c.fr.WriteWindowUpdate(0, uint32(conn)); err != nil {
+			if err := c.fw.WriteWindowUpdate(0, uint32(conn)); err != nil {
 				return err
 			}
 		}
 		if st > 0 {
-			return c.fr.WriteWindowUpdate(id, uint32(st))
+			return c.fw.WriteWindowUpdate(id, uint32(st))
 		}
 		return nil
 	})
@@ -116,9 +119,10 @@ type respHead struct {
 	date   string // Date, if any
 }
 
-// encode HPACK-encodes h into c.hbuf (wmu held).
+// encode HPACK-encodes h into the write set's hbuf (wmu held).
 func (c *conn) encode(h *respHead) {
-	c.hbuf.Reset()
+	ws := c.writeSet()
+	ws.hbuf = ws.hbuf[:0]
 	if h.status != 0 {
 		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(h.status)})
 	}
@@ -166,27 +170,44 @@ func statusString(code int) string {
 	return strconv.Itoa(code)
 }
 
-// writeHeaderBlock writes c.hbuf as HEADERS and CONTINUATION frames
+// writeHeaderBlock writes the encoded block (hbuf) as HEADERS and CONTINUATION frames
 // (wmu held).
 func (c *conn) writeHeaderBlock(id uint32, endStream bool) error {
-	b := c.hbuf.Bytes()
+	b := c.ws.hbuf
 	frag := b[:min(len(b), maxDataFrame)]
 	b = b[len(frag):]
-	err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: len(b) == 0})
+	err := c.fw.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: len(b) == 0})
 	for err == nil && len(b) > 0 {
 		frag = b[:min(len(b), maxDataFrame)]
 		b = b[len(frag):]
-		err = c.fr.WriteContinuation(id, len(b) == 0, frag)
+		err = c.fw.WriteContinuation(id, len(b) == 0, frag)
 	}
 	return err
 }
 
 // writeFrames writes, for st, the header block h (if set) and data as
 // DATA frames, END_STREAM on the last frame when end. The caller holds
-// the send window for data.
+// the send window for data. A stream whose request has ended closes
+// before its END_STREAM is flushed: a client that reads the response
+// and at once sends on the stream again must find it closed (RFC 9113
+// §5.1), not half-closed.
 func (c *conn) writeFrames(st *stream, h *respHead, data []byte, end bool) error {
 	c.lockWrite()
-	defer c.unlockWrite(false)
+	err := c.writeFramesLocked(st, h, data, end)
+	if err == nil && end {
+		c.mu.Lock()
+		st.sentEnd = true
+		if st.recvEnd {
+			c.closeStream(st)
+		}
+		c.mu.Unlock()
+	}
+	c.unlockWrite(false)
+	return err
+}
+
+// writeFramesLocked is writeFrames with wmu held.
+func (c *conn) writeFramesLocked(st *stream, h *respHead, data []byte, end bool) error {
 	if c.werr != nil {
 		return errClientDisconnected
 	}
@@ -205,7 +226,7 @@ func (c *conn) writeFrames(st *stream, h *respHead, data []byte, end bool) error
 	}
 	for {
 		n := min(len(data), maxDataFrame)
-		if err := c.fr.WriteData(st.id, end && n == len(data), data[:n]); err != nil {
+		if err := c.writeData(st.id, end && n == len(data), data[:n]); err != nil {
 			c.werr = err
 			return errClientDisconnected
 		}
