@@ -123,8 +123,13 @@ func (c *conn) closeStream(st *stream) {
 // resetStream sends RST_STREAM for id and ends its stream, if open.
 func (c *conn) resetStream(id uint32, code http2.ErrCode, fromReader bool) {
 	c.mu.Lock()
-	c.resetIDs[c.resetNext%uint32(len(c.resetIDs))] = id
-	c.resetNext++
+	if code != http2.ErrCodeNo {
+		// Only stream errors: after a NO_ERROR reset (an answer sent
+		// before the request ended) a client's HEADERS on the stream is
+		// the connection error of RFC 9113 §5.1 (h2spec 5.1/9).
+		c.resetIDs[c.resetNext%uint32(len(c.resetIDs))] = id
+		c.resetNext++
+	}
 	if st := c.streams[id]; st != nil {
 		st.abort(http2.StreamError{StreamID: id, Code: code})
 		c.closeStream(st)
