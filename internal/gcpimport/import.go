@@ -640,8 +640,40 @@ func refCollectionOf(link string) string {
 // render writes the config.
 func (im *importer) render(o Options) ([]byte, error) {
 	root := &yaml.Node{Kind: yaml.MappingNode}
-	byColl := map[string][]*yaml.Node{}
-	names := map[string]map[string]string{}
+	byColl, names := im.collect()
+	im.checkPolicyRefs(names["securityPolicies"])
+	spillway, placeholder := im.serverlessMapping(o)
+	if spillway != nil {
+		set(root, "spillway", spillway)
+	}
+	for _, c := range collections() {
+		if items := byColl[c.name]; len(items) > 0 {
+			set(root, c.name, &yaml.Node{Kind: yaml.SequenceNode, Content: items})
+		}
+	}
+	template, err := im.frontend(root, o, names["urlMaps"])
+	if err != nil {
+		return nil, err
+	}
+	plain(root)
+	if spillway != nil {
+		root.Content[0].HeadComment = serverlessComment(placeholder)
+	}
+	root.Style = 0
+	root.HeadComment = im.header(o)
+	root.FootComment = template
+	if len(root.Content) == 0 {
+		// An empty mapping would be written as {}: write the comments only.
+		return []byte(commentLines(root.HeadComment) + "\n" + commentLines(template) + "\n"), nil
+	}
+	return encodeYAML(root)
+}
+
+// collect groups the resources by collection, first one of a name kept
+// (a later one is noted), and returns the names seen per collection with
+// where each came from.
+func (im *importer) collect() (byColl map[string][]*yaml.Node, names map[string]map[string]string) {
+	byColl, names = map[string][]*yaml.Node{}, map[string]map[string]string{}
 	for _, r := range im.resources {
 		if names[r.coll] == nil {
 			names[r.coll] = map[string]string{}
@@ -653,41 +685,20 @@ func (im *importer) render(o Options) ([]byte, error) {
 		names[r.coll][r.name] = r.src
 		byColl[r.coll] = append(byColl[r.coll], nameFirst(r.node))
 	}
-	im.checkPolicyRefs(names["securityPolicies"])
-	spillway, placeholder := im.serverlessMapping(o)
-	if spillway != nil {
-		set(root, "spillway", spillway)
-	}
-	for _, c := range collections() {
-		if items := byColl[c.name]; len(items) > 0 {
-			set(root, c.name, &yaml.Node{Kind: yaml.SequenceNode, Content: items})
-		}
-	}
-	urlMaps := slices.Sorted(maps.Keys(names["urlMaps"]))
+	return byColl, names
+}
+
+// frontend adds the frontend --frontend asks for to root, or returns the
+// commented template that tells how to add one.
+func (im *importer) frontend(root *yaml.Node, o Options, urlMapNames map[string]string) (template string, err error) {
+	urlMaps := slices.Sorted(maps.Keys(urlMapNames))
 	for _, r := range im.resources {
 		if r.coll == "urlMaps" {
 			urlMaps = []string{r.name} // the first, in input order
 			break
 		}
 	}
-	template := ""
-	if o.Frontend != "" {
-		if len(urlMaps) == 0 {
-			return nil, errors.New("--frontend: there is no URL map for the frontend to serve; give a URL map export too")
-		}
-		fe := &yaml.Node{Kind: yaml.MappingNode}
-		set(fe, "name", str("fe-http"))
-		set(fe, "address", str(o.Frontend))
-		set(fe, "protocol", str("HTTP"))
-		set(fe, "urlMap", str(urlMaps[0]))
-		if o.Region != "" {
-			set(fe, "region", str(o.Region))
-		}
-		set(root, "frontends", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{fe}})
-		if len(names["urlMaps"]) > 1 {
-			im.note("--frontend", "frontends[fe-http]", "the input has %d URL maps; the frontend serves the first, %s: add a frontend for each other one", len(names["urlMaps"]), urlMaps[0])
-		}
-	} else {
+	if o.Frontend == "" {
 		um := "URL_MAP"
 		if len(urlMaps) > 0 {
 			um = urlMaps[0]
@@ -699,25 +710,33 @@ func (im *importer) render(o Options) ([]byte, error) {
 				break
 			}
 		}
-		template = fmt.Sprintf("frontends (a Spillway extension: a forwarding rule plus a target proxy in\nGoogle Cloud) cannot come from gcloud's exports; serve needs one. Uncomment\nand edit, or run spillway import again with --frontend ADDRESS --region REGION:\nfrontends:\n- {name: fe-http, address: \"127.0.0.1:8080\", protocol: HTTP, urlMap: %s, region: %s}", um, region)
+		return fmt.Sprintf("frontends (a Spillway extension: a forwarding rule plus a target proxy in\nGoogle Cloud) cannot come from gcloud's exports; serve needs one. Uncomment\nand edit, or run spillway import again with --frontend ADDRESS --region REGION:\nfrontends:\n- {name: fe-http, address: \"127.0.0.1:8080\", protocol: HTTP, urlMap: %s, region: %s}", um, region), nil
 	}
-	plain(root)
-	if spillway != nil {
-		root.Content[0].HeadComment = serverlessComment(placeholder)
+	if len(urlMaps) == 0 {
+		return "", errors.New("--frontend: there is no URL map for the frontend to serve; give a URL map export too")
 	}
-	root.Style = 0
-	root.HeadComment = im.header(o)
-	root.FootComment = template
+	fe := &yaml.Node{Kind: yaml.MappingNode}
+	set(fe, "name", str("fe-http"))
+	set(fe, "address", str(o.Frontend))
+	set(fe, "protocol", str("HTTP"))
+	set(fe, "urlMap", str(urlMaps[0]))
+	if o.Region != "" {
+		set(fe, "region", str(o.Region))
+	}
+	set(root, "frontends", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{fe}})
+	if len(urlMapNames) > 1 {
+		im.note("--frontend", "frontends[fe-http]", "the input has %d URL maps; the frontend serves the first, %s: add a frontend for each other one", len(urlMapNames), urlMaps[0])
+	}
+	return "", nil
+}
+
+// encodeYAML writes root as a YAML document, 2-space indented.
+func encodeYAML(root *yaml.Node) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	enc.CompactSeqIndent()
-	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
-	if len(root.Content) == 0 {
-		// An empty mapping would be written as {}: write the comments only.
-		return []byte(commentLines(root.HeadComment) + "\n" + commentLines(template) + "\n"), nil
-	}
-	if err := enc.Encode(doc); err != nil {
+	if err := enc.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}); err != nil {
 		return nil, fmt.Errorf("writing the config: %w", err)
 	}
 	if err := enc.Close(); err != nil {

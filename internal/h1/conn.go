@@ -183,28 +183,8 @@ func (c *h1conn) serve() {
 	for {
 		c.wdl.Store(0) // a handler's write deadline ends with its response
 		c.src.remain = MaxHeaderBytes + h1ReadSlop
-		if c.br.Buffered() == 0 {
-			c.idle.Store(true)
-			if c.s.shutdown.Load() && !first {
-				return
-			}
-			if first && c.s.ReadHeaderTimeout > 0 {
-				// Before the first request the header timeout runs from
-				// the start, as in net/http: a connection that never
-				// sends a byte is not kept for the keep-alive timeout.
-				c.headerDeadline()
-			} else {
-				c.idleDeadline()
-			}
-			// Let the other runnable connections go first: by the time
-			// this one reads again its client has often sent the next
-			// request, which saves the read that would find nothing and
-			// the park and wake-up after it (nginx gets the same effect
-			// by handling every ready event before it polls again).
-			runtime.Gosched()
-			if !c.awaitRequest(first) {
-				return
-			}
+		if c.br.Buffered() == 0 && !c.waitIdle(first) {
+			return
 		}
 		c.idle.Store(false)
 		c.fresh.Store(false)
@@ -223,20 +203,8 @@ func (c *h1conn) serve() {
 			// a TLS client that did not ask for h2 and sends the
 			// preface gets the HTTP/1.1 answer net/http's server gives.
 			if c.tls == nil && c.h2Preface() {
-				// The HTTP/2 server's header timeout (WatchH2) runs
-				// from when this one started: the read deadline set
-				// above, less ReadHeaderTimeout.
-				var opened time.Time
-				if c.s.ReadHeaderTimeout > 0 && !c.rdl.IsZero() {
-					opened = c.rdl.Add(-c.s.ReadHeaderTimeout)
-				}
-				c.src.remain = noLimit
-				c.setReadDeadline(time.Time{})
 				handedOff = true
-				c.s.forget(c)
-				rc := newReplayConn(c.rwc, c.br, opened)
-				c.giveBuffers()
-				c.s.handOff(rc)
+				c.handOffH2C()
 				return
 			}
 			head, whole = bufferedHead(c.br) // the preface check may have read more
@@ -257,6 +225,48 @@ func (c *h1conn) serve() {
 			return
 		}
 	}
+}
+
+// waitIdle waits, with the connection marked idle, for the first byte of
+// its next request under the header (first request) or idle deadline;
+// false ends the connection (closed, timed out, or shutting down).
+func (c *h1conn) waitIdle(first bool) bool {
+	c.idle.Store(true)
+	if c.s.shutdown.Load() && !first {
+		return false
+	}
+	if first && c.s.ReadHeaderTimeout > 0 {
+		// Before the first request the header timeout runs from the
+		// start, as in net/http: a connection that never sends a byte
+		// is not kept for the keep-alive timeout.
+		c.headerDeadline()
+	} else {
+		c.idleDeadline()
+	}
+	// Let the other runnable connections go first: by the time this one
+	// reads again its client has often sent the next request, which
+	// saves the read that would find nothing and the park and wake-up
+	// after it (nginx gets the same effect by handling every ready event
+	// before it polls again).
+	runtime.Gosched()
+	return c.awaitRequest(first)
+}
+
+// handOffH2C passes a cleartext connection that opened with the HTTP/2
+// preface to the h2c server, with the bytes already read. The HTTP/2
+// server's header timeout (WatchH2) runs from when this one started: the
+// read deadline set before the first request, less ReadHeaderTimeout.
+func (c *h1conn) handOffH2C() {
+	var opened time.Time
+	if c.s.ReadHeaderTimeout > 0 && !c.rdl.IsZero() {
+		opened = c.rdl.Add(-c.s.ReadHeaderTimeout)
+	}
+	c.src.remain = noLimit
+	c.setReadDeadline(time.Time{})
+	c.s.forget(c)
+	rc := newReplayConn(c.rwc, c.br, opened)
+	c.giveBuffers()
+	c.s.handOff(rc)
 }
 
 // readRequest reads the next request, with the fast parser when its head
