@@ -158,16 +158,34 @@ func (r *recordingTap) Tapped(e *gslb.Exchange) {
 	r.mu.Unlock()
 }
 
+// wait returns the n-th tapped exchange. The server writes its answer
+// before it hands the exchange to the Tap, so a client can hold the
+// answer before the Tap has it: wait (bounded) instead of assuming.
+func (r *recordingTap) wait(t *testing.T, n int) gslb.Exchange {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		got := len(r.got)
+		if got >= n {
+			e := r.got[n-1]
+			r.mu.Unlock()
+			return e
+		}
+		r.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the Tap has %d exchanges, want %d", got, n)
+		}
+	}
+}
+
 // The Tap sees queries over real UDP and TCP sockets with the wire
 // messages, the client and the GSLB decision.
 func TestTapOverSockets(t *testing.T) {
 	tap := &recordingTap{}
 	_, addr := start(t, zoneYAML, gslb.Options{Tap: tap})
-	for _, network := range []string{"udp", "tcp"} {
+	for i, network := range []string{"udp", "tcp"} {
 		r := exchange(t, network, addr, query("w.gslb.example.", dns.TypeA, 1232, ""))
-		tap.mu.Lock()
-		e := tap.got[len(tap.got)-1]
-		tap.mu.Unlock()
+		e := tap.wait(t, i+1)
 		if e.TCP != (network == "tcp") || !e.Client.Addr().IsLoopback() || e.Client.Port() == 0 {
 			t.Fatalf("%s: tapped TCP=%v client %v", network, e.TCP, e.Client)
 		}
