@@ -400,16 +400,7 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	}
 	opt("reason", e.reason)
 	opt("edgeIp", e.edgeIP)
-	if l := &e.layer; l.Address != "" {
-		b = append(b, `,"regionalLayer":{"address":`...)
-		b = appendJSONString(b, l.Address)
-		b = append(b, `,"region":`...)
-		b = appendJSONString(b, l.Region)
-		opt("zone", l.Zone)
-		opt("endpoint", l.Endpoint)
-		opt("statusDetails", l.Details)
-		b = append(b, '}')
-	}
+	b = appendJSONLayer(b, &e.layer)
 	opt("requestId", e.requestID)
 	opt("remotePort", e.remotePort)
 	opt("tlsVersion", e.tlsVersion)
@@ -419,6 +410,27 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	}
 	b = appendSecurity(b, e.security)
 	return append(b, "}}\n"...)
+}
+
+// appendJSONLayer appends "regionalLayer": what the regional layer said
+// to an edge about the request, nothing when it went to none.
+func appendJSONLayer(b []byte, l *proxy.LayerOutcome) []byte {
+	if l.Address == "" {
+		return b
+	}
+	b = append(b, `,"regionalLayer":{"address":`...)
+	b = appendJSONString(b, l.Address)
+	b = append(b, `,"region":`...)
+	b = appendJSONString(b, l.Region)
+	for _, f := range [...][2]string{{"zone", l.Zone}, {"endpoint", l.Endpoint}, {"statusDetails", l.Details}} {
+		if f[1] != "" {
+			b = append(b, `,"`...)
+			b = append(b, f[0]...)
+			b = append(b, `":`...)
+			b = appendJSONString(b, f[1])
+		}
+	}
+	return append(b, '}')
 }
 
 // securityFields are Google's log fields for the edge and backend
