@@ -142,16 +142,16 @@ type Config struct {
 
 // handler is the http.Handler of one frontend.
 type handler struct {
-	cfg       Config
-	urlMap    string
-	region    string // frontend region name, "" for none
+	cfg    Config
+	urlMap string
+	region string // frontend region name, "" for none
 	// layer is the frontend's proxy layer ("", EDGE, REGIONAL), trusted
 	// a REGIONAL frontend's trusted edges, layers the pools an EDGE
 	// frontend forwards on.
-	layer   string
-	trusted []netip.Prefix
-	layers  *Layers
-	https     bool   // frontend protocol HTTPS
+	layer     string
+	trusted   []netip.Prefix
+	layers    *Layers
+	https     bool // frontend protocol HTTPS
 	transport http.RoundTripper
 	fast      *h1.Transport // transport when it is the fast one, else nil
 	h2        http.RoundTripper

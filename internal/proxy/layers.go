@@ -102,12 +102,12 @@ func (h *handler) trustedEdge(r *http.Request) bool {
 
 // edgeInfo is what a trusted edge told a regional layer.
 type edgeInfo struct {
-	service         string
-	client, lb      string
-	proto           string
-	timeout         time.Duration
-	policy          plan.RetryPolicy
-	hasPolicy       bool
+	service    string
+	client, lb string
+	proto      string
+	timeout    time.Duration
+	policy     plan.RetryPolicy
+	hasPolicy  bool
 }
 
 // readEdge takes the internal headers out of r (a REGIONAL frontend's
