@@ -136,7 +136,6 @@
 //     copied both ways until either side closes or the tunnel is idle for
 //     the request timeout. "Upgrade: h2c" is not an upgrade: like
 //     net/http, the request is answered as plain HTTP/1.1.
-//
 //   - Two proxy layers (layers.go, layerpool.go; docs/global.md): an
 //     EDGE frontend forwards what it decided (service, region) to the
 //     region's regional layer over pooled HTTP/2 connections, with the
