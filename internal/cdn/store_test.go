@@ -22,7 +22,9 @@ type lruItem struct {
 	size int64
 }
 
-func newLRU(capacity int64) *lru { return &lru{ll: list.New(), m: map[string]*list.Element{}, capacity: capacity} }
+func newLRU(capacity int64) *lru {
+	return &lru{ll: list.New(), m: map[string]*list.Element{}, capacity: capacity}
+}
 
 func (l *lru) get(k string) bool {
 	if e, ok := l.m[k]; ok {

@@ -93,7 +93,7 @@ func TestDecide(t *testing.T) {
 		{"origin no maxTtl clamp", origin, get, 200, hdr("Cache-Control", "max-age=999999"), 10, true, "", 999999 * time.Second, "", 24 * time.Hour},
 		{"origin expires", origin, get, 200, hdr("Date", "Wed, 02 Dec 2026 10:00:00 GMT", "Expires", "Wed, 02 Dec 2026 10:01:00 GMT"), 10, true, "", time.Minute, "", 24 * time.Hour},
 		{"origin bad expires is stale", origin, get, 200, hdr("Expires", "0"), 10, true, "", 0, "", 24 * time.Hour},
-		{"origin no-cache revalidates", origin, get, 200, hdr("Cache-Control", "no-cache"), 10, true, "", 0, "", 24 * time.Hour},
+		{"origin no-cache revalidates", origin, get, 200, hdr("Cache-Control", "no-cache"), 10, true, "", 0, "", 0},
 		{"origin must-revalidate no stale", origin, get, 200, hdr("Cache-Control", "max-age=9, must-revalidate"), 10, true, "", 9 * time.Second, "", 0},
 		{"origin swr capped", origin, get, 200, hdr("Cache-Control", "max-age=9, stale-while-revalidate=30"), 10, true, "", 9 * time.Second, "", 30 * time.Second},
 		{"serveWhileStale 0", noStale, get, 200, hdr("Cache-Control", "max-age=9, stale-while-revalidate=30"), 10, true, "", 9 * time.Second, "", 0},

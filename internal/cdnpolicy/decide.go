@@ -211,7 +211,11 @@ func (p *Policy) staleWindows(cc Directives, force bool) (swr, sie time.Duration
 		}
 		return min(time.Duration(d)*time.Second, p.ServeWhileStale)
 	}
-	return pick(cc.StaleWhileRevalidate), pick(cc.StaleIfError)
+	swr, sie = pick(cc.StaleWhileRevalidate), pick(cc.StaleIfError)
+	if cc.NoCache && !force {
+		swr = 0 // no-cache: never used without revalidating first
+	}
+	return swr, sie
 }
 
 // staticType reports whether a Content-Type is static content as Google
