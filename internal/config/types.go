@@ -20,7 +20,7 @@ type Config struct {
 	// BackendBuckets are Cloud CDN's bucket backends; Spillway serves a
 	// local directory for each (cdn.go).
 	BackendBuckets []BackendBucket `json:"backendBuckets,omitempty"`
-	URLMaps               []URLMap               `json:"urlMaps,omitempty"`
+	URLMaps        []URLMap        `json:"urlMaps,omitempty"`
 	// SecurityPolicies are Cloud Armor policies (security.go).
 	SecurityPolicies []SecurityPolicy `json:"securityPolicies,omitempty"`
 

@@ -56,8 +56,8 @@ type validator struct {
 
 	// Name → index, per kind, for resolving references.
 	hcs, policies, negs, igs, services, buckets, urlMapNames, regionNames map[string]int
-	sslPolicyNames, serverTLSPolicyNames, trustConfigNames       map[string]int
-	securityPolicyNames                                          map[string]int
+	sslPolicyNames, serverTLSPolicyNames, trustConfigNames                map[string]int
+	securityPolicyNames                                                   map[string]int
 }
 
 // add records a problem at path. The position is that of path or, when

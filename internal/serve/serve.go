@@ -134,7 +134,7 @@ type Options struct {
 // Server is a running Spillway instance.
 type Server struct {
 	// cache is Cloud CDN's cache (cdn.go), kept across reloads.
-	cache cdnCache
+	cache  cdnCache
 	opts   Options
 	log    *slog.Logger
 	now    func() time.Time
