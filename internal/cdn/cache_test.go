@@ -465,3 +465,31 @@ func BenchmarkHit(b *testing.B) {
 		}
 	}
 }
+
+// An object over maxObjectBytes streams through whole and is not kept,
+// also for a range request on a miss (which the fill buffers first).
+func TestHugeObjectNotStored(t *testing.T) {
+	big := strings.Repeat("y", 50_000)
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "video/mp4")
+		for i := 0; i < len(big); i += 1000 {
+			_, _ = io.WriteString(w, big[i:i+1000])
+			w.(http.Flusher).Flush() // chunked: no Content-Length to refuse it early
+		}
+	})
+	c, _ := newCache(t, Options{MemoryBytes: 1 << 20})
+	f := newFront(t, c, cdnpolicy.Compile(nil, nil, 10_000), o)
+	for _, rg := range []string{"", "bytes=0-9"} {
+		var hdr []string
+		if rg != "" {
+			hdr = []string{"Range", rg}
+		}
+		resp, body := get(t, f.srv.URL+"/huge", hdr...)
+		if resp.StatusCode != 200 || body != big {
+			t.Errorf("range %q: %d, %d bytes", rg, resp.StatusCode, len(body))
+		}
+	}
+	if o.count.Load() != 2 || c.Memory().Stats().Objects != 0 {
+		t.Errorf("%d backend requests, %d objects stored", o.count.Load(), c.Memory().Stats().Objects)
+	}
+}
