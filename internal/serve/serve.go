@@ -133,6 +133,8 @@ type Options struct {
 
 // Server is a running Spillway instance.
 type Server struct {
+	// cache is Cloud CDN's cache (cdn.go), kept across reloads.
+	cache  cdnCache
 	opts   Options
 	log    *slog.Logger
 	now    func() time.Time
@@ -251,6 +253,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.names = newNames(cfg, opts.Resolver, s.now)
 	p, err := s.compile(context.Background(), cfg)
 	if err != nil {
+		return nil, err
+	}
+	if s.cache, err = newCache(cfg, s.log); err != nil {
 		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)
@@ -620,7 +625,7 @@ func (s *Server) Run(ctx context.Context) error {
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	stopAll(shutdownCtx)
-	return nil
+	return s.cache.Close()
 }
 
 // loop owns s.state.
