@@ -720,27 +720,9 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+*admin+"/health", nil)
+	body, err := callAdmin(ctx, *admin, token, http.MethodGet, "/health", nil)
 	if err != nil {
 		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the admin API at %s: %w (is 'spillway serve' running with --admin %s?)", *admin, err, *admin)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		return fmt.Errorf("the admin API at %s wants a token (fix: give it with --admin-token-file FILE or %s)", *admin, adminTokenEnv)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the admin API at %s answered %s: %s", *admin, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if *asJSON {
 		_, err = stdout.Write(body)
