@@ -255,11 +255,9 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		stdout = os.Stdout
 	}
 	s.names = newNames(cfg, opts.Resolver, s.now)
-	pw, err := bgp.Passwords(bgpOf(cfg))
-	if err != nil {
+	if s.anycast, err = newAnycast(s, bgpOf(cfg)); err != nil {
 		return nil, err
 	}
-	s.anycast = newAnycast(s, bgpOf(cfg), pw)
 	p, err := s.compile(context.Background(), cfg)
 	if err != nil {
 		return nil, err
@@ -291,16 +289,22 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
-	if err := s.alog.Configure(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.dnstel.configure(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.tracing.Configure(cfg); err != nil {
+	if err := s.configureTelemetry(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// configureTelemetry applies cfg's access log, DNS telemetry and
+// tracing (at start; a reload logs each failure and carries on).
+func (s *Server) configureTelemetry(cfg *config.Config) error {
+	if err := s.alog.Configure(cfg); err != nil {
+		return err
+	}
+	if err := s.dnstel.configure(cfg); err != nil {
+		return err
+	}
+	return s.tracing.Configure(cfg)
 }
 
 // ListenerFiles returns duplicates of every listening socket (HTTP(S)
