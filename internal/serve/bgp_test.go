@@ -246,7 +246,7 @@ func TestAnycastFollowsHealth(t *testing.T) {
 		t.Errorf("the prefix returned %s after the backends, within the 2 s hold-down", back)
 	}
 	t.Logf("with holdDownSec 2 the prefix returned %s after the backends started", back)
-	if got := protocolSince(t, bird, "edge4"); got != since {
+	if got := protocolSince(t, bird, "edge4"); !birdtest.SameSince(got, since) {
 		t.Errorf("the reload restarted the IPv4 session (since %s, was %s)", got, since)
 	}
 	checkMetrics(t, s,
@@ -280,20 +280,15 @@ func TestAnycastFollowsHealth(t *testing.T) {
 	waitRoute(t, bird, anyV4, true, nil)
 }
 
-// protocolSince is the time bird's protocol entered its state.
-func protocolSince(t *testing.T, b *birdtest.Bird, name string) string {
+// protocolSince is when bird's protocol entered its state (compare
+// with birdtest.SameSince).
+func protocolSince(t *testing.T, b *birdtest.Bird, name string) time.Duration {
 	t.Helper()
-	out, err := b.Birdc("show", "protocols", name)
+	since, err := b.Since(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) >= 5 && f[0] == name {
-			return f[4]
-		}
-	}
-	t.Fatalf("no protocol %s: %s", name, out)
-	return ""
+	return since
 }
 
 // checkMetrics fetches /metrics and checks it has every line of want.

@@ -329,3 +329,33 @@ func (b *Bird) Log() string {
 	log, _ := os.ReadFile(filepath.Join(b.Dir, "bird.log"))
 	return string(bytes.TrimSpace(log))
 }
+
+// Since returns when protocol name entered its state, as `show
+// protocols` says it (e.g. "14:33:47.304"), as a time of day. bird
+// derives the time it shows from its monotonic clock at each query, so
+// two queries may differ by a few milliseconds for the same state
+// change: compare with SameSince.
+func (b *Bird) Since(name string) (time.Duration, error) {
+	out, err := b.Birdc("show", "protocols", name)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && f[0] == name {
+			t, err := time.Parse("15:04:05.000", f[4])
+			if err != nil {
+				return 0, fmt.Errorf("bird: protocol %s since %q: %w", name, f[4], err)
+			}
+			return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second + time.Duration(t.Nanosecond()), nil
+		}
+	}
+	return 0, fmt.Errorf("bird: no protocol %s in %s", name, out)
+}
+
+// SameSince reports whether two Since readings are the same state
+// change (within 250 ms; a session that restarts takes longer than
+// that to come back).
+func SameSince(a, b time.Duration) bool {
+	d := a - b
+	return d > -250*time.Millisecond && d < 250*time.Millisecond
+}
