@@ -32,7 +32,7 @@ const prefix = "spwt-"
 // Two namespaces joined by a delayed link: a TCP handshake from one to
 // the other takes the two one-way delays; a cut link carries nothing;
 // Close removes the namespaces and the process started inside one.
-func TestVethNetemAndClose(t *testing.T) {
+func TestDelayLinkAndClose(t *testing.T) {
 	need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
