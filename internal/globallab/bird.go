@@ -18,11 +18,11 @@ import (
 
 // birdPeer is one eBGP session of a site router to another site's.
 type birdPeer struct {
-	name       string
-	local      string
-	addr       string
-	asn        int
-	delay      time.Duration
+	name  string
+	local string
+	addr  string
+	asn   int
+	delay time.Duration
 }
 
 // router is one site's BIRD.
