@@ -237,7 +237,7 @@ func TestDecodeErrors(t *testing.T) {
 			"spillway: {undrainHoldSec: x}\nregions:\n- name: r\n  latitude: y\n  lat: 1\n",
 			"test.yaml:1:28: spillway.undrainHoldSec: want an integer, got \"x\" (fix: write a whole number such as 30)\n" +
 				"test.yaml:4:13: regions[r].latitude: want a number, got \"y\" (fix: write a number such as 0.5)\n" +
-				`test.yaml:5:3: regions[r]: unknown field "lat" (fix: remove it; fields here are: name, latitude, longitude, rttMs)`},
+				`test.yaml:5:3: regions[r]: unknown field "lat" (fix: remove it; fields here are: name, latitude, longitude, rttMs, regionalLayer)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -688,7 +688,42 @@ type Region struct {
 	// RTTMs gives explicit round-trip times in milliseconds to other
 	// regions; it wins over coordinates.
 	RTTMs map[string]float64 `json:"rttMs,omitempty"`
+	// RegionalLayer, when set, is where an EDGE frontend forwards the
+	// requests it sends to this region: the region's second proxy layer
+	// (docs/global.md, "Two proxy layers").
+	RegionalLayer *RegionalLayer `json:"regionalLayer,omitempty"`
 }
+
+// RegionalLayer is a Spillway extension: the regional-layer instances of
+// a region, which an EDGE frontend reaches over long-lived HTTP/2
+// connections.
+type RegionalLayer struct {
+	// Endpoints are the regional layer's addresses (host:port), tried in
+	// turn; one that fails to connect is set aside for a while.
+	Endpoints []string `json:"endpoints"`
+	// Protocol is H2C (HTTP/2 with prior knowledge, cleartext; the
+	// default) or HTTP2 (HTTP/2 over TLS).
+	Protocol string `json:"protocol,omitempty"`
+	// ClientCertificate is the edge's client certificate (HTTP2 only),
+	// for a regional frontend that asks for one (mTLS).
+	ClientCertificate *Certificate `json:"clientCertificate,omitempty"`
+	// CAFile is a PEM file of the CAs that sign the regional layer's
+	// server certificates (HTTP2 only); without it the certificate is
+	// not verified, as for backends.
+	CAFile string `json:"caFile,omitempty"`
+	// ServerName is the name the regional layer's certificate is
+	// verified against (HTTP2 with caFile; default: the endpoint's host).
+	ServerName string `json:"serverName,omitempty"`
+	// MaxConnections bounds the HTTP/2 connections kept to each regional
+	// endpoint (default 4); requests share them as streams.
+	MaxConnections int `json:"maxConnections,omitempty"`
+}
+
+// Frontend layers (Frontend.Layer).
+const (
+	LayerEdge     = "EDGE"
+	LayerRegional = "REGIONAL"
+)
 
 // Frontend is a Spillway extension: a listener (forwarding rule + target
 // proxy in Google Cloud terms).
@@ -715,6 +750,17 @@ type Frontend struct {
 	// (UDP) and advertises it with Alt-Svc on the TCP responses; DISABLE
 	// and NONE (the default) do not.
 	QuicOverride string `json:"quicOverride,omitempty"`
+	// Layer is the frontend's proxy layer (docs/global.md, "Two proxy
+	// layers"): "" (one layer, the default), EDGE (pick the backend
+	// service and region, forward to the region's regionalLayer when it
+	// has one) or REGIONAL (serve an edge's requests: pick zone and
+	// endpoint in Region).
+	Layer string `json:"layer,omitempty"`
+	// TrustedEdges (REGIONAL only) are the source prefixes whose
+	// requests' internal edge headers are believed; from anyone else
+	// they are removed. A client certificate verified by the frontend's
+	// serverTlsPolicy is trusted as well.
+	TrustedEdges []string `json:"trustedEdges,omitempty"`
 }
 
 // QUIC reports whether the frontend serves HTTP/3 over QUIC

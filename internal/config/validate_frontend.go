@@ -28,6 +28,7 @@ func (v *validator) regions() {
 				v.add(op, "use 0 or more milliseconds", "%s is negative", fmtFloat(ms))
 			}
 		}
+		v.regionalLayer(p+".regionalLayer", r.RegionalLayer)
 	}
 }
 
@@ -54,10 +55,14 @@ func (v *validator) frontends() {
 		switch {
 		case f.URLMap != "":
 			v.ref(p+".urlMap", f.URLMap, "URL map", map[string]map[string]int{"urlMaps": v.urlMapNames})
+		case f.Layer == LayerRegional:
+			// Served from the edge's choice; a URL map only serves
+			// requests that do not come from a trusted edge.
 		case proto == "HTTP" || proto == "HTTPS":
 			v.add(p+".urlMap", "name the URL map that routes this frontend's requests", "a URL map is required for %s", proto)
 		}
 		v.frontendCertificates(p, f, proto)
+		v.frontendLayer(p, f, proto)
 		v.frontendTLS(p, f, proto == "HTTPS")
 		v.certificateFiles(p, f.Certificates)
 		// A built-in Google Cloud region needs no regions[] entry (nor

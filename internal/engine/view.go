@@ -33,6 +33,9 @@ type serviceView struct {
 	// splits[r] is the split for client region r; the last entry is for
 	// clients with no region.
 	splits []Split
+	// regions[r] is the split over region r's backends, for a regional
+	// layer (PickInRegion).
+	regions []regionSplit
 }
 
 type backendView struct {
@@ -101,6 +104,7 @@ func NextView(s *control.State, prev *View) *View {
 				demand: demand, remaining: remaining, salt: salt,
 			}, p)
 		}
+		sv.buildRegionSplits(p.Regions)
 	}
 	return v
 }

@@ -61,6 +61,10 @@ type Plan struct {
 	// of Google Cloud regions (KnownRTT), else estimated from coordinates
 	// (FibreRTTMs); +Inf when unknown.
 	Distance [][]float64
+	// RegionalLayers[r] is region r's regional layer (regions[].
+	// regionalLayer), where EDGE frontends forward its requests; nil for
+	// a region without one.
+	RegionalLayers []*config.RegionalLayer
 
 	URLMaps   map[string]*URLMap
 	Frontends []*Frontend
@@ -247,7 +251,12 @@ type Frontend struct {
 	URLMap   *URLMap
 	Region   string
 	RegionID int // -1 when the frontend has no region
-	Config   *config.Frontend
+	// Layer is the frontend's proxy layer: "", config.LayerEdge or
+	// config.LayerRegional; TrustedEdges a REGIONAL frontend's trusted
+	// sources.
+	Layer        string
+	TrustedEdges []netip.Prefix
+	Config       *config.Frontend
 }
 
 // Compile builds a Plan. The config must have passed Validate; Compile
@@ -381,6 +390,12 @@ func (cc *compiler) regions(c *config.Config) {
 		p.RegionIndex[r] = i
 	}
 	p.Distance = distances(p.Regions, c.Regions)
+	p.RegionalLayers = make([]*config.RegionalLayer, len(p.Regions))
+	for i := range c.Regions {
+		if l := c.Regions[i].RegionalLayer; l != nil {
+			p.RegionalLayers[p.RegionIndex[c.Regions[i].Name]] = l
+		}
+	}
 }
 
 // group returns the group named name, making it on first use.
@@ -565,6 +580,12 @@ func (p *Plan) compileFrontends(c *config.Config) error {
 		}
 		if f.Region != "" {
 			fe.RegionID = p.RegionIndex[fe.Region]
+		}
+		fe.Layer = f.Layer
+		for _, e := range f.TrustedEdges {
+			if pfx, ok := config.ParseTrustedEdge(e); ok {
+				fe.TrustedEdges = append(fe.TrustedEdges, pfx)
+			}
 		}
 		p.Frontends = append(p.Frontends, fe)
 	}

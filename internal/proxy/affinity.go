@@ -130,3 +130,23 @@ func (x *exchange) countInflight(ep *plan.Endpoint) *engine.Inflight {
 	in.Add(ep, 1)
 	return in
 }
+
+// generatedCookie returns "name=value" of the affinity cookie pick set on
+// the response for svc (affinityKey), "" when it set none: an edge
+// passes it on to the regional layer, which then hashes the same key.
+func generatedCookie(w http.ResponseWriter, svc *plan.Service) string {
+	a := &svc.Affinity
+	if a.Kind != plan.AffinityGeneratedCookie && a.Kind != plan.AffinityHTTPCookie {
+		return ""
+	}
+	sc := w.Header()["Set-Cookie"]
+	if len(sc) == 0 {
+		return ""
+	}
+	v := sc[len(sc)-1]
+	if !strings.HasPrefix(v, a.Cookie+"=") {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, ";")
+	return v
+}

@@ -137,6 +137,16 @@
 //     the request timeout. "Upgrade: h2c" is not an upgrade: like
 //     net/http, the request is answered as plain HTTP/1.1.
 //
+//   - Two proxy layers (layers.go, layerpool.go; docs/global.md): an
+//     EDGE frontend forwards what it decided (service, region) to the
+//     region's regional layer over pooled HTTP/2 connections, with the
+//     internal X-Spillway-Edge-* request headers, and removes the
+//     X-Spillway-Regional-* response headers after recording them; it
+//     retries in another region (engine PickAvoiding). A REGIONAL
+//     frontend believes the internal headers from trustedEdges or a
+//     verified client certificate only, picks inside its region (engine
+//     PickInRegion) and retries there.
+//
 // Left out: lower-casing header names towards HTTP/1.1 backends (Go's
 // transport writes the map keys as given and inspects canonical names),
 // custom error response policies, CORS policies, STRONG_COOKIE_AFFINITY,

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
 )
@@ -46,13 +47,28 @@ type exchange struct {
 	deadline time.Time
 	ctx      context.Context
 	cancel   context.CancelFunc
+
+	// Two layers (layers.go). At an EDGE frontend (edgeMode): layer is
+	// the regional layer the next attempt goes through (nil: the
+	// endpoint directly), layerRID and layerRegion its region, tried the
+	// regions already tried, edgeCookie an affinity cookie to pass on.
+	// At a REGIONAL frontend: edge is what the trusted edge said (nil
+	// for any other request), lastEP the last attempt's endpoint.
+	edgeMode    bool
+	layer       *layerPool
+	layerRID    int
+	layerRegion string
+	tried       []bool
+	edgeCookie  string
+	edge        *edgeInfo
+	lastEP      *plan.Endpoint
 }
 
 // header returns the headers towards the backend. When the handler left
 // hdr nil (no upgrade, no header plan), they are built from the client's.
 func (x *exchange) header() http.Header {
 	if x.hdr == nil {
-		x.hdr = x.h.outHeader(x.r, x.upgrade)
+		x.hdr = x.h.outHeader(x.r, x.upgrade, x.edge)
 		x.trace.apply(x.hdr)
 	}
 	return x.hdr
@@ -170,8 +186,9 @@ func (b *trackedBody) Close() error {
 
 // outHeader builds the headers sent to the backend: the client's, without
 // hop-by-hop headers and Expect, plus X-Forwarded-For, X-Forwarded-Proto
-// and Via.
-func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
+// and Via. At a regional layer (ei not nil) the client, the address it
+// reached and its scheme are the ones the edge gave.
+func (h *handler) outHeader(r *http.Request, upgrade string, ei *edgeInfo) http.Header {
 	out := make(http.Header, len(r.Header)+4)
 	h1.CopyHeaders(out, r.Header)
 	// The proxy answers "Expect: 100-continue" itself (the server sends
@@ -185,8 +202,15 @@ func (h *handler) outHeader(r *http.Request, upgrade string) http.Header {
 		out["Connection"] = []string{"Upgrade"}
 		out["Upgrade"] = r.Header["Upgrade"]
 	}
-	out["X-Forwarded-For"] = []string{h1.ForwardedFor(r.Header["X-Forwarded-For"], hostOnly(r.RemoteAddr), localIP(r))}
-	if h.scheme(r) == "https" {
+	client, lb, scheme := hostOnly(r.RemoteAddr), localIP(r), h.scheme(r)
+	if ei != nil {
+		client, scheme = ei.client, ei.proto
+		if ei.lb != "" {
+			lb = ei.lb
+		}
+	}
+	out["X-Forwarded-For"] = []string{h1.ForwardedFor(r.Header["X-Forwarded-For"], client, lb)}
+	if scheme == "https" {
 		out["X-Forwarded-Proto"] = h.protoHTTPS
 	} else {
 		out["X-Forwarded-Proto"] = h.protoHTTP
@@ -321,6 +345,11 @@ var errPerTryTimeout = errors.New("per-try timeout")
 // try sends the request to ep once, bounded by the exchange's deadline
 // and perTry.
 func (x *exchange) try(ep *plan.Endpoint, perTry time.Duration) attempt {
+	if x.layer != nil {
+		at := attempt{out: Outcome{Service: x.svc}}
+		x.tryLayer(&at)
+		return at
+	}
 	at := attempt{out: Outcome{Endpoint: ep, Service: x.svc}}
 	defer x.countInflight(ep).Done(ep) // in-flight count (LEAST_REQUEST, dashboard)
 	if x.fastPath(ep) {
@@ -423,6 +452,12 @@ func (x *exchange) tryFast(at *attempt, ep *plan.Endpoint, perTry time.Duration)
 			Header: x.r.Header, ClientIP: hostOnly(x.r.RemoteAddr), LBIP: localIP(x.r),
 			Proto: x.h.scheme(x.r), Via: x.h.via[0], Add: x.trace.add,
 		}
+		if ei := x.edge; ei != nil {
+			wr.Forward.ClientIP, wr.Forward.Proto = ei.client, ei.proto
+			if ei.lb != "" {
+				wr.Forward.LBIP = ei.lb
+			}
+		}
 	}
 	if wr.Host == "" {
 		wr.Host = ep.Addr
@@ -486,6 +521,7 @@ func (x *exchange) serve(ep *plan.Endpoint) {
 func (x *exchange) forward(at *attempt, ep *plan.Endpoint) {
 	for n := 0; ; n++ {
 		*at = x.try(ep, x.policy.PerTry)
+		x.lastEP = at.out.Endpoint
 		x.h.observe(at.out)
 		if x.rec != nil {
 			x.rec.noteAttempt(&at.out)
@@ -533,7 +569,18 @@ func (x *exchange) repick(avoid *plan.Endpoint) *plan.Endpoint {
 	if svc == nil {
 		return nil
 	}
-	d := snap.View.PickExcept(svc.ID, x.h.client(snap.Plan, x.r), x.h.rand(), avoid)
+	if x.edgeMode && x.layer != nil {
+		// The attempt went through a regional layer, which retried
+		// inside its region: the edge's retry goes to another region.
+		ep, _ := x.repickEdge(snap, svc)
+		return ep
+	}
+	var d engine.Decision
+	if x.edge != nil {
+		d = snap.View.PickExceptInRegion(svc.ID, x.h.regionID(snap.Plan), x.h.rand(), avoid)
+	} else {
+		d = snap.View.PickExcept(svc.ID, x.h.client(snap.Plan, x.r), x.h.rand(), avoid)
+	}
 	if d.Status != 0 {
 		return nil
 	}
@@ -588,8 +635,11 @@ func (x *exchange) fail(at *attempt) {
 	default:
 		details = sdBackendClosed
 	}
+	if x.edge != nil {
+		x.markRegional(x.w.Header(), details)
+	}
 	lbAnswer(x.rec, x.w, code, details, "")
-	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.Endpoint.Addr, "status", code, "details", details, "err", o.Err)
+	x.h.log.Debug("backend attempt failed", "service", x.svc.Name, "endpoint", o.endpointAddr(), "regionalLayer", x.layerRegion, "status", code, "details", details, "err", o.Err)
 }
 
 // respond copies the backend response to the client, streaming the body.
@@ -598,6 +648,12 @@ func (x *exchange) respond(resp *http.Response) {
 	dst := w.Header()
 	keepSetCookie(dst, resp.Header) // the affinity cookie survives the copy
 	h1.CopyHeaders(dst, resp.Header)
+	switch {
+	case x.edge != nil:
+		x.markRegional(dst, sdSentByBackend)
+	case x.edgeMode:
+		stripInternal(dst) // a backend's, when the edge reached it directly
+	}
 	dst["Via"] = h1.AppendVia(resp.Header["Via"], x.h.via)
 	x.hp.response(dst)
 	if _, ok := dst["Content-Type"]; !ok {

@@ -52,7 +52,7 @@ func TestWriteForwardedMatchesOutHeader(t *testing.T) {
 				r.RemoteAddr = "192.0.2.7:5555"
 				wr := h1.Request{Method: method, Host: "www.example.com", Path: "/a", RawQuery: "b=c",
 					Forward: h1.Forward{Header: r.Header, ClientIP: hostOnly(r.RemoteAddr), LBIP: localIP(r), Proto: h.scheme(r), Via: h.via[0]}}
-				if got, want := wr.OutHeader(), h.outHeader(r, ""); !maps.EqualFunc(got, want, slices.Equal) {
+				if got, want := wr.OutHeader(), h.outHeader(r, "", nil); !maps.EqualFunc(got, want, slices.Equal) {
 					t.Fatalf("h1.Request.OutHeader\n got %v\nwant %v", got, want)
 				}
 				var direct, viaMap bytes.Buffer
@@ -62,7 +62,7 @@ func TestWriteForwardedMatchesOutHeader(t *testing.T) {
 				}
 				bw.Flush()
 				wm := wr
-				wm.Header = h.outHeader(r, "")
+				wm.Header = h.outHeader(r, "", nil)
 				bw = bufio.NewWriter(&viaMap)
 				if err := wm.Write(bw); err != nil {
 					t.Fatal(err)

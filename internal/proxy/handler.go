@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -58,6 +59,10 @@ type Outcome struct {
 	Latency time.Duration
 	// Mirror marks a shadow request sent by requestMirrorPolicy.
 	Mirror bool
+	// Regional: the attempt went to a regional layer (an EDGE frontend);
+	// Endpoint is then nil: the regional layer chose the endpoint, and
+	// judges it.
+	Regional bool
 	// ClientFault: the attempt failed because of the client's request:
 	// reading its body failed (malformed chunking, an upload cut short by
 	// a half-close or reset; Err wraps ErrClientBody), or the backend
@@ -73,6 +78,14 @@ type Outcome struct {
 // outcomes for which it is true.
 func (o *Outcome) BackendSignal() bool {
 	return !o.Mirror && !o.ClientFault && !errors.Is(o.Err, ErrClientBody) && !errors.Is(o.Err, h1.ErrInvalidRequest) && !errors.Is(o.Err, context.Canceled)
+}
+
+// endpointAddr is the attempt's endpoint address, "" when it had none.
+func (o *Outcome) endpointAddr() string {
+	if o.Endpoint == nil {
+		return ""
+	}
+	return o.Endpoint.Addr
 }
 
 // ErrClientBody is wrapped by the error of an attempt that failed because
@@ -122,14 +135,23 @@ type Config struct {
 	// TraceRand draws the ids of generated trace contexts (default
 	// math/rand/v2.Uint64).
 	TraceRand func() uint64
+	// Layers holds the connection pools to regional layers, for an EDGE
+	// frontend (default: the handler's own).
+	Layers *Layers
 }
 
 // handler is the http.Handler of one frontend.
 type handler struct {
-	cfg       Config
-	urlMap    string
-	region    string // frontend region name, "" for none
-	https     bool   // frontend protocol HTTPS
+	cfg    Config
+	urlMap string
+	region string // frontend region name, "" for none
+	// layer is the frontend's proxy layer ("", EDGE, REGIONAL), trusted
+	// a REGIONAL frontend's trusted edges, layers the pools an EDGE
+	// frontend forwards on.
+	layer     string
+	trusted   []netip.Prefix
+	layers    *Layers
+	https     bool // frontend protocol HTTPS
 	transport http.RoundTripper
 	fast      *h1.Transport // transport when it is the fast one, else nil
 	h2        http.RoundTripper
@@ -178,6 +200,11 @@ func NewHandler(cfg Config) http.Handler {
 		}
 		h.region = f.Region
 		h.https = f.Protocol == "HTTPS"
+		h.layer, h.trusted = f.Layer, f.TrustedEdges
+	}
+	h.layers = cfg.Layers
+	if h.layers == nil {
+		h.layers = NewLayers()
 	}
 	if h.transport == nil {
 		h.transport = h1.NewTransport(NewTransport())
@@ -311,6 +338,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.admit(rec, w, r) {
 		return
 	}
+	switch h.layer {
+	case config.LayerEdge:
+		stripInternal(r.Header) // a client cannot speak for the edge
+	case config.LayerRegional:
+		if h.serveRegional(rec, th, w, r) {
+			return
+		}
+	}
 	m := matched{rec: rec}
 	ok := h.match(&m, w, r)
 	if m.ad != nil {
@@ -340,6 +375,13 @@ type matched struct {
 	// bodyStart is when the security policies started reading the
 	// body (inspectBody), zero when they did not.
 	bodyStart time.Time
+	// layer is the regional layer an EDGE frontend forwards to (nil:
+	// the endpoint directly), layerRID its region; edgeCookie an
+	// affinity cookie the edge generated ("name=value"), which the
+	// regional layer must see.
+	layer      *layerPool
+	layerRID   int
+	edgeCookie string
 }
 
 // admit answers, and returns false for, a request the load balancer
@@ -453,7 +495,16 @@ func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engi
 	}
 	client := h.client(snap.Plan, r)
 	snap.Demand.Add(svc.ID, client.Region)
-	d := h.pickEndpoint(w, r, snap, svc, client)
+	var d engine.Decision
+	if h.layer == config.LayerEdge {
+		d, m.layer = h.pickEdge(w, r, snap, svc, client)
+		if d.Backend != nil {
+			m.layerRID = d.Backend.Group.RegionID
+		}
+		m.edgeCookie = generatedCookie(w, svc)
+	} else {
+		d = h.pickEndpoint(w, r, snap, svc, client)
+	}
 	if rec != nil {
 		rec.Backend = d.Backend
 	}
@@ -473,7 +524,7 @@ func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engi
 // retry policy and mirroring.
 func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http.ResponseWriter, r *http.Request) {
 	a, svc, ad := m.a, m.svc, m.ad
-	x := exchange{h: h, w: w, r: r, svc: svc, rec: m.rec, trace: th}
+	x := exchange{h: h, w: w, r: r, svc: svc, rec: m.rec, trace: th, edgeMode: h.layer == config.LayerEdge, edgeCookie: m.edgeCookie}
 	x.hp = headerPlan{req: r, svc: svc.Config, weight: a.Services[m.wi].HeaderAction, actions: a.HeaderActions}
 	x.host, x.path = a.RewriteURL(&ad.req)
 	x.hostSet = a.Rewrite != nil && a.Rewrite.Host != ""
@@ -486,7 +537,7 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 	// map can drop it.
 	if x.upgrade != "" || x.hp.rewritesRequest() || th.replace {
 		// Else the fast path writes the headers without this map.
-		x.hdr = h.outHeader(r, x.upgrade)
+		x.hdr = h.outHeader(r, x.upgrade, nil)
 		th.apply(x.hdr)
 		x.hp.request(x.hdr)
 	}
@@ -508,6 +559,11 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 	x.policy = retryPolicy(m.snap.Plan.RetryPolicy(a.Retry, r.Method))
 	if x.upgrade != "" {
 		x.policy.Retries = 0
+	}
+	if x.edgeMode && x.upgrade == "" {
+		// An upgrade cannot cross the HTTP/2 hop: it goes to the
+		// endpoint the edge picked.
+		x.setLayer(m.layer, m.snap.Plan, m.layerRID)
 	}
 	if a.Mirror != nil && bodyless && x.upgrade == "" && hit(h.rand, a.Mirror.MirrorPercent) {
 		h.mirror(m.snap, a.Mirror, &x)

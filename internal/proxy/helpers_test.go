@@ -128,6 +128,10 @@ type labServer struct {
 	h2                         proxy.HTTP2Server // the HTTP/2 loop; "" is testH2Server()
 	headerTimeout, idleTimeout time.Duration
 	maxConns                   int
+	// ln, when set, is the listener to serve on; frontend names the
+	// frontend to serve ("": the first).
+	ln       net.Listener
+	frontend string
 }
 
 // testH2Server is the HTTP/2 loop of labs that do not choose one:
@@ -184,8 +188,14 @@ func newLabServer(t testing.TB, yamlText string, tlsCfg *tls.Config, ls labServe
 		t.Fatal(err)
 	}
 	l.snap.Store(&proxy.Snapshot{Plan: p, View: engine.NewView(l.state), Routes: routes, Demand: proxy.NewDemand(len(p.Services), len(p.Regions)), Armor: policies})
+	fe := p.Frontends[0]
+	for _, f := range p.Frontends {
+		if f.Name == ls.frontend {
+			fe = f
+		}
+	}
 	cfg := proxy.Config{
-		Frontend: p.Frontends[0],
+		Frontend: fe,
 		Snapshot: l.snap.Load,
 		Observe: func(o proxy.Outcome) {
 			l.mu.Lock()
@@ -220,9 +230,11 @@ func newLabServer(t testing.TB, yamlText string, tlsCfg *tls.Config, ls labServe
 		}
 		l.h1 = hs
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ln := ls.ln
+	if ln == nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if ls.maxConns > 0 {
 		// Accept waits while maxConns connections are open, as

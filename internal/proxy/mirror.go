@@ -36,7 +36,7 @@ func (h *handler) mirror(snap *Snapshot, mp *config.RequestMirrorPolicy, x *exch
 	}
 	hdr := x.hdr.Clone()
 	if hdr == nil {
-		hdr = h.outHeader(x.r, x.upgrade) // built now: the copy may outlive the request
+		hdr = h.outHeader(x.r, x.upgrade, nil) // built now: the copy may outlive the request
 	}
 	m := exchange{h: h, r: x.r, svc: svc, path: x.path, rawPath: x.rawPath, hdr: hdr, host: x.host + "-shadow", hostSet: x.hostSet, mirror: true}
 	ep := d.Endpoint

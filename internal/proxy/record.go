@@ -59,6 +59,13 @@ type Record struct {
 	// Security is what the service's security policies decided: [0] the
 	// edge policy, [1] the backend policy (zero when none ran).
 	Security [2]armor.Decision
+	// ClientIP is the client's address when the request came from a
+	// trusted edge (a REGIONAL frontend: the edge's own address is then
+	// Request.RemoteAddr), "" otherwise.
+	ClientIP string
+	// Layer is what the regional layer said, for a request an EDGE
+	// frontend forwarded to one (Layer.Address "" when it did not).
+	Layer LayerOutcome
 	// Shard is a small number fixed for this Record's life. Records are
 	// pooled per P (sync.Pool), so a P mostly reuses the same few
 	// records: sharded counters indexed by Shard stay in that CPU's
@@ -135,6 +142,15 @@ func (rec *Record) noteAttempt(o *Outcome) {
 	} else if o.Timeout {
 		rec.Timeouts++
 	}
+}
+
+// ClientAddr returns the client's IP address: the one a trusted edge
+// gave (ClientIP), else the request's source.
+func (r *Record) ClientAddr() string {
+	if r.ClientIP != "" {
+		return r.ClientIP
+	}
+	return RemoteIP(r.Request)
 }
 
 // RemoteIP returns the client's IP address: r.RemoteAddr without the

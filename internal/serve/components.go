@@ -105,8 +105,9 @@ func (pr *probing) applyTargets(ctx context.Context) {
 // (request metrics, access log).
 func (s *Server) handlers(p *plan.Plan) func(*plan.Frontend) http.Handler {
 	counters := s.passive.update(p)
+	s.layers.RetainPlan(p)
 	return func(pf *plan.Frontend) http.Handler {
-		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log}
+		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log, Layers: s.layers}
 		cfg.Observe = s.frontendObserver(counters[pf.Name])
 		cfg.Record = s.recorder(p, pf)
 		return proxy.NewHandler(cfg)

@@ -163,6 +163,9 @@ type Server struct {
 	probe *probing
 
 	transport http.RoundTripper
+	// layers are the EDGE frontends' pools of HTTP/2 connections to
+	// regional layers, kept across reloads.
+	layers *proxy.Layers
 	// Observability: the metrics registry, the per-request counters
 	// (reqmetrics.go) and the access log (package accesslog).
 	metrics    *metrics
@@ -237,6 +240,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		reqMetrics: newRequestMetrics(),
 		started:    opts.Now(),
 	}
+	s.layers = proxy.NewLayers()
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
 	}

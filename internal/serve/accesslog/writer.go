@@ -55,6 +55,11 @@ type logEntry struct {
 	// security is what the edge ([0]) and backend ([1]) security
 	// policies decided.
 	security [2]armor.Decision
+	// edgeIP is the edge's address when a trusted edge forwarded the
+	// request (remoteIP is then the client's, as the edge gave it);
+	// layer what the regional layer said to an edge.
+	edgeIP string
+	layer  proxy.LayerOutcome
 }
 
 // fillLogEntry sets *e from rec.
@@ -62,7 +67,7 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 	r := rec.Request
 	*e = logEntry{
 		start: rec.Start, method: r.Method, host: r.Host, uri: r.RequestURI, proto: r.Proto,
-		remoteIP: proxy.RemoteIP(r), serverIP: proxy.ServerIP(r),
+		remoteIP: rec.ClientAddr(), serverIP: proxy.ServerIP(r), layer: rec.Layer,
 		urlMap: rec.URLMap, route: rec.Route,
 		details: rec.Details, reason: rec.Reason,
 		status: rec.Status, retries: rec.Retries(),
@@ -76,6 +81,9 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 	}
 	if rec.Frontend != nil {
 		e.frontend = rec.Frontend.Name
+	}
+	if rec.ClientIP != "" {
+		e.edgeIP = proxy.RemoteIP(r)
 	}
 	if ua := r.Header["User-Agent"]; len(ua) > 0 {
 		e.userAgent = ua[0]
@@ -103,6 +111,11 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 		if ep.Group != nil {
 			e.group, e.zone = ep.Group.Name, ep.Group.Zone
 		}
+	}
+	if e.layer.Address != "" {
+		// The regional layer chose zone and endpoint; the edge's own
+		// pick only chose the region.
+		e.group, e.zone, e.endpoint = "", e.layer.Zone, e.layer.Endpoint
 	}
 }
 
@@ -386,6 +399,8 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 		b = append(b, 's', '"')
 	}
 	opt("reason", e.reason)
+	opt("edgeIp", e.edgeIP)
+	b = appendJSONLayer(b, &e.layer)
 	opt("requestId", e.requestID)
 	opt("remotePort", e.remotePort)
 	opt("tlsVersion", e.tlsVersion)
@@ -395,6 +410,27 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	}
 	b = appendSecurity(b, e.security)
 	return append(b, "}}\n"...)
+}
+
+// appendJSONLayer appends "regionalLayer": what the regional layer said
+// to an edge about the request, nothing when it went to none.
+func appendJSONLayer(b []byte, l *proxy.LayerOutcome) []byte {
+	if l.Address == "" {
+		return b
+	}
+	b = append(b, `,"regionalLayer":{"address":`...)
+	b = appendJSONString(b, l.Address)
+	b = append(b, `,"region":`...)
+	b = appendJSONString(b, l.Region)
+	for _, f := range [...][2]string{{"zone", l.Zone}, {"endpoint", l.Endpoint}, {"statusDetails", l.Details}} {
+		if f[1] != "" {
+			b = append(b, `,"`...)
+			b = append(b, f[0]...)
+			b = append(b, `":`...)
+			b = appendJSONString(b, f[1])
+		}
+	}
+	return append(b, '}')
 }
 
 // securityFields are Google's log fields for the edge and backend
@@ -489,6 +525,14 @@ func appendTextLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	kn("retries", int64(e.retries))
 	if e.reason != "" {
 		kv("reason", e.reason)
+	}
+	if e.edgeIP != "" {
+		kv("edgeIp", e.edgeIP)
+	}
+	if l := &e.layer; l.Address != "" {
+		kv("regionalLayer", l.Address)
+		kv("regionalLayerRegion", l.Region)
+		kv("regionalLayerStatusDetails", l.Details)
 	}
 	for _, f := range [...][2]string{{"requestId", e.requestID}, {"remotePort", e.remotePort}, {"tlsVersion", e.tlsVersion}, {"requestedServerName", e.sni}} {
 		if f[1] != "" {

@@ -1,0 +1,311 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/h1"
+)
+
+// layerSetAside is how long an edge sets a regional-layer endpoint aside
+// after failing to connect to it; a region whose endpoints are all set
+// aside is avoided by the edge's picks (View.PickAvoiding) until one
+// comes back.
+const layerSetAside = 5 * time.Second
+
+// Layers holds the connection pools of the regional layers EDGE frontends
+// forward to, one per distinct regionalLayer config, so that they
+// outlive reloads that keep the config: serve makes one and gives it to
+// every handler (Config.Layers).
+type Layers struct {
+	mu    sync.Mutex
+	pools map[string]*layerPool // by layerKey
+}
+
+// NewLayers returns an empty set of regional-layer pools.
+func NewLayers() *Layers { return &Layers{pools: map[string]*layerPool{}} }
+
+// layerKey identifies a regional layer's pool: everything that shapes
+// its connections.
+func layerKey(l *config.RegionalLayer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d|%s|%s|%s", l.Protocol, l.MaxConnections, l.CAFile, l.ServerName, strings.Join(l.Endpoints, ","))
+	if c := l.ClientCertificate; c != nil {
+		fmt.Fprintf(&b, "|%s|%s", c.CertificateFile, c.PrivateKeyFile)
+	}
+	return b.String()
+}
+
+// pool returns the pool of l, making it on first use (reading its
+// certificate files).
+func (ls *Layers) pool(l *config.RegionalLayer) (*layerPool, error) {
+	key := layerKey(l)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if p := ls.pools[key]; p != nil {
+		return p, nil
+	}
+	p, err := newLayerPool(l)
+	if err != nil {
+		return nil, err
+	}
+	ls.pools[key] = p
+	return p, nil
+}
+
+// Retain closes, gracefully, the pools of regional layers that are no
+// longer in use (keep lists those of the config in force).
+func (ls *Layers) Retain(keep []*config.RegionalLayer) {
+	want := map[string]bool{}
+	for _, l := range keep {
+		if l != nil {
+			want[layerKey(l)] = true
+		}
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for k, p := range ls.pools {
+		if !want[k] {
+			delete(ls.pools, k)
+			p.close()
+		}
+	}
+}
+
+// Close closes every pool's connections.
+func (ls *Layers) Close() { ls.Retain(nil) }
+
+// layerPool is an edge's connections to one region's regional layer: up
+// to max long-lived HTTP/2 connections per regional endpoint, requests
+// multiplexed on them as streams.
+type layerPool struct {
+	tls  bool
+	max  int
+	tr   *http2.Transport
+	tcfg *tls.Config // nil for h2c
+	eps  []*layerEndpoint
+	next atomic.Uint32
+}
+
+// layerEndpoint is one regional-layer address and its connections.
+type layerEndpoint struct {
+	addr    string
+	mu      sync.Mutex
+	conns   []*http2.ClientConn
+	dial    sync.Mutex // one dial at a time
+	dialled atomic.Int64
+	aside   atomic.Int64 // set aside until this Unix nanosecond
+}
+
+func newLayerPool(l *config.RegionalLayer) (*layerPool, error) {
+	p := &layerPool{tls: l.Protocol == "HTTP2", max: l.MaxConnections}
+	if p.max <= 0 {
+		p.max = config.DefaultLayerConnections
+	}
+	p.tr = &http2.Transport{
+		AllowHTTP:          true,
+		DisableCompression: true,
+		IdleConnTimeout:    h1.BackendIdleTimeout,
+		ReadIdleTimeout:    30 * time.Second, // ping a quiet connection
+		PingTimeout:        10 * time.Second,
+		MaxHeaderListSize:  h1.MaxResponseHeaderBytes,
+	}
+	if p.tls {
+		cfg, err := layerTLS(l)
+		if err != nil {
+			return nil, err
+		}
+		p.tcfg = cfg
+	}
+	for _, a := range l.Endpoints {
+		p.eps = append(p.eps, &layerEndpoint{addr: a})
+	}
+	return p, nil
+}
+
+// layerTLS is the TLS client config towards a regional layer: the edge's
+// client certificate, and verification against caFile when given (else
+// none, as for backends).
+func layerTLS(l *config.RegionalLayer) (*tls.Config, error) {
+	cfg := &tls.Config{NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12, ServerName: l.ServerName}
+	if c := l.ClientCertificate; c != nil {
+		cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("regional layer client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if l.CAFile == "" {
+		cfg.InsecureSkipVerify = true // like backends: not verified
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(l.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("regional layer CA file: %w", err)
+	}
+	cfg.RootCAs = x509.NewCertPool()
+	if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("regional layer CA file %s: no PEM certificate", l.CAFile)
+	}
+	return cfg, nil
+}
+
+// errLayerDown is the error of an attempt for a region whose regional
+// layer has every endpoint set aside.
+var errLayerDown = errors.New("every endpoint of the regional layer is set aside after connect failures")
+
+// down reports whether every endpoint is set aside.
+func (p *layerPool) down(now time.Time) bool {
+	for _, e := range p.eps {
+		if e.aside.Load() <= now.UnixNano() {
+			return false
+		}
+	}
+	return true
+}
+
+// endpoint returns the next endpoint in turn that is not set aside.
+func (p *layerPool) endpoint(now time.Time) *layerEndpoint {
+	n := uint32(len(p.eps))
+	start := p.next.Add(1)
+	for i := range n {
+		e := p.eps[(start+i)%n]
+		if e.aside.Load() <= now.UnixNano() {
+			return e
+		}
+	}
+	return nil
+}
+
+// conn returns a connection to e to send one request on: the least
+// busy open one, or a new one when every open one is busy and there are
+// fewer than max.
+func (p *layerPool) conn(ctx context.Context, e *layerEndpoint) (*http2.ClientConn, error) {
+	best, busy, n := e.least()
+	if best != nil && (!busy || n >= p.max) {
+		return best, nil
+	}
+	e.dial.Lock()
+	defer e.dial.Unlock()
+	if best, busy, n = e.least(); best != nil && (!busy || n >= p.max) {
+		return best, nil // another request dialled meanwhile
+	}
+	cc, err := p.dial(ctx, e.addr)
+	if err != nil {
+		if best != nil {
+			return best, nil // the open ones still work
+		}
+		e.aside.Store(time.Now().Add(layerSetAside).UnixNano())
+		return nil, err
+	}
+	e.dialled.Add(1)
+	e.aside.Store(0)
+	e.mu.Lock()
+	e.conns = append(e.conns, cc)
+	e.mu.Unlock()
+	return cc, nil
+}
+
+// least returns e's least busy usable connection (nil if none), whether
+// it has a stream in flight, and how many usable connections there are.
+// Connections that can take no new request are dropped.
+func (e *layerEndpoint) least() (best *http2.ClientConn, busy bool, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	live := e.conns[:0]
+	bestLoad := -1
+	for _, cc := range e.conns {
+		if !cc.CanTakeNewRequest() {
+			continue
+		}
+		live = append(live, cc)
+		st := cc.State()
+		load := st.StreamsActive + st.StreamsReserved + st.StreamsPending
+		if bestLoad < 0 || load < bestLoad {
+			best, bestLoad = cc, load
+		}
+	}
+	clear(e.conns[len(live):])
+	e.conns = live
+	return best, bestLoad > 0, len(live)
+}
+
+// dial opens one HTTP/2 connection to addr.
+func (p *layerPool) dial(ctx context.Context, addr string) (*http2.ClientConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, h1.BackendDialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if p.tcfg != nil {
+		cfg := p.tcfg.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err} // a connect failure
+		}
+		if tc.ConnectionState().NegotiatedProtocol != "h2" {
+			c.Close()
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("the regional layer did not negotiate h2")}
+		}
+		c = tc
+	}
+	cc, err := p.tr.NewClientConn(c)
+	if err != nil {
+		c.Close()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+	}
+	return cc, nil
+}
+
+// close shuts every connection down gracefully (streams in flight
+// finish), in the background.
+func (p *layerPool) close() {
+	for _, e := range p.eps {
+		e.mu.Lock()
+		conns := e.conns
+		e.conns = nil
+		e.mu.Unlock()
+		for _, cc := range conns {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if cc.Shutdown(ctx) != nil {
+					cc.Close()
+				}
+			}()
+		}
+	}
+}
+
+// Dialled returns how many connections the pool of l has opened to each
+// of its endpoints (for tests and the connection-reuse figures).
+func (ls *Layers) Dialled(l *config.RegionalLayer) map[string]int64 {
+	ls.mu.Lock()
+	p := ls.pools[layerKey(l)]
+	ls.mu.Unlock()
+	out := map[string]int64{}
+	if p != nil {
+		for _, e := range p.eps {
+			out[e.addr] = e.dialled.Load()
+		}
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/servetest"
+)
+
+// layersConfig is one instance's config of a two-layer deployment: one
+// backend service over a zone of us-east1; frontend is that instance's
+// frontend, regional the us-east1 regional layer's address ("" for none).
+func layersConfig(backend, regional, frontend, logPath string) string {
+	layer := ""
+	if regional != "" {
+		layer = fmt.Sprintf("  regionalLayer: {endpoints: [%q], protocol: H2C}\n", regional)
+	}
+	return fmt.Sprintf(`healthChecks:
+- {name: hc, type: HTTP, checkIntervalSec: 5, timeoutSec: 1}
+networkEndpointGroups:
+- name: neg-b
+  zone: us-east1-b
+  endpoints: [%s]
+backendServices:
+- name: bs
+  healthChecks: [hc]
+  backends: [{group: neg-b, balancingMode: RATE, maxRatePerEndpoint: 100}]
+urlMaps:
+- {name: um, defaultService: bs}
+regions:
+- name: us-east1
+%sfrontends:
+%s
+spillway:
+  accessLog: {enable: true, path: %s, format: JSON}
+`, ep(backend), layer, frontend, logPath)
+}
+
+// layerLogLine is the part of an access log line the two-layer test reads.
+type layerLogLine struct {
+	Trace       string `json:"trace"`
+	HTTPRequest struct {
+		Status   int    `json:"status"`
+		RemoteIP string `json:"remoteIp"`
+	} `json:"httpRequest"`
+	Payload struct {
+		StatusDetails string `json:"statusDetails"`
+		Frontend      string `json:"frontend"`
+		Zone          string `json:"zone"`
+		Endpoint      string `json:"endpoint"`
+		EdgeIP        string `json:"edgeIp"`
+		Regional      *struct {
+			Address, Region, Zone, Endpoint, StatusDetails string
+		} `json:"regionalLayer"`
+	} `json:"jsonPayload"`
+}
+
+// readLayerLog waits (at most 5 s) for one line in an access log.
+func readLayerLog(t *testing.T, path string) layerLogLine {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) == 1 && lines[0] != "" {
+			var l layerLogLine
+			if err := json.Unmarshal([]byte(lines[0]), &l); err != nil {
+				t.Fatalf("%s: %v\n%s", path, err, b)
+			}
+			return l
+		} else if len(lines) > 1 {
+			t.Fatalf("%s: %d lines for one request:\n%s", path, len(lines), b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no access log line after 5 s", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTwoLayersAccessLogs: two `serve` instances, an edge and the
+// regional layer of us-east1, each with its access log: one client
+// request leaves one line in each, with the client's address (the
+// regional line also names the edge), one trace, and the regional
+// layer's zone, endpoint and statusDetails in the edge's line.
+func TestTwoLayersAccessLogs(t *testing.T) {
+	backend := obsBackend(t, "us-east1-b")
+	dir := t.TempDir()
+	regLog, edgeLog := filepath.Join(dir, "regional.log"), filepath.Join(dir, "edge.log")
+	reg := servetest.Run(t, servetest.Parse(t, layersConfig(backend, "", "- {name: regional, address: \"127.0.0.1:0\", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32]}", regLog)), serve.Options{})
+	regAddr := reg.FrontendAddr("regional")
+	edge := servetest.Run(t, servetest.Parse(t, layersConfig(backend, regAddr, "- {name: edge, address: \"127.0.0.1:0\", urlMap: um, layer: EDGE, region: us-east1}", edgeLog)), serve.Options{})
+
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", "http://"+edge.FrontendAddr("edge")+"/hello", nil)
+	req.Header.Set("X-Spillway-Edge-Client", "203.0.113.66") // forged: removed by the edge
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "us-east1-b" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	e, r := readLayerLog(t, edgeLog), readLayerLog(t, regLog)
+	if e.HTTPRequest.RemoteIP != "127.0.0.9" || r.HTTPRequest.RemoteIP != "127.0.0.9" {
+		t.Errorf("remoteIp: edge %q, regional %q; want the client's 127.0.0.9 in both", e.HTTPRequest.RemoteIP, r.HTTPRequest.RemoteIP)
+	}
+	if r.Payload.EdgeIP != "127.0.0.1" || e.Payload.EdgeIP != "" {
+		t.Errorf("edgeIp: regional %q (want 127.0.0.1), edge %q (want none)", r.Payload.EdgeIP, e.Payload.EdgeIP)
+	}
+	if e.Trace == "" || e.Trace != r.Trace {
+		t.Errorf("trace: edge %q, regional %q", e.Trace, r.Trace)
+	}
+	l := e.Payload.Regional
+	if l == nil || l.Address != regAddr || l.Region != "us-east1" || l.Zone != "us-east1-b" || l.Endpoint != backend || l.StatusDetails != "response_sent_by_backend" {
+		t.Errorf("edge regionalLayer = %+v, want %s us-east1 us-east1-b %s response_sent_by_backend", l, regAddr, backend)
+	}
+	if e.Payload.Zone != "us-east1-b" || e.Payload.Endpoint != backend {
+		t.Errorf("edge zone/endpoint %q %q", e.Payload.Zone, e.Payload.Endpoint)
+	}
+	if r.Payload.Regional != nil || r.Payload.Endpoint != backend || r.Payload.StatusDetails != "response_sent_by_backend" {
+		t.Errorf("regional line %+v", r.Payload)
+	}
+}
