@@ -10,9 +10,12 @@ import (
 
 // Lab settings written into the generated configs.
 const (
-	// probeIntervalMs is every health check's interval (Google's minimum
-	// is 1 s; the lab wants failures seen within a second).
-	probeIntervalMs = 250
+	// probeIntervalMs is every health check's interval and timeout
+	// (Google's minimum is 1 s; the lab wants failures seen within a
+	// second). The timeout must cover a probe across the longest link:
+	// Frankfurt-Tokyo is 200 ms a round trip, twice for the handshake
+	// and the request.
+	probeIntervalMs = 500
 	// ratePerEndpoint is each backend's RATE capacity: with 2 zones × 2
 	// endpoints a region takes 4 × 25 = 100 rps, seed 001's 3,000 rps
 	// scaled by 1/30.
@@ -47,7 +50,7 @@ func (s *Site) zones() [][]string {
 // common is the part of the edge and regional configs that describes
 // the backends: one backend service over every zone of the sites given.
 const common = `healthChecks:
-- {name: hc-web, type: HTTP, checkIntervalMs: ` + "{{.Interval}}" + `, timeoutMs: 200, healthyThreshold: 1, unhealthyThreshold: 2,
+- {name: hc-web, type: HTTP, checkIntervalMs: ` + "{{.Interval}}" + `, timeoutMs: ` + "{{.Interval}}" + `, healthyThreshold: 1, unhealthyThreshold: 2,
    httpHealthCheck: {port: ` + "{{.Port}}" + `, requestPath: /healthz}}
 networkEndpointGroups:
 {{- range $s := .Sites}}{{range $z, $addrs := $s.Zones}}
@@ -60,8 +63,8 @@ backendServices:
 - name: web
   healthChecks: [hc-web]
   loadBalancingScheme: EXTERNAL_MANAGED
-{{- if .Site}}
-  customResponseHeaders: ["X-Lab-{{.Role}}: {{.Site.Key}}"]
+{{- if .Edge}}
+  customResponseHeaders: ["X-Lab-Edge: {{.Site.Key}}"]
 {{- end}}
   backends:
 {{- range $s := .Sites}}{{range $z, $addrs := $s.Zones}}
@@ -125,7 +128,7 @@ regions:
 // through its edge (GET /healthz on port 80, answered by a backend).
 var dnsTmpl = template.Must(template.New("dns").Parse(`# The GSLB (the brain), written by spillway lab --global
 healthChecks:
-- {name: hc-edge, type: HTTP, checkIntervalMs: {{.Interval}}, timeoutMs: 200, healthyThreshold: 1, unhealthyThreshold: 2,
+- {name: hc-edge, type: HTTP, checkIntervalMs: {{.Interval}}, timeoutMs: {{.Interval}}, healthyThreshold: 1, unhealthyThreshold: 2,
    httpHealthCheck: {port: {{.EdgePort}}, requestPath: /healthz}}
 regions:
 {{- range .Sites}}
@@ -176,7 +179,7 @@ func render(t *template.Template, sites []*Site, s *Site, role string, floor int
 		zs = append(zs, zoned{x, x.zones()})
 	}
 	data := map[string]any{
-		"Site": s, "Sites": zs, "Role": role, "Anycast": AnycastAddr, "Prefix": AnycastPrefix,
+		"Site": s, "Sites": zs, "Edge": role == "Edge", "Anycast": AnycastAddr, "Prefix": AnycastPrefix,
 		"EdgeASN": edgeASN, "Hold": edgeHoldTime, "HoldDown": holdDownSec, "Drain": drainSec, "Floor": floor,
 		"EdgePort": edgePort, "RegionalPort": regionalPort, "Port": backendPort, "Rate": ratePerEndpoint,
 		"Interval": probeIntervalMs, "TTL": dnsTTL, "BerlinNet": BerlinNet, "DNS": sites[1].DNSAddr(),

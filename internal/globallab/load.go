@@ -54,10 +54,11 @@ type answer struct {
 	Status  int
 	Err     error
 	Latency time.Duration
-	// Edge and Regional are the sites whose edge and regional layer
-	// answered (their X-Lab-Edge / X-Lab-Regional headers); Zone the
-	// backend's zone.
-	Edge, Regional, Zone string
+	// Edge is the site whose edge answered (its X-Lab-Edge header), Zone
+	// the backend's zone, and Hops the proxies the answer came through
+	// (its Via header's entries: 2 through both layers).
+	Edge, Zone string
+	Hops       int
 }
 
 // OK reports a 200 from a backend.
@@ -85,7 +86,7 @@ func get(ctx context.Context, hc *http.Client, url string) answer {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	a := answer{Status: resp.StatusCode, Err: err, Latency: time.Since(start),
-		Edge: resp.Header.Get("X-Lab-Edge"), Regional: resp.Header.Get("X-Lab-Regional")}
+		Edge: resp.Header.Get("X-Lab-Edge"), Hops: len(strings.Split(resp.Header.Get("Via"), ","))}
 	if resp.StatusCode == http.StatusOK {
 		var r struct {
 			Zone string `json:"zone"`

@@ -41,8 +41,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrNotPermitted is returned (wrapped) by Check and New when this
-// process may not create network namespaces.
+// ErrNotPermitted is returned by Check (and New) when this process may
+// not create network namespaces.
 var ErrNotPermitted = errors.New("needs CAP_NET_ADMIN (run as root): it creates network namespaces")
 
 // Check reports, in one line, why this process cannot build a lab: not
@@ -59,7 +59,7 @@ func Check() error {
 	}
 	for _, c := range []uint{unix.CAP_NET_ADMIN, unix.CAP_SYS_ADMIN} {
 		if data[c/32].Effective&(1<<(c%32)) == 0 {
-			return fmt.Errorf("netlab: %w", ErrNotPermitted)
+			return ErrNotPermitted
 		}
 	}
 	if _, err := os.Stat("/proc/self/ns/net"); err != nil {
