@@ -153,7 +153,8 @@ func (r *router) bestVia(ctx context.Context, addr string) (string, error) {
 }
 
 // waitRouters waits until every router's sessions to the other routers
-// are established and it has a route to every other site's LAN.
+// are established and its best route to every other site's LAN is the
+// direct link (shortest AS path).
 func waitRouters(ctx context.Context, rs []*router, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for _, r := range rs {
@@ -188,8 +189,8 @@ func routerReady(ctx context.Context, r *router, rs []*router) (bool, string) {
 			continue
 		}
 		via, err := r.bestVia(ctx, o.site.RouterLAN())
-		if err != nil || via == "" {
-			return false, "no route to " + o.site.LANPrefix()
+		if err != nil || via != "site_"+o.site.Key {
+			return false, fmt.Sprintf("route to %s via %q, not yet the direct link", o.site.LANPrefix(), via)
 		}
 	}
 	return true, ""
