@@ -108,7 +108,7 @@ func (b *BGP) MinHealthyPercent() float64 {
 }
 
 // RemotePort returns the neighbor's port (default 179).
-func (n *BGPNeighbor) RemotePort() int {
+func (n BGPNeighbor) RemotePort() int {
 	if n.Port == 0 {
 		return DefaultBGPPort
 	}
@@ -116,7 +116,7 @@ func (n *BGPNeighbor) RemotePort() int {
 }
 
 // HoldTime returns the neighbor's hold time in seconds (default 90).
-func (n *BGPNeighbor) HoldTime() int { return intOr(n.HoldTimeSec, DefaultBGPHoldTime) }
+func (n BGPNeighbor) HoldTime() int { return intOr(n.HoldTimeSec, DefaultBGPHoldTime) }
 
 // Prefixes parses a frontend's anycastPrefixes; ones that do not parse
 // are left out (Validate reports them).
@@ -327,7 +327,7 @@ func (c *Config) bgpWarnings() []string {
 
 // String names the neighbor as address:port (for logs, get-health and
 // metrics).
-func (n *BGPNeighbor) String() string {
+func (n BGPNeighbor) String() string {
 	a, err := netip.ParseAddr(n.Address)
 	if err != nil {
 		return n.Address
