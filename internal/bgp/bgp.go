@@ -27,9 +27,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,7 +87,10 @@ type Speaker struct {
 	log *slog.Logger
 	srv *server.BgpServer
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// applied is the configuration in force (nil: stopped); running the
+	// global part GoBGP was started with.
+	applied *desired
 	running *global
 	peers   map[string]neighbor     // by neighbor address
 	routes  map[netip.Prefix]Route  // announced
@@ -94,7 +99,7 @@ type Speaker struct {
 	// entered it (the peer-state watch).
 	states  map[string]string
 	changes map[string]time.Time
-	stop    context.CancelFunc      // ends the peer-state watch
+	stop    context.CancelFunc // ends the peer-state watch
 }
 
 // New starts a GoBGP server (no sessions until Configure).
@@ -135,48 +140,82 @@ func Passwords(c *config.BGP) (map[string]string, error) {
 
 // Configure applies c (nil: stop speaking BGP) with the neighbors'
 // passwords (Passwords). Routes already announced are kept and sent on
-// every session that comes up.
+// every session that comes up. When c cannot be applied (a listen port
+// in use), the previous configuration is put back and the error says
+// why.
 func (s *Speaker) Configure(ctx context.Context, c *config.BGP, passwords map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c == nil {
+	var want *desired
+	if c != nil {
+		want = &desired{global: global{asn: uint32(c.LocalASN), routerID: c.RouterID, listen: c.Listen()}, peers: map[string]neighbor{}}
+		for _, n := range c.Neighbors {
+			want.peers[n.Address] = newNeighbor(n, passwords[n.Address])
+		}
+	}
+	prev := s.applied
+	err := s.applyLocked(ctx, want)
+	if err != nil && prev != nil {
+		if rerr := s.applyLocked(ctx, prev); rerr != nil {
+			s.log.Error("bgp: the previous configuration could not be put back", "err", rerr)
+		}
+	}
+	return err
+}
+
+// desired is a configuration as the speaker applies it.
+type desired struct {
+	global global
+	peers  map[string]neighbor
+}
+
+// applyLocked makes the speaker run d (nil: stopped).
+func (s *Speaker) applyLocked(ctx context.Context, d *desired) error {
+	if d == nil {
+		s.applied = nil
 		return s.stopLocked(ctx)
 	}
-	g := &global{asn: uint32(c.LocalASN), routerID: c.RouterID, listen: c.Listen()}
-	if s.running == nil || *s.running != *g {
-		if err := s.startLocked(ctx, g); err != nil {
+	if s.running == nil || *s.running != d.global {
+		if err := s.startLocked(ctx, &d.global); err != nil {
 			return err
 		}
 	}
-	want := map[string]neighbor{}
-	for _, n := range c.Neighbors {
-		want[n.Address] = newNeighbor(n, passwords[n.Address])
-	}
 	for _, addr := range slices.Sorted(maps.Keys(s.peers)) {
-		if w, ok := want[addr]; !ok || w != s.peers[addr] {
+		if w, ok := d.peers[addr]; !ok || w != s.peers[addr] {
 			if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
 				return fmt.Errorf("bgp: remove neighbor %s: %w", addr, err)
 			}
-			delete(s.peers, addr)
 			s.log.Info("bgp: neighbor removed", "neighbor", s.name(addr))
+			delete(s.peers, addr)
 		}
 	}
-	for _, addr := range slices.Sorted(maps.Keys(want)) {
+	for _, addr := range slices.Sorted(maps.Keys(d.peers)) {
 		if _, ok := s.peers[addr]; ok {
 			continue
 		}
-		if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerAPI(want[addr])}); err != nil {
-			return fmt.Errorf("bgp: add neighbor %s: %w", want[addr].name, err)
+		n := d.peers[addr]
+		if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerAPI(n)}); err != nil {
+			return fmt.Errorf("bgp: add neighbor %s: %w", n.name, err)
 		}
-		s.peers[addr] = want[addr]
-		s.log.Info("bgp: neighbor added", "neighbor", want[addr].name, "peer_asn", want[addr].peerASN)
+		s.peers[addr] = n
+		s.log.Info("bgp: neighbor added", "neighbor", n.name, "peer_asn", n.peerASN)
 	}
+	s.applied = d
 	return nil
 }
 
 // startLocked (re)starts the speaker with g and puts the announced
 // routes back.
 func (s *Speaker) startLocked(ctx context.Context, g *global) error {
+	if g.listen > 0 {
+		// A port in use is the likely failure: find it before the
+		// running sessions are stopped.
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(g.listen))
+		if err != nil {
+			return fmt.Errorf("bgp: spillway.bgp.listenPort %d: %w (fix: a free port, or -1 to only dial out)", g.listen, err)
+		}
+		ln.Close()
+	}
 	if err := s.stopLocked(ctx); err != nil {
 		return err
 	}
@@ -245,7 +284,7 @@ func (s *Speaker) stopLocked(ctx context.Context) error {
 func (s *Speaker) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stopLocked(ctx)
+	return s.applyLocked(ctx, nil)
 }
 
 // Announce announces r, replacing what was announced for its prefix.

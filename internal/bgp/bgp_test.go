@@ -3,6 +3,7 @@ package bgp
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -280,5 +281,42 @@ func TestPasswordAndListen(t *testing.T) {
 	os.Remove(pwFile)
 	if _, err := Passwords(conf); err == nil || !strings.Contains(err.Error(), "neighbors[0].passwordFile") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestBadConfigureKeepsTheOld: a listen port in use is refused before
+// anything stops; the session in force stays up, unrestarted.
+func TestBadConfigureKeepsTheOld(t *testing.T) {
+	p := birdtest.Peer{Name: "up_a", Local: lo4, Port: birdtest.FreePort(t, lo4), LocalASN: 65000, Neighbor: lo4, PeerASN: 65001}
+	bird := birdtest.Start(t, p)
+	s := newSpeaker(t)
+	ctx := context.Background()
+	conf := &config.BGP{LocalASN: 65001, RouterID: "192.0.2.1", Neighbors: []config.BGPNeighbor{peerNeighbor(p)}}
+	if err := s.Configure(ctx, conf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Announce(ctx, Route{Prefix: pfx4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bird.WaitRoute(pfx4, "up_a", true, wait); err != nil {
+		t.Fatal(err)
+	}
+	since := protocolSince(t, bird, "up_a")
+	busy, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	bad := &config.BGP{LocalASN: 65001, RouterID: "192.0.2.1", ListenPort: &port, Neighbors: conf.Neighbors}
+	if err := s.Configure(ctx, bad, nil); err == nil || !strings.Contains(err.Error(), "listenPort") {
+		t.Fatalf("Configure with a busy port: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := protocolSince(t, bird, "up_a"); got != since || bird.Protocol("up_a") != "Established" {
+		t.Errorf("the session restarted or dropped: since %s (was %s), %s", got, since, bird.Protocol("up_a"))
+	}
+	if _, ok, _ := bird.RouteFrom(pfx4, "up_a"); !ok {
+		t.Error("the route is gone")
 	}
 }
