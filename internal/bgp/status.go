@@ -8,26 +8,9 @@ import (
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
-)
 
-// Session is one neighbor's session as get-health and /metrics show it.
-type Session struct {
-	// Neighbor is the router's address:port.
-	Neighbor string `json:"neighbor"`
-	PeerASN  uint32 `json:"peerAsn"`
-	// State is the BGP finite state machine's: IDLE, CONNECT, ACTIVE,
-	// OPENSENT, OPENCONFIRM or ESTABLISHED.
-	State string `json:"state"`
-	// Since is when the session entered State (zero: not since start).
-	Since time.Time `json:"since,omitzero"`
-	// Flaps counts the times the session went down.
-	Flaps uint32 `json:"flaps"`
-	// Advertised counts the prefixes sent on the session now; Received
-	// those the router sent (none is accepted: only routes originated
-	// here are, so a router's routes never reach another).
-	Advertised uint64 `json:"advertised"`
-	Received   uint64 `json:"received"`
-}
+	"github.com/spillwaylb/spillway/internal/serve/report"
+)
 
 // States lists the session states, in the order of the state machine.
 func States() []string {
@@ -36,24 +19,24 @@ func States() []string {
 
 // Sessions returns every neighbor's session, by neighbor address (none
 // while the speaker is stopped).
-func (s *Speaker) Sessions(ctx context.Context) []Session {
+func (s *Speaker) Sessions(ctx context.Context) []report.BGPSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running == nil {
 		return nil
 	}
-	var out []Session
+	var out []report.BGPSession
 	s.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
 		st := p.GetState()
 		addr := st.GetNeighborAddress()
-		ss := Session{Neighbor: s.name(addr), PeerASN: st.GetPeerAsn(), State: stateName(st.GetSessionState()), Flaps: st.GetFlops(), Since: s.changes[addr]}
+		ss := report.BGPSession{Neighbor: s.name(addr), PeerASN: st.GetPeerAsn(), State: stateName(st.GetSessionState()), Flaps: st.GetFlops(), Since: s.changes[addr]}
 		for _, a := range p.GetAfiSafis() {
 			ss.Advertised += a.GetState().GetAdvertised()
 			ss.Received += a.GetState().GetReceived()
 		}
 		out = append(out, ss)
 	})
-	slices.SortFunc(out, func(a, b Session) int {
+	slices.SortFunc(out, func(a, b report.BGPSession) int {
 		return netip.MustParseAddrPort(a.Neighbor).Compare(netip.MustParseAddrPort(b.Neighbor))
 	})
 	return out

@@ -264,7 +264,6 @@ func (v *validator) anycastPrefixes(b *BGP) {
 		if b == nil {
 			v.add(fp, "add spillway.bgp (localAsn, routerId, neighbors) to announce them, or remove anycastPrefixes", "anycast prefixes need spillway.bgp")
 		}
-		addr, specific := frontendIP(f.Address)
 		seen := map[netip.Prefix]int{}
 		for j, s := range f.AnycastPrefixes {
 			pp := at("%s[%d]", fp, j)
@@ -276,8 +275,6 @@ func (v *validator) anycastPrefixes(b *BGP) {
 			case pfx != pfx.Masked():
 				v.add(pp, "write the prefix without host bits: "+pfx.Masked().String(), "%s has host bits set", s)
 				continue
-			case specific && pfx.Addr().Is4() == addr.Is4() && !pfx.Contains(addr):
-				v.add(pp, "announce a prefix that holds the frontend's address, or bind the frontend to an address in it (or to 0.0.0.0 / [::])", "%s does not contain the frontend's address %s: routers would send this frontend traffic for addresses it does not listen on", s, addr)
 			}
 			if first, dup := seen[pfx]; dup {
 				v.add(pp, "list each prefix once", "%s is already anycastPrefixes[%d]", pfx, first)
@@ -302,7 +299,10 @@ func frontendIP(address string) (netip.Addr, bool) {
 	return a.Unmap(), true
 }
 
-// bgpWarnings: prefixes of a family that no neighbor carries.
+// bgpWarnings: prefixes of a family that no neighbor carries, and
+// prefixes that do not hold the address their frontend is bound to (a
+// warning, not an error: the host may forward the prefix's traffic to
+// the listener itself, e.g. with NAT).
 func (c *Config) bgpWarnings() []string {
 	if c.Spillway == nil || c.Spillway.BGP == nil {
 		return nil
@@ -315,7 +315,11 @@ func (c *Config) bgpWarnings() []string {
 	}
 	var w []string
 	for i := range c.Frontends {
+		addr, specific := frontendIP(c.Frontends[i].Address)
 		for j, p := range c.Frontends[i].Prefixes() {
+			if specific && p.Addr().Is4() == addr.Is4() && !p.Contains(addr) {
+				w = append(w, fmt.Sprintf("frontends[%d].anycastPrefixes[%d]: %s does not contain the frontend's address %s: routers will send it traffic for addresses it does not listen on, unless this host forwards them to it; bind the frontend to an address in the prefix, or to 0.0.0.0 / [::]", i, j, p, addr))
+			}
 			if !has[p.Addr().Is4()] {
 				fam := map[bool]string{true: "IPv4", false: "IPv6"}[p.Addr().Is4()]
 				w = append(w, fmt.Sprintf("frontends[%d].anycastPrefixes[%d]: %s is announced to no neighbor: %s prefixes go over %s sessions; add the router's %s address to spillway.bgp.neighbors", i, j, p, fam, fam, fam))

@@ -108,7 +108,6 @@ func TestBGPConfigErrors(t *testing.T) {
 		{"no neighbors", "    neighbors:\n    - address: 192.0.2.254", "    neighbors: []\n    xneighbors:\n    - address: 192.0.2.254", []string{"unknown field"}},
 		{"prefix parse", "[203.0.113.0/24,", "[203.0.113.0/33,", []string{`anycastPrefixes[0]: "203.0.113.0/33" is not a prefix`}},
 		{"prefix host bits", "[203.0.113.0/24,", "[203.0.113.7/24,", []string{"203.0.113.7/24 has host bits set", "203.0.113.0/24"}},
-		{"prefix not containing", "[203.0.113.0/24,", "[198.51.100.0/24,", []string{"198.51.100.0/24 does not contain the frontend's address 203.0.113.10"}},
 		{"prefix duplicate", `"2001:db8:1::/48"]`, `"2001:db8:1::/48", 203.0.113.0/24]`, []string{"203.0.113.0/24 is already anycastPrefixes[0]"}},
 		{"degraded both", "asPathPrepend: 3", "asPathPrepend: 3\n      med: 100", []string{"asPathPrepend and med are both set"}},
 		{"degraded neither", "asPathPrepend: 3", "asPathPrepend: 0", []string{"no way to announce a degraded prefix is set"}},
@@ -152,9 +151,21 @@ func TestAnycastPrefixWildcardAddress(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:80", ":80", "[::]:80"} {
 		y := bgpEdit(t, "address: 203.0.113.10:80", "address: \""+addr+"\"")
 		y = strings.Replace(y, "[203.0.113.0/24,", "[198.51.100.0/24,", 1)
-		if _, err := Parse([]byte(y), "b.yaml"); err != nil {
-			t.Errorf("%s: %v", addr, err)
+		cfg, err := Parse([]byte(y), "b.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
 		}
+		if w := cfg.Warnings(); len(w) != 0 {
+			t.Errorf("%s: warnings %q", addr, w)
+		}
+	}
+}
+
+func TestBGPWarnsPrefixWithoutFrontendAddress(t *testing.T) {
+	cfg := mustParse(t, bgpEdit(t, "[203.0.113.0/24,", "[198.51.100.0/24,"), "b.yaml")
+	w := strings.Join(cfg.Warnings(), "\n")
+	if !strings.Contains(w, "frontends[edge].anycastPrefixes[0]: 198.51.100.0/24 does not contain the frontend's address 203.0.113.10") {
+		t.Errorf("warnings %q", w)
 	}
 }
 
