@@ -694,7 +694,9 @@ Usage: spillway get-health [--admin ADDR] [--admin-token-file FILE] [--json | --
 Print a running instance's health view, like
 'gcloud compute backend-services get-health': for each backend service, each
 backend (group) with its preference, healthy members, drain state and share of
-traffic, and each endpoint's health state and last probe detail.
+traffic, and each endpoint's health state and last probe detail. With
+spillway.bgp it also shows each BGP session's state and each anycast prefix's
+(ANNOUNCED, DEGRADED or WITHDRAWN) with the reason.
 
 When the admin API wants a token, give it with --admin-token-file FILE or the
 SPILLWAY_ADMIN_TOKEN environment variable (as for spillway serve).
@@ -830,6 +832,39 @@ func PrintHealth(w io.Writer, r *report.Health) {
 		printOverlay(w, r.Overlay)
 	}
 	printCertificates(w, r.SslCertificates)
+	printBGP(w, r.BGP)
+}
+
+// printBGP prints the anycast view: each BGP session and each prefix's
+// state with its reason.
+func printBGP(w io.Writer, b *report.BGP) {
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(w, "bgp (local AS %d, router ID %s)\n", b.LocalASN, b.RouterID)
+	fmt.Fprintf(w, "  %-28s %-10s %-12s %-22s %5s %10s\n", "NEIGHBOR", "PEER AS", "STATE", "SINCE", "FLAPS", "ADVERTISED")
+	for _, s := range b.Sessions {
+		since := "-"
+		if !s.Since.IsZero() {
+			since = s.Since.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "  %-28s %-10d %-12s %-22s %5d %10d\n", s.Neighbor, s.PeerASN, s.State, since, s.Flaps, s.Advertised)
+	}
+	fmt.Fprintf(w, "  %-28s %-22s %-18s %8s  %s\n", "PREFIX", "STATE", "REASON", "HEALTHY", "DETAIL")
+	for _, p := range b.Prefixes {
+		state := p.State.String()
+		switch {
+		case p.ASPathPrepend > 0:
+			state += fmt.Sprintf(" (prepend %d)", p.ASPathPrepend)
+		case p.MED != nil:
+			state += fmt.Sprintf(" (MED %d)", *p.MED)
+		}
+		fmt.Fprintf(w, "  %-28s %-22s %-18s %7.1f%%  %s\n", p.Prefix, state, p.Reason, p.HealthyPercent, p.Detail)
+	}
+	if b.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", b.Error)
+	}
+	fmt.Fprintln(w)
 }
 
 // zoneOrRegion is a health view backend's zone, or its region for a

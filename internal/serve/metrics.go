@@ -47,6 +47,8 @@ type metrics struct {
 	fleetLeader     *prometheus.Desc
 	fleetProbing    *prometheus.Desc
 	fleetPeers      *prometheus.Desc
+	// bgp are the anycast metrics (bgpmetrics.go).
+	bgp bgpDescs
 }
 
 func newMetrics(s *Server) *metrics {
@@ -72,6 +74,7 @@ func newMetrics(s *Server) *metrics {
 		fleetLeader:     prometheus.NewDesc("spillway_fleet_control_leader", "Fleet mode only: 1 on the instance elected to decide drains, else 0 (summed over the fleet: 1).", nil, nil),
 		fleetProbing:    prometheus.NewDesc("spillway_fleet_probe_targets", "Fleet mode only: the probe targets this instance probes (sharded probing).", nil, nil),
 		fleetPeers:      prometheus.NewDesc("spillway_fleet_demand_peers", "Fleet mode only: the other instances whose offered rates this instance counts against RATE capacity (fleet-wide RATE).", nil, nil),
+		bgp:             newBGPDescs(),
 	}
 }
 
@@ -81,6 +84,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range m.d.all() {
+		ch <- d
+	}
+	for _, d := range m.bgp.all() {
 		ch <- d
 	}
 	for _, d := range m.s.dnstel.descs() {
@@ -123,6 +129,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
+		m.bgp.collect(ch, r.BGP)
 	}
 	if f := m.s.FleetStatus(); f != nil {
 		gauge(m.fleetStale, b01(f.Stale))

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/armor"
+	"github.com/spillwaylb/spillway/internal/bgp"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
@@ -161,6 +162,9 @@ type Server struct {
 	admin *admin.Server
 	dash  *dashboard.Dashboard
 	probe *probing
+	// anycast announces the frontends' anycast prefixes over BGP
+	// (bgp.go); idle without spillway.bgp.
+	anycast *anycastRunner
 
 	transport http.RoundTripper
 	// layers are the EDGE frontends' pools of HTTP/2 connections to
@@ -249,6 +253,11 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		stdout = os.Stdout
 	}
 	s.names = newNames(cfg, opts.Resolver, s.now)
+	pw, err := bgp.Passwords(bgpOf(cfg))
+	if err != nil {
+		return nil, err
+	}
+	s.anycast = newAnycast(s, bgpOf(cfg), pw)
 	p, err := s.compile(context.Background(), cfg)
 	if err != nil {
 		return nil, err
@@ -324,7 +333,7 @@ func (s *Server) ListenerFiles() ([]*os.File, error) {
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
 
 // Health returns the current health report.
-func (s *Server) Health() *report.Health { return s.withKeys(s.health.Load()) }
+func (s *Server) Health() *report.Health { return s.withBGP(s.withKeys(s.health.Load())) }
 
 // Ready is closed once every listener is bound.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -418,8 +427,18 @@ func (s *Server) swapIn(ctx context.Context, cfg *config.Config, sum [32]byte) e
 	if err != nil {
 		return err
 	}
+	pw, err := bgp.Passwords(bgpOf(cfg))
+	if err != nil {
+		return err
+	}
 	lns, err := s.front.prepare(p)
 	if err != nil {
+		return err
+	}
+	// The BGP sessions take the new neighbors now; a change they refuse
+	// rejects the reload, the speaker keeping the old ones.
+	if err := s.anycast.configure(ctx, bgpOf(cfg), pw); err != nil {
+		closeListeners(lns)
 		return err
 	}
 	req := &reloadReq{cfg: cfg, sum: sum, p: p, edge: ec, dns: g, listeners: lns, tls: tlsStates, errc: make(chan error, 1)}
@@ -531,6 +550,7 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 		snap.Routes, snap.Armor, snap.Geo, snap.Demand = old.Routes, old.Armor, old.Geo, old.Demand
 	}
 	s.snap.Store(snap)
+	s.anycast.measure(s.state, snap)
 	h := report.Build(s.state, snap.View, s.now())
 	h.Resolutions = resolutions(s.names.Status())
 	s.health.Store(h)
@@ -579,11 +599,12 @@ type component interface {
 
 // components returns the Server's components in start order: the access
 // log (stopped last, after the frontends' last requests), the frontends
-// and the DNS server, so that every listener is bound before Ready; the
+// and the DNS server, so that every listener is bound before Ready and
+// before the anycast prefixes are first announced (BGP); the
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.alog, s.dnstel.tap, s.tracing, s.front, s.dns}
+	cs := []component{s.alog, s.dnstel.tap, s.tracing, s.front, s.dns, s.anycast}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
@@ -596,8 +617,10 @@ func (s *Server) components() []component {
 }
 
 // Run starts the components, runs the loop until ctx is done, then stops
-// the components in reverse order. Shutdown is graceful: listeners
-// close, in-flight requests get up to 10 s.
+// the components in reverse order. Shutdown is graceful: with
+// spillway.bgp the anycast prefixes are withdrawn first and the instance
+// serves on for drainSec (lame duck); then listeners close, in-flight
+// requests get up to 10 s.
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -617,6 +640,7 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	s.loop(ctx)
 	close(s.stopped)
+	s.anycast.lameDuck()
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	stopAll(shutdownCtx)

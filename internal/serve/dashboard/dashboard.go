@@ -156,6 +156,9 @@ type DashState struct {
 	// Overlay is the runtime overlay in force (spillway ctl), absent
 	// when none.
 	Overlay *report.Overlay `json:"overlay,omitempty"`
+	// BGP is the anycast view (as in /health), absent without
+	// spillway.bgp.
+	BGP *report.BGP `json:"bgp,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
 	// Info is the header's instance facts (absent when unknown).
@@ -437,7 +440,7 @@ func (d *Dashboard) state() *DashState {
 	if h == nil || p == nil {
 		return st
 	}
-	st.Version, st.Overlay = h.Version, h.Overlay
+	st.Version, st.Overlay, st.BGP = h.Version, h.Overlay, h.BGP
 	d.mu.Lock()
 	samples := slices.Clone(d.samples) // sample thins old elements in place
 	st.Transitions = slices.Clone(d.transitions)

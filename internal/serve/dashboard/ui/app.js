@@ -290,6 +290,38 @@ function renderFleet(f) {
   box.textContent = parts.join(" · ");
 }
 
+// renderBGP shows the anycast view (spillway.bgp): each session with a
+// router and each prefix's state with its reason (docs/global.md).
+function renderBGP(b) {
+  const sec = document.getElementById("bgp-section");
+  sec.hidden = !b;
+  if (!b) return;
+  const when = (t) => t ? new Date(t).toLocaleTimeString() : "-";
+  document.getElementById("bgp-meta").textContent = `local AS ${b.localAsn} · router ID ${b.routerId}` + (b.error ? ` · error: ${b.error}` : "");
+  document.querySelector("#bgp-sessions tbody").replaceChildren(...(b.sessions || []).map((s) =>
+    el("tr", { "data-neighbor": s.neighbor },
+      el("td", { text: s.neighbor }),
+      el("td", { class: "num", text: String(s.peerAsn) }),
+      el("td", {}, el("span", { class: "badge", "data-state": s.state === "ESTABLISHED" ? "serving" : "unhealthy", text: s.state })),
+      el("td", { text: when(s.since) }),
+      el("td", { class: "num", text: String(s.flaps) }),
+      el("td", { class: "num", text: String(s.advertised) }))));
+  const badge = { ANNOUNCED: "serving", DEGRADED: "degraded", WITHDRAWN: "unhealthy" };
+  document.querySelector("#bgp-prefixes tbody").replaceChildren(...(b.prefixes || []).map((p) => {
+    let state = p.state;
+    if (p.state === "DEGRADED" && p.asPathPrepend) state += ` (prepend ${p.asPathPrepend})`;
+    if (p.state === "DEGRADED" && p.med != null) state += ` (MED ${p.med})`;
+    return el("tr", { "data-prefix": p.prefix, "data-state": p.state, "data-reason": p.reason },
+      el("td", { text: p.prefix }),
+      el("td", { text: (p.frontends || []).join(", ") }),
+      el("td", {}, el("span", { class: "badge", "data-state": badge[p.state] || "unhealthy", text: state })),
+      el("td", { text: p.reason }),
+      el("td", { class: "num", text: p.healthyPercent.toFixed(1) + "%" }),
+      el("td", { text: when(p.since) }),
+      el("td", { class: "details", text: p.detail }));
+  }));
+}
+
 for (const id of ["filter-kind", "filter-text"]) document.getElementById(id).addEventListener("input", () => renderTransitions(lastTransitions));
 
 async function tick() {
@@ -308,6 +340,7 @@ async function tick() {
     renderSecurity(st.securityRules);
     renderTransitions(st.transitions || []);
     renderFleet(st.fleet);
+    renderBGP(st.bgp);
     renderOverlay(st.overlay);
     status.dataset.state = "live";
     status.textContent = `state version ${st.version} · ${new Date(st.time).toLocaleTimeString()}`;
