@@ -39,7 +39,9 @@ type router struct {
 // shortest link (local preference 1000 minus the one-way delay in ms; the
 // local edge 1000): the lab's stand-in for a network that sends traffic
 // to the nearest healthy site. Other routes use BGP's default (shortest
-// AS path).
+// AS path). After a session fails BIRD waits "error wait time" before
+// it accepts the peer again (default 60 to 300 s); the lab's is 1 to 2 s,
+// so an edge that comes back is heard at once.
 var birdConf = template.Must(template.New("bird").Parse(`# {{.Site.City}} ({{.Site.Region}}), written by spillway lab --global
 log stderr { info, remote, warning, error, auth, fatal, bug };
 router id {{.Site.RouterLAN}};
@@ -52,7 +54,7 @@ protocol bgp edge {
 	local {{.Site.RouterLAN}} as {{.Site.ASN}};
 	neighbor {{.Site.EdgeUnicast}} as {{.EdgeASN}};
 	passive on;
-	hold time {{.HoldTime}}; keepalive time 1; connect retry time 1;
+	hold time {{.HoldTime}}; keepalive time 1; connect retry time 1; error wait time 1, 2;
 	ipv4 {
 		import filter { if net ~ [ {{.Anycast}}+ ] then { bgp_local_pref = 1000; accept; } reject; };
 		export none;
@@ -62,7 +64,7 @@ protocol bgp edge {
 protocol bgp {{.Name}} {
 	local {{.Local}} as {{$.Site.ASN}};
 	neighbor {{.Addr}} as {{.ASN}};
-	hold time 6; keepalive time 2; connect retry time 1;
+	hold time 6; keepalive time 2; connect retry time 1; error wait time 1, 2;
 	ipv4 {
 		import filter { if net ~ [ {{$.Anycast}}+ ] then bgp_local_pref = {{.Preference}}; accept; };
 		export where source ~ [ RTS_BGP, RTS_DEVICE ];

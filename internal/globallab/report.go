@@ -24,6 +24,8 @@ type Report struct {
 	Timelines []Timeline `json:"timelines"`
 	// Elapsed is the run's wall time, set-up and clean-up included.
 	Elapsed time.Duration `json:"-"`
+	// ElapsedSeconds is Elapsed, for JSON.
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
 }
 
 // Row is one line of the table.
@@ -39,6 +41,7 @@ type Row struct {
 }
 
 // Timeline is a scenario's requests per window, by client geography.
+// Durations (Step, Event.At) are nanoseconds in JSON.
 type Timeline struct {
 	Name   string        `json:"name"`
 	Step   time.Duration `json:"step"`
@@ -83,7 +86,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 
 // WriteTable writes the table, then each timeline.
 func WriteTable(w io.Writer, r *Report) error {
-	fmt.Fprintf(w, "spillway lab --global: three sites in network namespaces, BGP anycast, two proxy layers, a GSLB (%.0fs)\n\n", r.Elapsed.Seconds())
+	fmt.Fprintf(w, "spillway lab --global: three sites in network namespaces, BGP anycast, two proxy layers, a GSLB (%.0fs)\n\n", r.ElapsedSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROW\tWHAT\tEXPECTED\tMEASURED\tVERDICT")
 	for _, row := range r.Rows {

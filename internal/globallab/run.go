@@ -99,6 +99,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			err = fmt.Errorf("globallab: clean-up: %w", cerr)
 		}
 		r.rep.Elapsed = time.Since(r.start)
+		r.rep.ElapsedSeconds = r.rep.Elapsed.Seconds()
 	}()
 	steps := []struct {
 		name string
