@@ -35,6 +35,7 @@ Commands:
   get-health print a running instance's health view (like gcloud get-health)
   ctl        drain, undrain or reweight an endpoint, group or service of a
              running instance (or fleet), with expiry and an audit log
+  cache      invalidate Cloud CDN's cache of a running instance (a path or /prefix/*)
   version    print the version, commit and Go toolchain of this build
 
 Configs use Google Cloud's REST field names (weightedBackendServices,
@@ -102,7 +103,7 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 }
 
 // commandNames are the commands, as the usage lists them.
-var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dns", "dnssec", "config", "get-health", "ctl", "version"}
+var commandNames = []string{"lab", "serve", "simulate", "validate", "import", "dns", "dnssec", "config", "get-health", "ctl", "cache", "version"}
 
 // unknownCommand says that cmd is not a command, with the nearest one.
 func unknownCommand(cmd string) string {

@@ -28,6 +28,8 @@ func extraCommands(name string) (command, bool) {
 		return runConfig, true
 	case "ctl":
 		return runCtl, true
+	case "cache":
+		return runCache, true
 	}
 	return nil, false
 }

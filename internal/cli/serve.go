@@ -118,6 +118,15 @@ serving a DNS frontend's UDP socket (half the CPUs) adds one more: it
 spends most of its time blocked in the kernel. The current number is the
 go_sched_gomaxprocs_threads metric; changes are logged at debug level.
 
+Anycast (BGP): with spillway.bgp in the config the instance speaks BGP to the
+routers it names and announces each frontend's anycastPrefixes only while it
+can serve them: withdrawn when no endpoint its URL map reaches is healthy (or
+less than minHealthyCapacityPercent of its capacity), degraded with an AS-path
+prepend or a MED below degraded.belowHealthyCapacityPercent, back only after
+holdDownSec healthy. On SIGTERM it withdraws first, serves on for drainSec,
+then closes. get-health, /metrics and /ui show every session and prefix with
+the reason (docs/global.md, "Anycast with BGP").
+
 Fleet mode: with --fleet, several instances share one config through etcd
 (docs/fleet.md). The instance takes the fleet's current config (pushed with
 spillway config push), follows every new revision with the reload rules

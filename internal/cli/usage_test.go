@@ -16,7 +16,7 @@ func TestUnknownCommand(t *testing.T) {
 		{[]string{"serv"}, `spillway: unknown command "serv"; did you mean "serve"?`},
 		{[]string{"valdiate", "--config", "x.yaml"}, `spillway: unknown command "valdiate"; did you mean "validate"?`},
 		{[]string{"get-helth"}, `spillway: unknown command "get-helth"; did you mean "get-health"?`},
-		{[]string{"frobnicate"}, `spillway: unknown command "frobnicate"; the commands are lab, serve, simulate, validate, import, dns, dnssec, config, get-health, ctl, version`},
+		{[]string{"frobnicate"}, `spillway: unknown command "frobnicate"; the commands are lab, serve, simulate, validate, import, dns, dnssec, config, get-health, ctl, cache, version`},
 		{[]string{"--confg", "x.yaml"}, `spillway: "--confg" is a flag; flags come after the command, e.g. spillway serve --config FILE`},
 	} {
 		code, out, errOut := runMain(t, tt.args...)

@@ -17,7 +17,10 @@ type Config struct {
 	NetworkEndpointGroups []NetworkEndpointGroup `json:"networkEndpointGroups,omitempty"`
 	InstanceGroups        []InstanceGroup        `json:"instanceGroups,omitempty"`
 	BackendServices       []BackendService       `json:"backendServices,omitempty"`
-	URLMaps               []URLMap               `json:"urlMaps,omitempty"`
+	// BackendBuckets are Cloud CDN's bucket backends; Spillway serves a
+	// local directory for each (cdn.go).
+	BackendBuckets []BackendBucket `json:"backendBuckets,omitempty"`
+	URLMaps        []URLMap        `json:"urlMaps,omitempty"`
 	// SecurityPolicies are Cloud Armor policies (security.go).
 	SecurityPolicies []SecurityPolicy `json:"securityPolicies,omitempty"`
 
@@ -137,6 +140,11 @@ type Tuning struct {
 	// appEngine, cloudFunction) to where those services run outside
 	// Google Cloud: one HTTPS base URL per region (docs/extensions.md).
 	Serverless []ServerlessTarget `json:"serverless,omitempty"`
+	// CDN sizes Cloud CDN's store (cdn.go). Defaults apply when absent.
+	CDN *CDN `json:"cdn,omitempty"`
+	// SignedURLKeys are the signed URL and cookie keys of CDN-enabled
+	// backends (cdn.go, docs/cdn.md).
+	SignedURLKeys []SignedURLKey `json:"signedUrlKeys,omitempty"`
 	// Resolver is the DNS server that INTERNET_FQDN_PORT endpoints and
 	// serverless base URLs with host names are resolved through.
 	Resolver *Resolver `json:"resolver,omitempty"`
@@ -449,9 +457,9 @@ type BackendService struct {
 	// backend policy, before a backend is picked.
 	SecurityPolicy     string `json:"securityPolicy,omitempty"`
 	EdgeSecurityPolicy string `json:"edgeSecurityPolicy,omitempty"`
-	// CdnPolicy is accepted (and ignored) only while enableCDN is false,
-	// so exports of services without Cloud CDN load.
-	CdnPolicy *Ignored `json:"cdnPolicy,omitempty"`
+	// CdnPolicy is Cloud CDN's caching of the service's responses,
+	// read while enableCDN is true (cdn.go, docs/cdn.md).
+	CdnPolicy *CdnPolicy `json:"cdnPolicy,omitempty"`
 	// Iap is accepted only with enabled: false: Spillway has no
 	// Identity-Aware Proxy.
 	Iap *Iap `json:"iap,omitempty"`

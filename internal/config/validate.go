@@ -28,6 +28,8 @@ func validate(c *Config, pos map[string]position) Errors {
 	v.networkEndpointGroups()
 	v.instanceGroups()
 	v.backendServices()
+	v.backendBuckets()
+	v.cdnTuning(c.Spillway)
 	v.urlMaps()
 	v.regions()
 	v.sslPolicies()
@@ -54,9 +56,9 @@ type validator struct {
 	errs Errors
 
 	// Name → index, per kind, for resolving references.
-	hcs, policies, negs, igs, services, urlMapNames, regionNames map[string]int
-	sslPolicyNames, serverTLSPolicyNames, trustConfigNames       map[string]int
-	securityPolicyNames                                          map[string]int
+	hcs, policies, negs, igs, services, buckets, urlMapNames, regionNames map[string]int
+	sslPolicyNames, serverTLSPolicyNames, trustConfigNames                map[string]int
+	securityPolicyNames                                                   map[string]int
 }
 
 // add records a problem at path. The position is that of path or, when
@@ -95,6 +97,7 @@ func (v *validator) index() {
 	v.negs = v.names("networkEndpointGroups", "network endpoint group", "neg-us-east1-b", len(c.NetworkEndpointGroups), func(i int) string { return c.NetworkEndpointGroups[i].Name })
 	v.igs = v.names("instanceGroups", "instance group", "ig-us-east1-b", len(c.InstanceGroups), func(i int) string { return c.InstanceGroups[i].Name })
 	v.services = v.names("backendServices", "backend service", "bs-web", len(c.BackendServices), func(i int) string { return c.BackendServices[i].Name })
+	v.buckets = v.names("backendBuckets", "backend bucket", "bb-static", len(c.BackendBuckets), func(i int) string { return c.BackendBuckets[i].Name })
 	v.urlMapNames = v.names("urlMaps", "URL map", "web-map", len(c.URLMaps), func(i int) string { return c.URLMaps[i].Name })
 	v.regionNames = v.names("regions", "region", "us-east1", len(c.Regions), func(i int) string { return c.Regions[i].Name })
 	v.sslPolicyNames = v.names("sslPolicies", "SSL policy", "tls12-modern", len(c.SslPolicies), func(i int) string { return c.SslPolicies[i].Name })

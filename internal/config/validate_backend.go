@@ -60,7 +60,7 @@ func (v *validator) backendService(p string, bs *BackendService) {
 		v.customHeader(at("%s.customResponseHeaders[%d]", p, j), h)
 	}
 	if bs.EnableCDN {
-		v.add(p+".enableCDN", "remove it, or set it to false", "Spillway has no CDN")
+		v.cdnPolicy(p+".cdnPolicy", bs.CdnPolicy, false)
 	}
 	if bs.Iap != nil && bs.Iap.Enabled {
 		v.add(p+".iap.enabled", "set it to false, or remove iap, and put an authenticating proxy in front of the backends",

@@ -66,7 +66,7 @@ func (v *validator) urlMap(p string, um *URLMap) {
 				"the test expects nothing")
 		}
 		if t.Service != "" {
-			v.serviceRef(tp+".service", t.Service)
+			v.backendRef(tp+".service", t.Service)
 			if t.ExpectedRedirectResponseCode != 0 {
 				v.add(tp+".expectedRedirectResponseCode", "remove service, or remove expectedRedirectResponseCode",
 					"a redirect test cannot also expect a service")
@@ -88,7 +88,7 @@ func (v *validator) defaults(p, service string, ra *HTTPRouteAction, redirect *H
 	v.exactlyOne(p, "default action", []string{"defaultService", "defaultUrlRedirect", "defaultRouteAction.weightedBackendServices"},
 		service != "", redirect != nil, ra != nil && len(ra.WeightedBackendServices) > 0)
 	if service != "" {
-		v.serviceRef(p+".defaultService", service)
+		v.backendRef(p+".defaultService", service)
 	}
 	v.routeAction(p+".defaultRouteAction", ra)
 	v.redirect(p+".defaultUrlRedirect", redirect)
@@ -141,7 +141,7 @@ func (v *validator) action(p, service string, ra *HTTPRouteAction, redirect *HTT
 	v.exactlyOne(p, "action", []string{"service", "urlRedirect", "routeAction.weightedBackendServices"},
 		service != "", redirect != nil, ra != nil && len(ra.WeightedBackendServices) > 0)
 	if service != "" {
-		v.serviceRef(p+".service", service)
+		v.backendRef(p+".service", service)
 	}
 	v.routeAction(p+".routeAction", ra)
 	v.redirect(p+".urlRedirect", redirect)

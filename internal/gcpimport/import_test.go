@@ -229,7 +229,7 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 	res := mustImport(t, uncarriedOptions(t))
 	want := []struct{ path, reason string }{
 		{"backendServices[bs-static].compressionMode", "does not support this field"},
-		{"backendServices[bs-static].enableCDN", "Spillway has no CDN"},
+		{"backendServices[bs-static].enableCDN", "does not carry enableCDN"},
 		{"backendServices[bs-static].iap", "Spillway has no IAP"},
 		{"healthChecks[hc-static].logConfig", "writes no health check logs"},
 		// Policies the input does not hold (checked once every file is read).

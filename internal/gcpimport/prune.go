@@ -171,7 +171,7 @@ func (p *pruner) special(out *yaml.Node, t reflect.Type, key string, val *yaml.N
 			return true
 		case "enableCdn", "enableCDN":
 			if truthy(val) {
-				p.im.note(p.src, path+".enableCDN", "Cloud CDN is on: Spillway has no CDN, so every request goes to the backends uncached")
+				p.im.note(p.src, path+".enableCDN", "Cloud CDN is on: spillway import does not carry enableCDN and cdnPolicy yet, so every request goes to the backends uncached until you add them (docs/cdn.md)")
 			}
 			return true
 		case "cdnPolicy":

@@ -22,8 +22,8 @@ import (
 
 // The frame-level differential harness. A script of client frames goes
 // to this package's server and to golang.org/x/net/http2's, each on a
-// net.Pipe with the same handler (answers 200 "ok" at once, without
-// reading the body). The frames each sends back are reduced to an
+// net.Pipe with the same handler (answers 200 "ok" without reading the
+// body, once the server has applied every frame of the script). The frames each sends back are reduced to an
 // outcome per RFC 9113's rules:
 //
 //	F1  The connection error: the GOAWAY error code, if any (NO_ERROR
@@ -58,19 +58,26 @@ func (o diffOutcome) String() string {
 }
 
 // diffHandler answers every request 200 "ok" and records its stream.
+// It answers only once synced is closed: when the server has acked the
+// PING sent after the script, so it has applied every frame of the
+// script (both servers apply frames in order). An answer therefore
+// never races the reader's checks of the frames after the HEADERS
+// (DATA over content-length, DATA after END_STREAM): without the wait,
+// which one the server saw first was the scheduler's choice and the
+// two servers could disagree on a starved machine.
 type diffHandler struct {
 	mu     sync.Mutex
 	called map[string]bool
+	synced chan struct{}
 }
 
 func (h *diffHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.called[r.Header.Get("X-Id")] = true
 	h.mu.Unlock()
-	if r.Header.Get("X-Hold") != "" {
-		// The script's next frames reach the server before the answer
-		// (generously: they are already written).
-		time.Sleep(200 * time.Millisecond)
+	select {
+	case <-h.synced:
+	case <-time.After(5 * time.Second): // bounded: a harness bug must not hang
 	}
 	io.WriteString(w, "ok")
 }
@@ -82,7 +89,7 @@ var pingData = [1][8]byte{{'s', 'y', 'n', 'c', 0, 0, 0, 1}}
 // SETTINGS) against serve and returns the outcome.
 func runScript(t testing.TB, script []byte, serve func(net.Conn, http.Handler)) diffOutcome {
 	cc, sc := net.Pipe()
-	h := &diffHandler{called: map[string]bool{}}
+	h := &diffHandler{called: map[string]bool{}, synced: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -109,7 +116,9 @@ func runScript(t testing.TB, script []byte, serve func(net.Conn, http.Handler)) 
 	out := diffOutcome{streams: map[uint32]string{}}
 	cc.SetReadDeadline(time.Now().Add(2 * time.Second))
 	dec := hpack.NewDecoder(4096, nil)
-	if readUntilPing(fr, dec, &out, 0) {
+	synced := readUntilPing(fr, dec, &out, 0)
+	close(h.synced) // the handlers may answer now
+	if synced {
 		// Every frame is applied; give the handler goroutines time to
 		// start (x/net starts them asynchronously), then wait (2 s at
 		// most) for an answer on each stream served.
@@ -323,16 +332,15 @@ var diffScripts = []struct {
 		w.fr.WriteData(1, true, []byte("abc"))
 	}},
 	{"body over content-length", func(w *scriptWriter) {
-		// Held, so that the answer does not race the reader's check.
-		w.headers(1, false, "content-length", "1", "x-hold", "1")
+		w.headers(1, false, "content-length", "1")
 		w.fr.WriteData(1, true, []byte("abc"))
 	}},
 	{"even stream", func(w *scriptWriter) { w.headers(2, true) }},
 	{"stream ID going down", func(w *scriptWriter) { w.headers(5, true); w.headers(3, true) }},
 	{"DATA on idle stream", func(w *scriptWriter) { w.fr.WriteData(1, true, []byte("x")) }},
 	{"DATA on stream 0", func(w *scriptWriter) { w.raw(http2.FrameData, 0, 0, []byte("x")) }},
-	{"DATA after END_STREAM", func(w *scriptWriter) { w.headers(1, true, "x-hold", "1"); w.fr.WriteData(1, true, []byte("x")) }},
-	{"HEADERS after END_STREAM", func(w *scriptWriter) { w.headers(1, true, "x-hold", "1"); w.headers(1, true) }},
+	{"DATA after END_STREAM", func(w *scriptWriter) { w.headers(1, true); w.fr.WriteData(1, true, []byte("x")) }},
+	{"HEADERS after END_STREAM", func(w *scriptWriter) { w.headers(1, true); w.headers(1, true) }},
 	{"trailers", func(w *scriptWriter) {
 		w.headers(1, false, "trailer", "x-t")
 		w.fr.WriteData(1, false, []byte("abc"))

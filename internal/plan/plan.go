@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/cdnpolicy"
 	"github.com/spillwaylb/spillway/internal/config"
 )
 
@@ -44,7 +45,9 @@ type Plan struct {
 
 	Services      []*Service
 	ServiceByName map[string]*Service
-	Groups        []*Group
+	// Buckets are the backend buckets by name (cdn.go).
+	Buckets map[string]*Bucket
+	Groups  []*Group
 	// Endpoints are unique (address, health check) pairs: the unit of
 	// health. Two services that share a group and a health check share
 	// endpoints, so each endpoint is probed once.
@@ -175,6 +178,8 @@ type Service struct {
 	MinRingSize int
 	PolicyName  string
 	Config      *config.BackendService
+	// CDN is the compiled cdnPolicy, nil when enableCDN is false.
+	CDN *cdnpolicy.Policy
 }
 
 // HashPolicy reports whether the service picks endpoints by consistent
@@ -269,6 +274,9 @@ type Options struct {
 	// endpoints are named by (Names lists them); a name without
 	// addresses gives no endpoints.
 	Resolved map[string][]netip.Addr
+	// SignedKeys holds the signed URL keys read from
+	// spillway.signedUrlKeys[].keyFile, by backend and key name.
+	SignedKeys map[string]map[string][]byte
 }
 
 // CompileWith is Compile with the DNS names' addresses.
@@ -292,6 +300,7 @@ func CompileWith(c *config.Config, o Options) (*Plan, error) {
 			return nil, err
 		}
 	}
+	cc.compileCDN(c, o.SignedKeys)
 	if err := p.compileFrontends(c); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,13 @@
 //     EnableFullDuplex, would read on otherwise). The attempt's
 //     Outcome has ClientFault set; it is not retried, and outlier
 //     detection and passive health ignore it (Outcome.BackendSignal).
+//   - Cloud CDN (cdn.go; docs/cdn.md): for a CDN-enabled service or
+//     backend bucket, after the security policies and before the
+//     endpoint pick, a signed URL or cookie that does not verify → 403
+//     signed_request_invalid; a hit is answered by internal/cdn (no
+//     endpoint, no demand counted); a miss goes on as below, through
+//     the cache's capturing writer. A backend bucket is served from its
+//     directory (cdn.Bucket).
 //   - Security policies (enforce) run after the backend service is chosen
 //     and before a backend is picked. A policy whose rules call the
 //     preconfigured WAF (armor.Policy.NeedsBody) has the start of the
@@ -136,7 +143,6 @@
 //     copied both ways until either side closes or the tunnel is idle for
 //     the request timeout. "Upgrade: h2c" is not an upgrade: like
 //     net/http, the request is answered as plain HTTP/1.1.
-//
 //   - Two proxy layers (layers.go, layerpool.go; docs/global.md): an
 //     EDGE frontend forwards what it decided (service, region) to the
 //     region's regional layer over pooled HTTP/2 connections, with the

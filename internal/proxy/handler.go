@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/armor"
+	"github.com/spillwaylb/spillway/internal/cdn"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/geoip"
@@ -138,6 +139,9 @@ type Config struct {
 	// Layers holds the connection pools to regional layers, for an EDGE
 	// frontend (default: the handler's own).
 	Layers *Layers
+	// Cache is Cloud CDN's cache of the CDN-enabled backend services and
+	// buckets (nil: nothing is cached). It outlives reloads.
+	Cache *cdn.Cache
 }
 
 // handler is the http.Handler of one frontend.
@@ -326,7 +330,7 @@ func (h *handler) observe(o Outcome) {
 // when ServeHTTP returns.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rec *Record
-	if h.cfg.Record != nil {
+	if h.cfg.Record != nil && (h.cfg.Cache == nil || !cdn.IsRefresh(r.Context())) {
 		rec = h.record(r, time.Now())
 		defer h.finish(rec)
 	}
@@ -354,7 +358,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, ok := h.pick(&m, w, r)
+	d, ok := h.pick(&m, th, w, r)
 	if !ok {
 		return
 	}
@@ -371,7 +375,8 @@ type matched struct {
 	fwdPath string // the normalised path to forward, decoded
 	fwdRaw  string // and escaped ("" when the default encoding)
 	svc     *plan.Service
-	wi      int // the index of svc in a.Services
+	bucket  *plan.Bucket // the backend bucket, when the action names one
+	wi      int          // the index of svc in a.Services
 	// bodyStart is when the security policies started reading the
 	// body (inspectBody), zero when they did not.
 	bodyStart time.Time
@@ -473,15 +478,21 @@ func (h *handler) redirect(m *matched, w http.ResponseWriter, r *http.Request) {
 
 // pick chooses the backend service of m's action (noting it in m) and
 // its endpoint for r. It answers 503, and returns false, when the
-// service cannot be served or has no endpoint to pick.
-func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engine.Decision, bool) {
+// service cannot be served or has no endpoint to pick. A backend
+// bucket, and a CDN-enabled service, are served here (cdn.go), and
+// pick returns false for them too.
+func (h *handler) pick(m *matched, th traceHeaders, w http.ResponseWriter, r *http.Request) (engine.Decision, bool) {
 	rec, snap := m.rec, m.snap
 	name, wi := m.a.PickService(m.a.NextDraw())
 	svc := snap.Plan.ServiceByName[name]
 	if svc == nil {
-		h.log.Debug("backend service cannot be served (backend buckets are not supported)", "service", name)
+		if b := snap.Plan.Buckets[name]; b != nil {
+			h.serveBucket(m, b, w, r)
+			return engine.Decision{}, false
+		}
+		h.log.Debug("backend service cannot be served", "service", name)
 		if rec != nil {
-			rec.Reason = "backend service " + name + " cannot be served (backend buckets are not supported)"
+			rec.Reason = "backend service " + name + " cannot be served"
 		}
 		lbAnswer(rec, w, http.StatusServiceUnavailable, sdFailedToPick, "")
 		return engine.Decision{}, false
@@ -490,9 +501,22 @@ func (h *handler) pick(m *matched, w http.ResponseWriter, r *http.Request) (engi
 	if rec != nil {
 		rec.Service = svc
 	}
-	if snap.Armor != nil && !h.enforce(m, svc, w, r) {
+	refresh := h.cfg.Cache != nil && cdn.IsRefresh(r.Context())
+	if snap.Armor != nil && !refresh && !h.enforce(m, svc, w, r) {
 		return engine.Decision{}, false
 	}
+	if svc.CDN != nil && h.cfg.Cache != nil {
+		h.cached(m, svc.Name, svc.CDN, th, w, r)
+		return engine.Decision{}, false
+	}
+	return h.endpoint(m, w, r)
+}
+
+// endpoint picks the endpoint of m's service for r: the request counts
+// as the service's load from here on. It answers 503, and returns
+// false, when there is none.
+func (h *handler) endpoint(m *matched, w http.ResponseWriter, r *http.Request) (engine.Decision, bool) {
+	rec, snap, svc := m.rec, m.snap, m.svc
 	client := h.client(snap.Plan, r)
 	snap.Demand.Add(svc.ID, client.Region)
 	var d engine.Decision

@@ -164,7 +164,7 @@ func parseEdgeRetry(s string) (plan.RetryPolicy, bool) {
 	n, err1 := strconv.Atoi(a)
 	cond, err2 := strconv.ParseUint(b, 10, 16)
 	ms, err3 := strconv.ParseInt(c, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || n < 0 || n > 25 || ms < 0 {
+	if err1 != nil || err2 != nil || err3 != nil || n < 0 || n > 25 || ms < 0 || ms > 86_400_000 {
 		return plan.RetryPolicy{}, false
 	}
 	return plan.RetryPolicy{Retries: n, Cond: plan.RetryCond(cond), PerTry: time.Duration(ms) * time.Millisecond}, true

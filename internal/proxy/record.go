@@ -66,6 +66,16 @@ type Record struct {
 	// Layer is what the regional layer said, for a request an EDGE
 	// frontend forwarded to one (Layer.Address "" when it did not).
 	Layer LayerOutcome
+	// Bucket is the backend bucket that served the request ("" for
+	// none).
+	Bucket string
+	// CacheLookup, CacheHit, CacheValidated and CacheFillBytes are
+	// Google's cacheLookup, cacheHit, cacheValidatedWithOriginServer
+	// and cacheFillBytes: whether Cloud CDN's cache was consulted,
+	// answered, revalidated with the origin first, and how many body
+	// bytes it stored from the origin.
+	CacheLookup, CacheHit, CacheValidated bool
+	CacheFillBytes                        int64
 	// Shard is a small number fixed for this Record's life. Records are
 	// pooled per P (sync.Pool), so a P mostly reuses the same few
 	// records: sharded counters indexed by Shard stay in that CPU's

@@ -55,9 +55,15 @@ type anycastRunner struct {
 	svcs    map[string][]*plan.Service
 }
 
-func newAnycast(s *Server, c *config.BGP, pw map[string]string) *anycastRunner {
+// newAnycast returns the component for c (nil: no BGP), reading the
+// neighbors' password files now so that one missing fails the start.
+func newAnycast(s *Server, c *config.BGP) (*anycastRunner, error) {
+	pw, err := bgp.Passwords(c)
+	if err != nil {
+		return nil, err
+	}
 	return &anycastRunner{s: s, log: s.log, conf: c, pw: pw, kick: make(chan struct{}, 1),
-		shutdown: make(chan struct{}), withdrawn: make(chan struct{})}
+		shutdown: make(chan struct{}), withdrawn: make(chan struct{})}, nil
 }
 
 // bgpOf returns cfg's spillway.bgp (nil when absent).

@@ -257,6 +257,17 @@ func TestAnycastFollowsHealth(t *testing.T) {
 	if len(b.Sessions) != 2 || b.Sessions[0].State != "ESTABLISHED" || b.Sessions[1].State != "ESTABLISHED" || b.LocalASN != 65001 {
 		t.Errorf("get-health sessions: %+v", b)
 	}
+	// The dashboard's state carries the same view.
+	var dash struct{ BGP *report.BGP }
+	resp, err := http.Get("http://" + s.AdminAddr() + "/ui/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&dash)
+	resp.Body.Close()
+	if err != nil || dash.BGP == nil || len(dash.BGP.Sessions) != 2 || prefixState(t, dash.BGP, anyV4).State != anycast.Announced {
+		t.Errorf("/ui/state bgp: %+v, %v", dash.BGP, err)
+	}
 
 	// A reload whose password file is missing is rejected; the old
 	// config keeps announcing.

@@ -107,7 +107,7 @@ func (s *Server) handlers(p *plan.Plan) func(*plan.Frontend) http.Handler {
 	counters := s.passive.update(p)
 	s.layers.RetainPlan(p)
 	return func(pf *plan.Frontend) http.Handler {
-		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log, Layers: s.layers}
+		cfg := proxy.Config{Frontend: pf, Snapshot: s.snap.Load, Transport: s.transport, Logger: s.log, Layers: s.layers, Cache: s.cache.cache}
 		cfg.Observe = s.frontendObserver(counters[pf.Name])
 		cfg.Record = s.recorder(p, pf)
 		return proxy.NewHandler(cfg)
@@ -126,6 +126,9 @@ func (s *Server) adminRoutes() admin.Routes {
 		Metrics: s.metrics.handler(),
 		UI:      s.dash.Handler(),
 		Overlay: s.overlayHandler(),
+	}
+	if s.cache.cache != nil {
+		r.CacheInvalidate = s.cache.invalidateHandler(s.log)
 	}
 	if s.opts.ConfigPath != "" {
 		r.Reload = func(ctx context.Context) error { return s.ReloadFile(ctx, s.opts.ConfigPath) }

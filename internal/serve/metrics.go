@@ -164,5 +164,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 func (m *metrics) handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, newRunMetrics(m.s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c := m.s.cache.cache; c != nil {
+		reg.MustRegister(newCDNMetrics(c))
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -46,7 +46,11 @@ func (s *Server) compile(ctx context.Context, cfg *config.Config) (*plan.Plan, e
 		s.names.Refresh(ctx)
 		cancel()
 	}
-	return plan.CompileWith(cfg, plan.Options{Resolved: s.names.Resolved()})
+	keys, err := readSignedKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return plan.CompileWith(cfg, plan.Options{Resolved: s.names.Resolved(), SignedKeys: keys})
 }
 
 // refreshNames resolves the names whose TTL ran out, once a second: new

@@ -134,6 +134,8 @@ type Options struct {
 
 // Server is a running Spillway instance.
 type Server struct {
+	// cache is Cloud CDN's cache (cdn.go), kept across reloads.
+	cache  cdnCache
 	opts   Options
 	log    *slog.Logger
 	now    func() time.Time
@@ -253,13 +255,14 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		stdout = os.Stdout
 	}
 	s.names = newNames(cfg, opts.Resolver, s.now)
-	pw, err := bgp.Passwords(bgpOf(cfg))
+	if s.anycast, err = newAnycast(s, bgpOf(cfg)); err != nil {
+		return nil, err
+	}
+	p, err := s.compile(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.anycast = newAnycast(s, bgpOf(cfg), pw)
-	p, err := s.compile(context.Background(), cfg)
-	if err != nil {
+	if s.cache, err = newCache(cfg, s.log); err != nil {
 		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)
@@ -286,16 +289,22 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
-	if err := s.alog.Configure(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.dnstel.configure(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.tracing.Configure(cfg); err != nil {
+	if err := s.configureTelemetry(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// configureTelemetry applies cfg's access log, DNS telemetry and
+// tracing (at start; a reload logs each failure and carries on).
+func (s *Server) configureTelemetry(cfg *config.Config) error {
+	if err := s.alog.Configure(cfg); err != nil {
+		return err
+	}
+	if err := s.dnstel.configure(cfg); err != nil {
+		return err
+	}
+	return s.tracing.Configure(cfg)
 }
 
 // ListenerFiles returns duplicates of every listening socket (HTTP(S)
@@ -644,7 +653,7 @@ func (s *Server) Run(ctx context.Context) error {
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	stopAll(shutdownCtx)
-	return nil
+	return s.cache.Close()
 }
 
 // loop owns s.state.

@@ -485,9 +485,14 @@ func (s *sim) request(bucket int) int {
 		name, _ := a.PickService(a.NextDraw())
 		svc := s.p.ServiceByName[name]
 		if svc == nil {
-			// The proxy's answer for a backend bucket or unknown service.
+			if s.p.Buckets[name] != nil {
+				// A backend bucket answers from its directory (or cache).
+				code = "200"
+				s.reason("served by backend bucket " + name)
+				break
+			}
 			code = "503"
-			s.reason("backend service " + name + " cannot be served (backend buckets are not supported)")
+			s.reason("backend service " + name + " cannot be served")
 			break
 		}
 		svcID = svc.ID

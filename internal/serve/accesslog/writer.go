@@ -52,6 +52,12 @@ type logEntry struct {
 	latency, backendLatency time.Duration
 	trace                   proxy.TraceContext
 	hasBackendLatency       bool
+	// Cloud CDN: cacheLookup, cacheHit, cacheValidatedWithOriginServer,
+	// cacheFillBytes (Google's httpRequest fields); bucket is the
+	// backend bucket that served the request.
+	cacheLookup, cacheHit, cacheValidated bool
+	cacheFill                             int64
+	bucket                                string
 	// security is what the edge ([0]) and backend ([1]) security
 	// policies decided.
 	security [2]armor.Decision
@@ -74,6 +80,8 @@ func fillLogEntry(e *logEntry, rec *proxy.Record) {
 		reqSize: rec.RequestSize, respSize: rec.ResponseSize,
 		latency: rec.Latency, backendLatency: rec.BackendLatency, hasBackendLatency: rec.Attempts > 0,
 		trace: rec.Trace, security: rec.Security,
+		cacheLookup: rec.CacheLookup, cacheHit: rec.CacheHit, cacheValidated: rec.CacheValidated,
+		cacheFill: rec.CacheFillBytes, bucket: rec.Bucket,
 	}
 	e.scheme = "http"
 	if r.TLS != nil || rec.Frontend != nil && rec.Frontend.Protocol == "HTTPS" {
@@ -370,6 +378,7 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	b = appendSeconds(b, e.latency)
 	b = append(b, `s","protocol":`...)
 	b = appendJSONString(b, e.proto)
+	b = appendJSONCache(b, e)
 	b = append(b, '}')
 	b = appendJSONTrace(b, e)
 	b = append(b, `,"jsonPayload":{"@type":"type.googleapis.com/google.cloud.loadbalancing.type.LoadBalancerLogEntry","statusDetails":`...)
@@ -388,6 +397,7 @@ func appendJSONLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	}
 	opt("routeRule", e.route)
 	opt("backendService", e.service)
+	opt("backendBucket", e.bucket)
 	opt("backendGroup", e.group)
 	opt("zone", e.zone)
 	opt("endpoint", e.endpoint)
@@ -523,6 +533,12 @@ func appendTextLine(b []byte, e *logEntry, tc *timeCache) []byte {
 	kv("zone", e.zone)
 	kv("endpoint", e.endpoint)
 	kn("retries", int64(e.retries))
+	if e.bucket != "" {
+		kv("backendBucket", e.bucket)
+	}
+	if e.cacheLookup {
+		b = fmt.Appendf(b, " cacheLookup=true cacheHit=%t cacheValidatedWithOriginServer=%t cacheFillBytes=%d", e.cacheHit, e.cacheValidated, e.cacheFill)
+	}
 	if e.reason != "" {
 		kv("reason", e.reason)
 	}
@@ -669,6 +685,25 @@ func appendJSONChars(b []byte, s string) []byte {
 			b = append(b, s[i:i+size]...)
 		}
 		i += size
+	}
+	return b
+}
+
+// appendJSONCache appends httpRequest's Cloud CDN fields (Google's
+// names; cacheFillBytes is an int64, a string in JSON), only for
+// requests that looked the cache up.
+func appendJSONCache(b []byte, e *logEntry) []byte {
+	if !e.cacheLookup {
+		return b
+	}
+	b = append(b, `,"cacheLookup":true,"cacheHit":`...)
+	b = strconv.AppendBool(b, e.cacheHit)
+	b = append(b, `,"cacheValidatedWithOriginServer":`...)
+	b = strconv.AppendBool(b, e.cacheValidated)
+	if e.cacheFill > 0 {
+		b = append(b, `,"cacheFillBytes":"`...)
+		b = strconv.AppendInt(b, e.cacheFill, 10)
+		b = append(b, '"')
 	}
 	return b
 }

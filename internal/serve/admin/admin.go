@@ -66,6 +66,9 @@ type Routes struct {
 	// Overlay serves GET /overlay (the runtime overlay) and POST /overlay
 	// (change it: spillway ctl); nil: 404.
 	Overlay http.Handler
+	// CacheInvalidate serves POST /cache/invalidate (Cloud CDN cache
+	// invalidation: spillway cache invalidate); nil: 404.
+	CacheInvalidate http.Handler
 }
 
 // Check validates the admin options: a non-loopback admin address needs
@@ -233,6 +236,9 @@ func (a *Server) handler(remote bool) http.Handler {
 		}
 		w.Write([]byte("reloaded\n"))
 	})
+	if a.routes.CacheInvalidate != nil {
+		mux.Handle("POST /cache/invalidate", a.routes.CacheInvalidate)
+	}
 	if a.routes.Overlay != nil {
 		mux.Handle("GET /overlay", a.routes.Overlay)
 		mux.Handle("POST /overlay", a.routes.Overlay)

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/cdn"
+	"github.com/spillwaylb/spillway/internal/serve"
+)
+
+const cacheHelp = `
+Usage: spillway cache invalidate --path PATH [--host HOST] [flags]
+
+Remove objects from Cloud CDN's cache of a running spillway serve, as
+gcloud compute url-maps invalidate-cdn-cache does: --path is a path
+(/images/logo.png) or a prefix ending in /* (/images/*); --host limits
+it to one host. Objects filled after the invalidation are fetched from
+the origin again. The admin API's token comes from --admin-token-file
+FILE or SPILLWAY_ADMIN_TOKEN.
+
+Examples:
+  spillway cache invalidate --path '/images/*'
+  spillway cache invalidate --path /index.html --host www.example.com
+`
+
+func runCache(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "invalidate" {
+		fmt.Fprint(stderr, strings.TrimLeft(cacheHelp, "\n"))
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			return flag.ErrHelp
+		}
+		return errUsage
+	}
+	fs := newFlags("cache invalidate", cacheHelp, stderr)
+	admin := fs.String("admin", "127.0.0.1:9901", "admin `ADDR` of the running spillway serve")
+	tokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin API bearer token (default: the SPILLWAY_ADMIN_TOKEN environment variable)")
+	path := fs.String("path", "", "the `PATH` to invalidate: exact, or a prefix ending in /*")
+	host := fs.String("host", "", "only this `HOST`'s objects (default: every host)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := cdn.ValidatePathPattern(*path); err != nil {
+		return fmt.Errorf("--path %q: %w", *path, err)
+	}
+	token, err := adminToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(serve.InvalidateRequest{Path: *path, Host: *host})
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+*admin+"/cache/invalidate", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the admin API at %s: %w (is 'spillway serve' running with --admin %s?)", *admin, err, *admin)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return fmt.Errorf("the admin API at %s wants a token (fix: give it with --admin-token-file FILE or %s)", *admin, adminTokenEnv)
+	case http.StatusNotFound:
+		return errors.New("the admin API has no /cache/invalidate: the server is older than this command (fix: upgrade it)")
+	default:
+		return fmt.Errorf("refused (%s): %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var out serve.InvalidateResponse
+	if err := json.Unmarshal(b, &out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "invalidated %s%s: %d objects removed\n", out.Host, out.Path, out.Removed)
+	return nil
+}

@@ -1,0 +1,164 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spillwaylb/spillway/internal/cdn"
+	"github.com/spillwaylb/spillway/internal/cdnpolicy"
+	"github.com/spillwaylb/spillway/internal/config"
+)
+
+// cdnCache is the process's Cloud CDN cache. It is made once, from the
+// spillway.cdn block of the config serve starts with (a reload keeps the
+// store and its size: the objects stay, each request applies its
+// backend's current cdnPolicy), and closed when Run returns.
+type cdnCache struct{ cache *cdn.Cache }
+
+func newCache(cfg *config.Config, log *slog.Logger) (cdnCache, error) {
+	o := cdn.Options{Logger: log}
+	if cfg.Spillway != nil && cfg.Spillway.CDN != nil {
+		c := cfg.Spillway.CDN
+		if c.MemoryBytes != nil {
+			o.MemoryBytes = *c.MemoryBytes
+		}
+		o.DiskPath = c.DiskPath
+		if c.DiskBytes != nil {
+			o.DiskBytes = *c.DiskBytes
+		}
+	}
+	c, err := cdn.New(o)
+	if err != nil {
+		return cdnCache{}, fmt.Errorf("spillway.cdn: %w", err)
+	}
+	return cdnCache{cache: c}, nil
+}
+
+// Close writes the disk tier's queue and stops its writer.
+func (c cdnCache) Close() error {
+	if c.cache == nil {
+		return nil
+	}
+	return c.cache.Close()
+}
+
+// readSignedKeys reads spillway.signedUrlKeys[].keyFile, by backend and
+// key name.
+func readSignedKeys(cfg *config.Config) (map[string]map[string][]byte, error) {
+	if cfg.Spillway == nil {
+		return nil, nil
+	}
+	out := map[string]map[string][]byte{}
+	for i, k := range cfg.Spillway.SignedURLKeys {
+		if k.KeyFile == "" {
+			continue
+		}
+		b, err := os.ReadFile(k.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("spillway.signedUrlKeys[%d].keyFile: %w", i, err)
+		}
+		key, err := cdnpolicy.DecodeKey(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("spillway.signedUrlKeys[%d].keyFile %s: %w (fix: 16 random bytes in base64url, as gcloud's --key-file holds them)", i, k.KeyFile, err)
+		}
+		name := config.RefName(k.Backend)
+		if out[name] == nil {
+			out[name] = map[string][]byte{}
+		}
+		out[name][k.KeyName] = key
+	}
+	return out, nil
+}
+
+// InvalidateRequest is the body of POST /cache/invalidate (spillway
+// cache invalidate): Google's CacheInvalidationRule.
+type InvalidateRequest struct {
+	Path string `json:"path"`
+	Host string `json:"host,omitempty"`
+}
+
+// InvalidateResponse is its answer.
+type InvalidateResponse struct {
+	Path    string `json:"path"`
+	Host    string `json:"host,omitempty"`
+	Removed int    `json:"removed"`
+}
+
+// invalidateHandler serves POST /cache/invalidate.
+func (c cdnCache) invalidateHandler(log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req InvalidateRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+			http.Error(w, "bad request: want JSON {\"path\": \"/images/*\", \"host\": \"optional\"}", http.StatusBadRequest)
+			return
+		}
+		n, err := c.cache.Invalidate(req.Host, req.Path)
+		if err != nil {
+			http.Error(w, "path "+req.Path+": "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		log.Info("cache invalidated", "path", req.Path, "host", req.Host, "removed", n, "from", r.RemoteAddr)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(InvalidateResponse{Path: req.Path, Host: req.Host, Removed: n})
+	})
+}
+
+// cdnMetrics collects the cache's metrics: per backend (a label bounded
+// by the backends configured since start) hits, misses and bytes, and the
+// store's size.
+type cdnMetrics struct {
+	c                                   *cdn.Cache
+	hits, misses, bypass, hitB, fillB   *prometheus.Desc
+	objects, bytes, capacity, evictions *prometheus.Desc
+}
+
+func newCDNMetrics(c *cdn.Cache) *cdnMetrics {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("spillway_cdn_"+name, help, labels, nil)
+	}
+	return &cdnMetrics{c: c,
+		hits:      d("hits_total", "Requests answered from Cloud CDN's cache (fresh, stale or revalidated).", "backend"),
+		misses:    d("misses_total", "Cache lookups that went to the origin.", "backend"),
+		bypass:    d("bypass_total", "Requests that skipped the cache (bypassCacheOnRequestHeaders).", "backend"),
+		hitB:      d("hit_bytes_total", "Body bytes served from the cache.", "backend"),
+		fillB:     d("fill_bytes_total", "Body bytes stored from the origin (cacheFillBytes).", "backend"),
+		objects:   d("objects", "Objects in the cache's tier.", "tier"),
+		bytes:     d("bytes", "Bytes in the cache's tier.", "tier"),
+		capacity:  d("capacity_bytes", "Bound of the cache's tier.", "tier"),
+		evictions: d("evictions_total", "Objects evicted from the memory tier."),
+	}
+}
+
+func (m *cdnMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.hits, m.misses, m.bypass, m.hitB, m.fillB, m.objects, m.bytes, m.capacity, m.evictions} {
+		ch <- d
+	}
+}
+
+func (m *cdnMetrics) Collect(ch chan<- prometheus.Metric) {
+	c := prometheus.CounterValue
+	m.c.EachCounters(func(b string, k *cdn.Counters) {
+		ch <- prometheus.MustNewConstMetric(m.hits, c, float64(k.Hits.Load()), b)
+		ch <- prometheus.MustNewConstMetric(m.misses, c, float64(k.Misses.Load()), b)
+		ch <- prometheus.MustNewConstMetric(m.bypass, c, float64(k.Bypasses.Load()), b)
+		ch <- prometheus.MustNewConstMetric(m.hitB, c, float64(k.HitBytes.Load()), b)
+		ch <- prometheus.MustNewConstMetric(m.fillB, c, float64(k.FillBytes.Load()), b)
+	})
+	s := m.c.Memory().Stats()
+	g := prometheus.GaugeValue
+	ch <- prometheus.MustNewConstMetric(m.objects, g, float64(s.Objects), "memory")
+	ch <- prometheus.MustNewConstMetric(m.bytes, g, float64(s.Bytes), "memory")
+	ch <- prometheus.MustNewConstMetric(m.capacity, g, float64(s.Capacity), "memory")
+	ch <- prometheus.MustNewConstMetric(m.evictions, c, float64(s.Evictions))
+	if d := m.c.Disk(); d != nil {
+		n, b, capa := d.Stats()
+		ch <- prometheus.MustNewConstMetric(m.objects, g, float64(n), "disk")
+		ch <- prometheus.MustNewConstMetric(m.bytes, g, float64(b), "disk")
+		ch <- prometheus.MustNewConstMetric(m.capacity, g, float64(capa), "disk")
+	}
+}
