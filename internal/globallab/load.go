@@ -20,6 +20,9 @@ import (
 	"github.com/spillwaylb/spillway/internal/netlab"
 )
 
+// requestTimeout bounds each timeline request (a new connection each).
+const requestTimeout = time.Second
+
 // client sends requests from one client namespace.
 type client struct {
 	site *Site
@@ -37,7 +40,7 @@ func newClient(s *Site) *client {
 	return &client{
 		site:   s,
 		dial:   d,
-		fresh:  &http.Client{Transport: fresh, Timeout: time.Second},
+		fresh:  &http.Client{Transport: fresh, Timeout: requestTimeout},
 		pooled: &http.Client{Transport: pooled, Timeout: 3 * time.Second},
 	}
 }

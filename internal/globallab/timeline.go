@@ -84,9 +84,12 @@ func (r *run) timeline(ctx context.Context, name string, script func(context.Con
 // settled returns how long after from the answers in [from, to) settle
 // into pred: the offset of the earliest t from which every answer sent
 // before to satisfies pred. false when the last one does not (or there
-// is none).
+// is none). Requests sent within requestTimeout of to are left out:
+// they may still be in flight when the next event changes the route
+// under them.
 func settled(as []answer, from, to time.Duration, pred func(answer) bool) (time.Duration, bool) {
 	t, ok := from, false
+	to -= requestTimeout
 	for _, a := range as {
 		if a.At < from || a.At >= to {
 			continue
