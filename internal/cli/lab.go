@@ -145,8 +145,8 @@ Under the table, the c rows' timelines: each second's answers per client
 geography by the edge that served them, and what happened. Namespaces are
 named spw-*; all of it is removed at exit, and a run first removes what a
 crashed one left. Without root it says so in one line and exits 1. About
-90 s; docs/global.md, "spillway lab --global", explains the design and
-shows a run.
+a minute; docs/global.md, "spillway lab --global", explains the design
+and shows a run.
 
   sudo spillway lab --global
   sudo spillway lab --global --json

@@ -113,9 +113,6 @@ func New(ctx context.Context, prefix string) (*Net, error) {
 // Dir is the lab's temporary directory, removed by Close.
 func (n *Net) Dir() string { return n.dir }
 
-// Prefix is the namespace name prefix.
-func (n *Net) Prefix() string { return n.prefix }
-
 // Cleanup removes the namespaces whose names start with prefix (killing
 // the processes inside them first) and the temporary directories an
 // earlier lab with the prefix left behind. The caller must hold the

@@ -3,7 +3,6 @@
 package netlab
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,16 +59,6 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
-// Exited reports whether the process has exited, and its error.
-func (p *Proc) Exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
 // Kill sends SIGKILL (a crash: nothing is closed cleanly by the process
 // itself) and waits for the exit.
 func (p *Proc) Kill() {
@@ -89,14 +78,4 @@ func (p *Proc) Stop(grace time.Duration) {
 		}
 	})
 	<-p.done
-}
-
-// WaitExit waits until the process exits or ctx ends.
-func (p *Proc) WaitExit(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
