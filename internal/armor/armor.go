@@ -277,6 +277,9 @@ func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, e
 		if err != nil {
 			return nil, fmt.Errorf("securityPolicies[%s].rules[%d]: %w", sp.Name, j, err)
 		}
+		if r.limit != nil {
+			r.limit.id = ruleShareID(sp.Name, r.priority, r.limitID)
+		}
 		p.rules = append(p.rules, r)
 		p.needsBody = p.needsBody || r.expr != nil && r.expr.wafs != nil
 	}
