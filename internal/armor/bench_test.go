@@ -57,3 +57,29 @@ func BenchmarkEvaluateIPOnly(b *testing.B) {
 		p.Evaluate(r, now)
 	}
 }
+
+// BenchmarkThrottle is a throttle rule's cost per request, standalone
+// and in fleet mode with 256 keys of another instance to look the
+// request's key up in (the SHA-256 of the key and a map lookup).
+func BenchmarkThrottle(b *testing.B) {
+	for _, fleet := range []bool{false, true} {
+		b.Run(map[bool]string{false: "standalone", true: "fleet"}[fleet], func(b *testing.B) {
+			sets, srcs := fleetSets(b, 1, throttleRule)
+			if fleet {
+				var rs RuleShare
+				rs.Rule = sets[0].limiters()[0].id
+				for i := range MaxSharedKeys {
+					rs.Counts = append(rs.Counts, KeyCount{Key: ShareKey(fmt.Sprintf("198.51.100.%d", i)), Rate: 1})
+				}
+				srcs[0].Store(MergeShares([]RateShare{{Rules: []RuleShare{rs}}}, false))
+			}
+			_, p := sets[0].ForService(0)
+			r := req("GET", "/", "", "192.0.2.10")
+			now := time.Unix(0, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Evaluate(r, now)
+			}
+		})
+	}
+}

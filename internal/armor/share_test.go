@@ -12,7 +12,7 @@ import (
 
 // fleetSets compiles the same rules for n instances, each reading the
 // others' exports from its own RemoteSource.
-func fleetSets(t *testing.T, n int, rules string) ([]*Set, []*RemoteSource) {
+func fleetSets(t testing.TB, n int, rules string) ([]*Set, []*RemoteSource) {
 	t.Helper()
 	y := `
 backendServices:
@@ -205,4 +205,34 @@ func TestExportBounded(t *testing.T) {
 	if sh := sets[0].Export(now.Add(3*time.Minute), 2); len(sh.Rules) != 0 {
 		t.Fatalf("two intervals later the export still has %d rules", len(sh.Rules))
 	}
+}
+
+// FuzzMergeShares reads arbitrary records as another instance's (etcd
+// holds what anyone with access wrote): merging never panics, and a
+// rule reading the merge still decides every request with a status for
+// a denial.
+func FuzzMergeShares(f *testing.F) {
+	f.Add(`{"rules":[{"rule":"sp/10/x","counts":[{"k":"a","r":5,"b":1e308}],"bans":[{"k":"a","u":9223372036854775807}]}]}`)
+	f.Add(`{"rules":[{"rule":"","counts":[{"k":"","r":-1e308,"b":"NaN"}],"bans":[{"k":"","u":-1}]}]}`)
+	f.Add(`{"rules":null}`)
+	sets, srcs := fleetSets(f, 1, throttleRule)
+	_, p := sets[0].ForService(0)
+	id := sets[0].limiters()[0].id
+	f.Fuzz(func(t *testing.T, rec string) {
+		rec = strings.ReplaceAll(rec, "sp/10/x", id) // let records reach the rule
+		var sh RateShare
+		if json.Unmarshal([]byte(rec), &sh) != nil {
+			return
+		}
+		for i := range sh.Rules {
+			for j := range sh.Rules[i].Counts {
+				sh.Rules[i].Counts[j].Key = ShareKey("192.0.2.1")
+			}
+		}
+		srcs[0].Store(MergeShares([]RateShare{sh, sh}, false))
+		d := p.Evaluate(req("GET", "/", "", "192.0.2.1"), time.Unix(1000, 0))
+		if d.Enforced.Policy != "sp" || d.Enforced.Denied() && d.Enforced.Status == 0 {
+			t.Fatalf("%+v", d.Enforced)
+		}
+	})
 }

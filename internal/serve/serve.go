@@ -24,6 +24,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -245,18 +246,15 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport:  opts.Transport,
 		reqMetrics: newRequestMetrics(),
 		started:    opts.Now(),
+		layers:     proxy.NewLayers(),
 	}
-	s.layers = proxy.NewLayers()
 	if sh := opts.RateLimitShare; sh != nil {
 		sh.Follow(s.exportRateLimits)
 	}
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
-	stdout := opts.Stdout
-	if stdout == nil {
-		stdout = os.Stdout
-	}
+	stdout := cmp.Or[io.Writer](opts.Stdout, os.Stdout)
 	s.names = newNames(cfg, opts.Resolver, s.now)
 	p, err := s.compile(context.Background(), cfg)
 	if err != nil {
