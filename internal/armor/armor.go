@@ -7,7 +7,8 @@
 //
 // The package is pure: it does no I/O and reads no clock (Evaluate takes
 // now); its only mutable state is the rate limiters' counts, bounded in
-// memory.
+// memory, and in fleet mode the other instances' counts they add
+// (share.go), which the fleet replaces whole.
 package armor
 
 import (

@@ -141,8 +141,9 @@ instances do not get N times the configured rate. If etcd is lost the others'
 rates are kept as last seen. --fleet-rate=false counts each instance's own
 demand only. Likewise the security policies' throttle and rate_based_ban
 rules count each key across the fleet (within about a second; bans hold on
-every instance); --fleet-rate-limits=false counts per instance. Health checks are sharded (--fleet-probers) and auto-capacity
-drain is decided by one elected instance; see docs/fleet.md.
+every instance); --fleet-rate-limits=false counts per instance. Health
+checks are sharded (--fleet-probers) and auto-capacity drain is decided by
+one elected instance; see docs/fleet.md.
 
 Embedded etcd: with --fleet-embedded the instances run etcd themselves, one
 member each, so trying fleet mode needs no separate etcd. Give every instance

@@ -157,13 +157,21 @@ func (r *RateLimitShare) up(ctx context.Context, s *session) (bool, error) {
 	}
 	r.written, r.clean, r.connected = nil, false, true // a record of an earlier session may linger
 	r.merge(false)
-	wch := cl.Watch(clientv3.WithRequireLeader(ctx), r.prefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	// As in DemandShare.follow: Watch blocks until etcd has created the
+	// watch, so it is created aside and the ticks' writes and checks
+	// notice an etcd that went away meanwhile.
+	wchc := make(chan clientv3.WatchChan, 1)
+	go func() {
+		wchc <- cl.Watch(clientv3.WithRequireLeader(ctx), r.prefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	}()
+	var wch clientv3.WatchChan // nil until created
 	tick := time.NewTicker(r.opts.Interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()
+		case wch = <-wchc:
 		case wr, ok := <-wch:
 			if !ok {
 				return true, errors.New("fleet: the watch of rate limits ended")
