@@ -141,7 +141,11 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	if err != nil {
 		return err
 	}
-	srv.SetFleetSources(Sources(in.loop, in.share, in.demand))
+	src := Sources(in.loop, in.share, in.demand)
+	if in.limits != nil {
+		src.RateLimits = in.limits.status
+	}
+	srv.SetFleetSources(src)
 	members := []member{ag}
 	if in.share != nil {
 		in.share.srv = srv

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/spillwaylb/spillway/internal/armor"
+	"github.com/spillwaylb/spillway/internal/control"
 )
 
 // DefaultRateLimitInterval is how often an instance exports its
@@ -115,6 +116,12 @@ func (r *RateLimitShare) Stats() RateLimitShareStats {
 	r.mu.Unlock()
 	st.Writes = r.writes.Load()
 	return st
+}
+
+// status is the share's state for /health and /metrics.
+func (r *RateLimitShare) status() control.FleetRateLimits {
+	st := r.Stats()
+	return control.FleetRateLimits{Connected: st.Connected, Peers: st.Peers, Writes: st.Writes}
 }
 
 func (r *RateLimitShare) prefix() string { return r.store.prefix + "ratelimits/" }

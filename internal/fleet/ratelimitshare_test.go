@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
 // rateLimitConfig: one backend service behind a policy that throttles
@@ -142,6 +145,18 @@ func TestFleetRateLimits(t *testing.T) {
 	t.Logf("i1's ban held on i2 %v after i1 set it (i2's answers: %v)", time.Since(banned).Round(time.Millisecond), got)
 	if code := status(t, ins[1], "/ban", "good"); code != 200 {
 		t.Fatalf("i2 refused another client: %d", code)
+	}
+	// i2's /health and /metrics show the share and i1 as its peer.
+	eventually(t, "i2's /health showing i1 as its rate limit peer", func() (bool, string) {
+		var h report.Health
+		if err := json.Unmarshal([]byte(adminGet(t, ins[1].srv, "/health")), &h); err != nil {
+			t.Fatal(err)
+		}
+		r := h.Fleet.RateLimits
+		return r != nil && r.Connected && slices.Equal(r.Peers, []string{"i1"}), fmt.Sprintf("%+v", r)
+	})
+	if m := adminGet(t, ins[1].srv, "/metrics"); !strings.Contains(m, "spillway_fleet_rate_limit_peers 1") || !strings.Contains(m, "spillway_fleet_rate_limit_writes_total ") {
+		t.Errorf("i2's /metrics lacks the rate limit share:\n%s", grepFleet(m))
 	}
 
 	// 10 requests per second to each instance for 25 s; the last 15 s
