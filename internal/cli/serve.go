@@ -148,8 +148,11 @@ rate it receives per backend service and client region to etcd (when it moves
 by more than 5%) and spills what the whole fleet offers over capacity, so N
 instances do not get N times the configured rate. If etcd is lost the others'
 rates are kept as last seen. --fleet-rate=false counts each instance's own
-demand only. Health checks are sharded (--fleet-probers) and auto-capacity
-drain is decided by one elected instance; see docs/fleet.md.
+demand only. Likewise the security policies' throttle and rate_based_ban
+rules count each key across the fleet (within about a second; bans hold on
+every instance); --fleet-rate-limits=false counts per instance. Health
+checks are sharded (--fleet-probers) and auto-capacity drain is decided by
+one elected instance; see docs/fleet.md.
 
 Embedded etcd: with --fleet-embedded the instances run etcd themselves, one
 member each, so trying fleet mode needs no separate etcd. Give every instance
@@ -225,7 +228,7 @@ type serveCmd struct {
 	instance, region                                             string
 	fleetTimeout, fleetLease                                     time.Duration
 	fleetProbers                                                 int
-	fleetRate                                                    bool
+	fleetRate, fleetRateLimits                                   bool
 	embedded, embeddedClient, fleetData, embeddedState, etcdLog  string
 	set                                                          map[string]bool
 
@@ -315,6 +318,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.DurationVar(&c.fleetTimeout, "fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fs.IntVar(&c.fleetProbers, "fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
 	fs.DurationVar(&c.fleetLease, "fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
+	fs.BoolVar(&c.fleetRateLimits, "fleet-rate-limits", true, "fleet mode: security policies' throttle and rate_based_ban rules count each key across the fleet, and bans hold on every instance, shared through etcd; false: each instance counts alone")
 	fs.BoolVar(&c.fleetRate, "fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
 	fs.StringVar(&c.embedded, "fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
 	fs.StringVar(&c.embeddedClient, "fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
@@ -544,7 +548,7 @@ func watchMember(ctx context.Context, m *embedded.Member, name string, log *slog
 // fleetInstance builds the fleet side of the instance and sets the
 // shares it runs in opts.
 func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
-	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Probers: c.fleetProbers, Rate: c.fleetRate, LeaseTTL: c.fleetLease, Logger: c.log})
+	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Probers: c.fleetProbers, Rate: c.fleetRate, RateLimits: c.fleetRateLimits, LeaseTTL: c.fleetLease, Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
@@ -553,6 +557,9 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 	}
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
+	}
+	if rl := inst.RateLimits(); rl != nil {
+		opts.RateLimitShare = rl
 	}
 	opts.OverlayStore = inst.Overlay()
 	return inst, nil

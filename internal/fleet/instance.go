@@ -33,6 +33,10 @@ type InstanceOptions struct {
 	// Rate turns on fleet-wide RATE (--fleet-rate): a DemandShare
 	// publishes this instance's offered rate and adds the others' to it.
 	Rate bool
+	// RateLimits turns on fleet-wide rate limits (--fleet-rate-limits):
+	// a RateLimitShare adds the other instances' counts and bans to the
+	// security policies' throttle and rate_based_ban rules.
+	RateLimits bool
 	// LeaseTTL is the TTL of the instance's session lease, which its
 	// registration, verdicts, offered rate and election key live under
 	// (default 10 s).
@@ -47,7 +51,8 @@ type InstanceOptions struct {
 
 // Instance is the fleet side of one `spillway serve --fleet`: its Agent
 // (config), ProbeShare (sharded probing; nil with Probers 0),
-// DemandShare (fleet-wide RATE; nil without Rate), ControlLoop (the
+// DemandShare (fleet-wide RATE; nil without Rate), RateLimitShare
+// (fleet-wide rate limits; nil without RateLimits), ControlLoop (the
 // elected control loop) and OverlayShare (the runtime overlay), on one
 // Store. Build it before the server (the
 // server's options need the shares, see Share and Demand) and Run it once
@@ -57,6 +62,7 @@ type Instance struct {
 	opts   InstanceOptions
 	share  *ProbeShare
 	demand *DemandShare
+	limits *RateLimitShare
 	loop   *ControlLoop
 	ov     *OverlayShare
 }
@@ -83,6 +89,14 @@ func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
 			return nil, err
 		}
 	}
+	if opts.RateLimits {
+		if in.limits, err = NewRateLimitShare(store, RateLimitShareOptions{
+			Instance: opts.Instance, Logger: opts.Logger, LeaseTTL: opts.LeaseTTL, CheckTimeout: opts.CheckTimeout,
+			MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if in.loop, err = NewControlLoop(store, ControlLoopOptions{
 		Instance: opts.Instance, Logger: opts.Logger, LeaseTTL: opts.LeaseTTL,
 		CheckTimeout: opts.CheckTimeout, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
@@ -99,6 +113,10 @@ func (in *Instance) Share() *ProbeShare { return in.share }
 // Demand returns the instance's demand share (nil without Rate): the
 // server's Options.DemandShare when not nil.
 func (in *Instance) Demand() *DemandShare { return in.demand }
+
+// RateLimits returns the instance's rate limit share (nil without
+// RateLimits): the server's Options.RateLimitShare when not nil.
+func (in *Instance) RateLimits() *RateLimitShare { return in.limits }
 
 // Overlay returns the instance's share of the fleet's runtime overlay:
 // the server's Options.OverlayStore.
@@ -123,7 +141,11 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	if err != nil {
 		return err
 	}
-	srv.SetFleetSources(Sources(in.loop, in.share, in.demand))
+	src := Sources(in.loop, in.share, in.demand)
+	if in.limits != nil {
+		src.RateLimits = in.limits.status
+	}
+	srv.SetFleetSources(src)
 	members := []member{ag}
 	if in.share != nil {
 		in.share.srv = srv
@@ -131,6 +153,9 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	}
 	if in.demand != nil {
 		members = append(members, in.demand)
+	}
+	if in.limits != nil {
+		members = append(members, in.limits)
 	}
 	in.loop.host = srv
 	in.ov.host = srv

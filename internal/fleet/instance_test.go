@@ -18,7 +18,7 @@ import (
 
 // fullInstance is one instance as `spillway serve --fleet` runs it:
 // fleet.NewInstance with every component (agent, probe share, demand
-// share, control loop) next to a real server.
+// share, rate limit share, control loop) next to a real server.
 type fullInstance struct {
 	name string
 	srv  *serve.Server
@@ -48,7 +48,7 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 		t.Fatal(err)
 	}
 	inst, err := fleet.NewInstance(st, fleet.InstanceOptions{
-		Instance: name, Region: "us-east1", Probers: 1, Rate: true, Logger: log,
+		Instance: name, Region: "us-east1", Probers: 1, Rate: true, RateLimits: true, Logger: log,
 		LeaseTTL: 2 * time.Second, CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	})
@@ -61,6 +61,9 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 	}
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
+	}
+	if rl := inst.RateLimits(); rl != nil {
+		opts.RateLimitShare = rl
 	}
 	opts.OverlayStore = inst.Overlay()
 	if tweak != nil {
@@ -118,6 +121,8 @@ func fleetKeys(t *testing.T, cl *clientv3.Client) map[string]map[string]clientv3
 			owner = k[strings.LastIndexByte(k, '/')+1:]
 		case strings.HasPrefix(k, "demand/"):
 			owner = strings.TrimPrefix(k, "demand/")
+		case strings.HasPrefix(k, "ratelimits/"):
+			owner = strings.TrimPrefix(k, "ratelimits/")
 		case strings.HasPrefix(k, "control/election/"), k == "control/leader":
 			owner = string(kv.Value)
 		default:

@@ -24,6 +24,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -109,6 +110,10 @@ type Options struct {
 	// is counted across the fleet (see DemandShare). Nil: this
 	// instance's demand alone (standalone).
 	DemandShare DemandShare
+	// RateLimitShare, in fleet mode, adds the other instances' counts
+	// and bans to the security policies' rate limits (see
+	// RateLimitShare). Nil: this instance's counts alone (standalone).
+	RateLimitShare RateLimitShare
 	// OverlayStore, in fleet mode, shares the runtime overlay (spillway
 	// ctl; overlay.go) through etcd. Nil: the overlay is this
 	// instance's.
@@ -245,15 +250,15 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport:  opts.Transport,
 		reqMetrics: newRequestMetrics(),
 		started:    opts.Now(),
+		layers:     proxy.NewLayers(),
 	}
-	s.layers = proxy.NewLayers()
+	if sh := opts.RateLimitShare; sh != nil {
+		sh.Follow(s.exportRateLimits)
+	}
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
-	stdout := opts.Stdout
-	if stdout == nil {
-		stdout = os.Stdout
-	}
+	stdout := cmp.Or[io.Writer](opts.Stdout, os.Stdout)
 	s.names = newNames(cfg, opts.Resolver, s.now)
 	if s.anycast, err = newAnycast(s, bgpOf(cfg)); err != nil {
 		return nil, err
@@ -527,6 +532,9 @@ func (s *Server) compileEdge(p *plan.Plan) (*edgeConfig, error) {
 	policies, err := armor.Compile(p.Config, s.opts.WAF)
 	if err != nil {
 		return nil, err
+	}
+	if sh := s.opts.RateLimitShare; sh != nil && policies != nil {
+		policies.UseRemote(sh.Source())
 	}
 	ec := &edgeConfig{routes: routes, armor: policies}
 	if t := p.Config.Spillway; t != nil && t.GeoDatabase != "" {
