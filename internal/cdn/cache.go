@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,11 +207,11 @@ func (c *Cache) Serve(w http.ResponseWriter, r *http.Request, q *Request, origin
 	if obj != nil {
 		age := obj.age(now)
 		if age < obj.TTL {
-			c.serve(w, r, obj, now, hitStatus(obj, now), res)
+			c.serve(w, r, obj, k, now, hitStatus(obj, now), res)
 			return
 		}
 		if age < obj.TTL+obj.SWR && q.Refresh != nil {
-			c.serve(w, r, obj, now, "Spillway; hit; detail=stale-while-revalidate", res)
+			c.serve(w, r, obj, k, now, "Spillway; hit; detail=stale-while-revalidate", res)
 			c.background(r, q, full)
 			return
 		}
@@ -240,7 +241,7 @@ func (c *Cache) coalesce(w http.ResponseWriter, r *http.Request, q *Request, key
 		}
 		if o := f.obj; o != nil {
 			if vk, _ := cdnpolicy.VaryKey(o.Vary, r.Header); vk == f.vary {
-				c.serve(w, r, o, c.now(), "Spillway; fwd=miss; collapsed", res)
+				c.serve(w, r, o, c.Counters(q.Backend), c.now(), "Spillway; fwd=miss; collapsed", res)
 				return
 			}
 		}
@@ -264,7 +265,8 @@ func (c *Cache) coalesce(w http.ResponseWriter, r *http.Request, q *Request, key
 
 // hitStatus is the Cache-Status of a fresh hit.
 func hitStatus(o *Object, now time.Time) string {
-	return "Spillway; hit; ttl=" + itoa(int64((o.TTL-o.age(now))/time.Second))
+	var b [40]byte
+	return string(strconv.AppendInt(append(b[:0], "Spillway; hit; ttl="...), max(int64((o.TTL-o.age(now))/time.Second), 0), 10))
 }
 
 // lookup finds the object for a request: the primary key's, or through

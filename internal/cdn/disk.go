@@ -182,8 +182,8 @@ func (d *Disk) Get(key string) *Object {
 		d.remove(key)
 		return nil
 	}
-	return &Object{Key: m.Key, Host: m.Host, Path: m.Path, Status: m.Status, Header: m.Header, Body: data[off:],
-		Date: m.Date, TTL: m.TTL, SWR: m.SWR, SIE: m.SIE, ClientCC: m.ClientCC, Vary: m.Vary, Marker: m.Marker}
+	return (&Object{Key: m.Key, Host: m.Host, Path: m.Path, Status: m.Status, Header: m.Header, Body: data[off:],
+		Date: m.Date, TTL: m.TTL, SWR: m.SWR, SIE: m.SIE, ClientCC: m.ClientCC, Vary: m.Vary, Marker: m.Marker}).prepare()
 }
 
 // Put queues o to be written; it is dropped when the queue is full.

@@ -3,6 +3,7 @@ package cdn
 import (
 	"hash/maphash"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,21 @@ type Object struct {
 	// and says which headers make the variant's key.
 	Vary   []string
 	Marker bool
+
+	// cc and clen are the Cache-Control (ClientCC) and Content-Length
+	// values served with the object, made once by prepare so that a hit
+	// does not allocate them; nil until then.
+	cc, clen []string
+}
+
+// prepare makes the header values a hit serves; it is called before
+// the object is shared.
+func (o *Object) prepare() *Object {
+	if o.ClientCC != "" {
+		o.cc = []string{o.ClientCC}
+	}
+	o.clen = []string{strconv.Itoa(len(o.Body))}
+	return o
 }
 
 // size is what the object counts against the store's bound: body,
