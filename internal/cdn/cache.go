@@ -29,6 +29,10 @@ type Options struct {
 	// DiskBytes (default 1 GiB).
 	DiskPath  string
 	DiskBytes int64
+	// HoldDisk keeps the disk tier's objects from being served until
+	// ReleaseDisk: in fleet mode, until the invalidations made while
+	// this instance was down have been applied to them.
+	HoldDisk bool
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -41,6 +45,7 @@ type Options struct {
 type Cache struct {
 	mem  *Store
 	disk *Disk
+	held atomic.Bool // the disk tier is not read (Options.HoldDisk)
 	now  func() time.Time
 	log  *slog.Logger
 
@@ -90,9 +95,13 @@ func New(o Options) (*Cache, error) {
 			return nil, err
 		}
 		c.disk = d
+		c.held.Store(o.HoldDisk)
 	}
 	return c, nil
 }
+
+// ReleaseDisk lets the disk tier's objects be served (Options.HoldDisk).
+func (c *Cache) ReleaseDisk() { c.held.Store(false) }
 
 // Close stops the disk tier's writer after it has written what is
 // queued.
@@ -291,7 +300,7 @@ func (c *Cache) get(key string) *Object {
 	if o := c.mem.Get(key); o != nil {
 		return o
 	}
-	if c.disk == nil {
+	if c.disk == nil || c.held.Load() {
 		return nil
 	}
 	o := c.disk.Get(key)

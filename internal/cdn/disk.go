@@ -37,6 +37,9 @@ type Disk struct {
 	now      func() time.Time
 	log      *slog.Logger
 
+	// found is how many objects the directory held when it was opened.
+	found int
+
 	mu    sync.Mutex
 	index map[string]*list.Element // key → *diskEntry
 	order *list.List               // oldest at the front
@@ -117,6 +120,7 @@ func (d *Disk) scan() error {
 		d.bytes += e.size
 	}
 	d.trim()
+	d.found = len(d.index)
 	return nil
 }
 

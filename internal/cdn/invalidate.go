@@ -2,6 +2,9 @@ package cdn
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -89,4 +92,49 @@ func (c *Cache) invalidatedSince(o *Object, start time.Time) bool {
 		}
 	}
 	return false
+}
+
+// Clear removes every object from both tiers (and keeps fills in flight
+// from storing), as an invalidation of "/*" on every host does. It
+// returns how many objects it removed.
+func (c *Cache) Clear() int {
+	n, _ := c.Invalidate("", "/*")
+	return n
+}
+
+// markFile is the file, in the disk tier's directory, holding the mark.
+// (The tier's own files are named by 64 hex digits.)
+const markFile = "invalidation-mark"
+
+// Mark returns what SetMark saved beside the disk tier ("" when nothing
+// was), and whether objects survived from before this start (the disk
+// tier held some when it was opened): without survivors the cache has no
+// position in an invalidation log to catch up from.
+func (c *Cache) Mark() (mark string, survivors bool) {
+	if c.disk == nil {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(c.disk.dir, markFile))
+	if err != nil {
+		return "", c.disk.found > 0
+	}
+	return strings.TrimSpace(string(b)), c.disk.found > 0
+}
+
+// SetMark saves mark beside the disk tier: the position in an external
+// invalidation log (the fleet's) that the stored objects reflect. It
+// does nothing without a disk tier.
+func (c *Cache) SetMark(mark string) error {
+	if c.disk == nil {
+		return nil
+	}
+	p := filepath.Join(c.disk.dir, markFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(mark+"\n"), 0o600); err != nil {
+		return fmt.Errorf("cdn: save the invalidation mark: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("cdn: save the invalidation mark: %w", err)
+	}
+	return nil
 }

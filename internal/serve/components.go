@@ -128,7 +128,7 @@ func (s *Server) adminRoutes() admin.Routes {
 		Overlay: s.overlayHandler(),
 	}
 	if s.cache.cache != nil {
-		r.CacheInvalidate = s.cache.invalidateHandler(s.log)
+		r.CacheInvalidate = s.cache.invalidateHandler(s.log, s.opts.CacheInvalidations)
 	}
 	if s.opts.ConfigPath != "" {
 		r.Reload = func(ctx context.Context) error { return s.ReloadFile(ctx, s.opts.ConfigPath) }
