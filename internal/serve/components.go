@@ -163,6 +163,7 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 		},
 		Endpoints:     s.dashEndpoints,
 		Frontends:     s.dashFrontends,
+		CDN:           s.dashCDN,
 		Info:          func() dashboard.Info { return s.dashInfo(version) },
 		LatencyBounds: dashLatencyBounds(),
 		Now:           s.now,
