@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,6 +311,13 @@ func (c *Cache) get(key string) *Object {
 	return o
 }
 
+// MaxVariants bounds the Vary variants of one cache key: a response
+// with Vary: Accept (or Origin, or a header the key includes) is stored
+// once per distinct value, so a client sending a new value each time
+// would otherwise fill the store with one URL. The variant past the
+// bound replaces the oldest.
+const MaxVariants = 32
+
 // put stores o (under its primary key, or as a variant behind a marker)
 // unless an invalidation matching it came after start.
 func (c *Cache) put(key string, h http.Header, o *Object, start time.Time) bool {
@@ -323,11 +331,40 @@ func (c *Cache) put(key string, h http.Header, o *Object, start time.Time) bool 
 			return false
 		}
 		full = key + vk
-		m := &Object{Key: key, Host: o.Host, Path: o.Path, Marker: true, Vary: o.Vary, Date: o.Date}
-		c.store(key, m)
+		c.mark(key, full, o)
 	}
 	o.Key = full
 	return c.store(full, o)
+}
+
+// mark stores the Vary marker of key with full among its variants,
+// dropping the oldest variant past MaxVariants (and those of a marker
+// with other Vary headers).
+func (c *Cache) mark(key, full string, o *Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var variants []string
+	if old := c.mem.Get(key); old != nil && old.Marker && slices.Equal(old.Vary, o.Vary) {
+		variants = slices.DeleteFunc(slices.Clone(old.Variants), func(v string) bool { return v == full })
+	} else if old != nil && old.Marker {
+		for _, v := range old.Variants {
+			c.drop(v)
+		}
+	}
+	for len(variants) >= MaxVariants {
+		c.drop(variants[0])
+		variants = variants[1:]
+	}
+	variants = append(variants, full)
+	c.store(key, &Object{Key: key, Host: o.Host, Path: o.Path, Marker: true, Vary: o.Vary, Date: o.Date, Variants: variants})
+}
+
+// drop removes key from both tiers.
+func (c *Cache) drop(key string) {
+	c.mem.Delete(key)
+	if c.disk != nil {
+		c.disk.remove(key)
+	}
 }
 
 func (c *Cache) store(key string, o *Object) bool {

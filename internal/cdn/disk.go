@@ -72,6 +72,7 @@ type diskMeta struct {
 	ClientCC        string
 	Vary            []string
 	Marker          bool
+	Variants        []string `json:",omitempty"`
 }
 
 // OpenDisk opens (creating it if needed) the disk tier in dir and
@@ -187,7 +188,7 @@ func (d *Disk) Get(key string) *Object {
 		return nil
 	}
 	return (&Object{Key: m.Key, Host: m.Host, Path: m.Path, Status: m.Status, Header: m.Header, Body: data[off:],
-		Date: m.Date, TTL: m.TTL, SWR: m.SWR, SIE: m.SIE, ClientCC: m.ClientCC, Vary: m.Vary, Marker: m.Marker}).prepare()
+		Date: m.Date, TTL: m.TTL, SWR: m.SWR, SIE: m.SIE, ClientCC: m.ClientCC, Vary: m.Vary, Marker: m.Marker, Variants: m.Variants}).prepare()
 }
 
 // Put queues o to be written; it is dropped when the queue is full.
@@ -214,7 +215,7 @@ func (d *Disk) writer() {
 
 func (d *Disk) write(o *Object) error {
 	meta, err := json.Marshal(diskMeta{Key: o.Key, Host: o.Host, Path: o.Path, Status: o.Status, Header: o.Header,
-		Date: o.Date, TTL: o.TTL, SWR: o.SWR, SIE: o.SIE, ClientCC: o.ClientCC, Vary: o.Vary, Marker: o.Marker})
+		Date: o.Date, TTL: o.TTL, SWR: o.SWR, SIE: o.SIE, ClientCC: o.ClientCC, Vary: o.Vary, Marker: o.Marker, Variants: o.Variants})
 	if err != nil {
 		return err
 	}
