@@ -191,6 +191,10 @@ func cacheable(r *http.Request) bool {
 func (c *Cache) Serve(w http.ResponseWriter, r *http.Request, q *Request, origin Origin, res *Result) {
 	k := c.Counters(q.Backend)
 	if !cacheable(r) {
+		if unsafeMethod(r.Method) {
+			c.unsafe(w, r, q, origin)
+			return
+		}
 		origin(w, r)
 		return
 	}

@@ -552,3 +552,73 @@ func TestVaryFlood(t *testing.T) {
 		t.Errorf("%d of the %d objects cached before the flood went to the origin again after it", n, hot)
 	}
 }
+
+// An unsafe method answered with a non-error status removes what is
+// stored for its URI (RFC 9111 §4.4), Vary variants included; an error
+// answer, or a safe method, leaves it.
+func TestUnsafeMethodInvalidates(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		if strings.HasPrefix(r.URL.Path, "/vary") {
+			w.Header().Set("Vary", "Accept")
+		}
+		switch {
+		case r.Method == http.MethodPost && r.URL.Query().Get("fail") != "":
+			w.WriteHeader(http.StatusInternalServerError)
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case r.Method == http.MethodPut:
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(http.StatusSeeOther)
+		}
+		_, _ = io.WriteString(w, "body of "+r.URL.Path)
+	})
+	c, _ := newCache(t, Options{})
+	f := newFront(t, c, pol(nil), o)
+	hit := func(path string, hdr ...string) bool {
+		t.Helper()
+		resp, _ := get(t, f.srv.URL+path, hdr...)
+		return strings.Contains(resp.Header.Get("Cache-Status"), "hit")
+	}
+	send := func(method, path string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader("new"))
+		cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, tc := range []struct {
+		name, method, target, path string
+		hdr                        []string
+		gone                       bool
+	}{
+		{"POST 200", "POST", "/a", "/a", nil, true},
+		{"POST 500 keeps it", "POST", "/b?fail=1", "/b?fail=1", nil, false},
+		{"DELETE 204", "DELETE", "/c", "/c", nil, true},
+		{"PUT 303", "PUT", "/d", "/d", nil, true},
+		{"PATCH elsewhere keeps it", "PATCH", "/other", "/e", nil, false},
+		{"OPTIONS is safe", "OPTIONS", "/f", "/f", nil, false},
+		{"POST drops every Vary variant", "POST", "/vary", "/vary", []string{"Accept", "image/webp"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hit(tc.path, tc.hdr...)
+			if strings.HasPrefix(tc.path, "/vary") {
+				hit(tc.path, "Accept", "image/avif") // a second variant
+			}
+			if !hit(tc.path, tc.hdr...) {
+				t.Fatalf("%s not cached before the %s", tc.path, tc.method)
+			}
+			send(tc.method, tc.target)
+			if got := !hit(tc.path, tc.hdr...); got != tc.gone {
+				t.Errorf("after %s %s: removed %v, want %v", tc.method, tc.target, got, tc.gone)
+			}
+			if strings.HasPrefix(tc.path, "/vary") && hit(tc.path, "Accept", "image/avif") {
+				t.Errorf("the other variant survived the POST")
+			}
+		})
+	}
+}

@@ -3,10 +3,13 @@ package cdn
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/cdnpolicy"
 )
 
 // invalidation is one recent invalidation, kept so that a fill that
@@ -138,3 +141,59 @@ func (c *Cache) SetMark(mark string) error {
 	}
 	return nil
 }
+
+// unsafeMethod reports whether m is not one of the safe methods (RFC
+// 9110 §9.2.1): a method whose safety is unknown counts as unsafe.
+func unsafeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
+}
+
+// unsafe sends an unsafe request (POST, PUT, DELETE, PATCH, …) to the
+// origin and, when the answer is not an error (2xx or 3xx), removes what
+// is stored for the request's URI (RFC 9111 §4.4): the object under the
+// key this request maps to and, behind a Vary marker, its variants.
+// Objects stored under other values of the key's headers or cookies
+// (cacheKeyPolicy.includeHttpHeaders, includeNamedCookies) stay.
+func (c *Cache) unsafe(w http.ResponseWriter, r *http.Request, q *Request, origin Origin) {
+	sw := &statusWriter{ResponseWriter: w}
+	origin(sw, r)
+	if sw.status < 200 || sw.status >= 400 {
+		return
+	}
+	key := q.Policy.Key.Key(cdnpolicy.KeyInput{Backend: q.Backend, Scheme: q.Scheme, Host: q.Host, Path: q.Path, RawQuery: q.RawQuery, Header: r.Header})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.mem.Get(key); m != nil && m.Marker {
+		for _, v := range m.Variants {
+			c.drop(v)
+		}
+	}
+	c.drop(key)
+}
+
+// statusWriter keeps the status an origin answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 || s.status < 200 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the client's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
