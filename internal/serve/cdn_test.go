@@ -178,6 +178,19 @@ spillway:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// An unsafe method through the proxy (answered 200) removes the
+	// URI's object: the next GET goes to the backend.
+	get("/u")
+	get("/u")
+	n := hits.Load()
+	pr, err := http.Post(front+"/u", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Body.Close()
+	if resp, _ := get("/u"); hits.Load() != n+2 || strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+		t.Errorf("GET after POST /u: %q, %d backend requests since, want the POST and the GET", resp.Header.Get("Cache-Status"), hits.Load()-n)
+	}
 }
 
 func grepLines(s, sub string) string {
