@@ -167,7 +167,11 @@ func (c *Cache) unsafe(w http.ResponseWriter, r *http.Request, q *Request, origi
 	key := q.Policy.Key.Key(cdnpolicy.KeyInput{Backend: q.Backend, Scheme: q.Scheme, Host: q.Host, Path: q.Path, RawQuery: q.RawQuery, Header: r.Header})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m := c.mem.Get(key); m != nil && m.Marker {
+	m := c.mem.Get(key)
+	if m == nil && c.disk != nil {
+		m = c.disk.Get(key) // also while the tier is held: it is served later
+	}
+	if m != nil && m.Marker {
 		for _, v := range m.Variants {
 			c.drop(v)
 		}
