@@ -20,7 +20,9 @@ Remove objects from Cloud CDN's cache of a running spillway serve, as
 gcloud compute url-maps invalidate-cdn-cache does: --path is a path
 (/images/logo.png) or a prefix ending in /* (/images/*); --host limits
 it to one host. Objects filled after the invalidation are fetched from
-the origin again. The admin API's token comes from --admin-token-file
+the origin again. In fleet mode the instance asked writes the
+invalidation to etcd and every other instance applies it too
+(docs/fleet.md). The admin API's token comes from --admin-token-file
 FILE or SPILLWAY_ADMIN_TOKEN.
 
 Examples:
@@ -60,6 +62,10 @@ func runCache(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := json.Unmarshal(b, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "invalidated %s%s: %d objects removed\n", out.Host, out.Path, out.Removed)
+	fleet := ""
+	if out.Fleet {
+		fleet = " here; sent to every instance of the fleet"
+	}
+	fmt.Fprintf(stdout, "invalidated %s%s: %d objects removed%s\n", out.Host, out.Path, out.Removed, fleet)
 	return nil
 }

@@ -562,6 +562,7 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 		opts.RateLimitShare = rl
 	}
 	opts.OverlayStore = inst.Overlay()
+	opts.CacheInvalidations = inst.Cache()
 	return inst, nil
 }
 

@@ -19,6 +19,7 @@ type InstanceServer interface {
 	// /health and /metrics.
 	SetFleetSources(control.FleetSources)
 	OverlayHost
+	CacheHost
 }
 
 // InstanceOptions configure the fleet side of one instance: what
@@ -46,14 +47,18 @@ type InstanceOptions struct {
 	// (defaults 200 ms and a third of LeaseTTL, at most 10 s).
 	LeaseTTL, CheckInterval, CheckTimeout time.Duration
 	MinBackoff, MaxBackoff                time.Duration
-	Logger                                *slog.Logger
+	// InvalidationHistory bounds the cache invalidation records kept in
+	// etcd (default DefaultInvalidationHistory; see CacheShare).
+	InvalidationHistory int
+	Logger              *slog.Logger
 }
 
 // Instance is the fleet side of one `spillway serve --fleet`: its Agent
 // (config), ProbeShare (sharded probing; nil with Probers 0),
 // DemandShare (fleet-wide RATE; nil without Rate), RateLimitShare
 // (fleet-wide rate limits; nil without RateLimits), ControlLoop (the
-// elected control loop) and OverlayShare (the runtime overlay), on one
+// elected control loop), OverlayShare (the runtime overlay) and
+// CacheShare (Cloud CDN cache invalidations), on one
 // Store. Build it before the server (the
 // server's options need the shares, see Share and Demand) and Run it once
 // the server is ready.
@@ -65,11 +70,13 @@ type Instance struct {
 	limits *RateLimitShare
 	loop   *ControlLoop
 	ov     *OverlayShare
+	cache  *CacheShare
 }
 
 // NewInstance returns the fleet side of an instance; Run starts it.
 func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
-	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
+	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout),
+		cache: newCacheShare(store, opts.Instance, opts.InvalidationHistory, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
@@ -122,6 +129,10 @@ func (in *Instance) RateLimits() *RateLimitShare { return in.limits }
 // the server's Options.OverlayStore.
 func (in *Instance) Overlay() *OverlayShare { return in.ov }
 
+// Cache returns the instance's share of the fleet's cache
+// invalidations: the server's Options.CacheInvalidations.
+func (in *Instance) Cache() *CacheShare { return in.cache }
+
 // Loop returns the instance's control loop.
 func (in *Instance) Loop() *ControlLoop { return in.loop }
 
@@ -159,7 +170,8 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	}
 	in.loop.host = srv
 	in.ov.host = srv
-	members = append(members, in.loop, in.ov)
+	in.cache.host = srv
+	members = append(members, in.loop, in.ov, in.cache)
 	in.store.runSession(ctx, ag.sessionOptions(), members...)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -37,6 +38,20 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 // server's options (its overlay store is the instance's).
 func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak func(*serve.Options), ws ...clientv3.Watcher) *fullInstance {
 	t.Helper()
+	return startFullInstanceWith(t, e, name, instanceTweaks{opts: tweak}, ws...)
+}
+
+// instanceTweaks change what startFullInstanceWith starts: the config the
+// fleet gave (before the server is made from it), the fleet options and
+// the server's options.
+type instanceTweaks struct {
+	cfg  func(*config.Config)
+	inst func(*fleet.InstanceOptions)
+	opts func(*serve.Options)
+}
+
+func startFullInstanceWith(t *testing.T, e *fleettest.Etcd, name string, tw instanceTweaks, ws ...clientv3.Watcher) *fullInstance {
+	t.Helper()
 	cl := dial(t, e)
 	if len(ws) > 0 {
 		cl.Watcher = ws[0]
@@ -47,11 +62,18 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := fleet.NewInstance(st, fleet.InstanceOptions{
+	if tw.cfg != nil {
+		tw.cfg(cfg)
+	}
+	io := fleet.InstanceOptions{
 		Instance: name, Region: "us-east1", Probers: 1, Rate: true, RateLimits: true, Logger: log,
 		LeaseTTL: 2 * time.Second, CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
-	})
+	}
+	if tw.inst != nil {
+		tw.inst(&io)
+	}
+	inst, err := fleet.NewInstance(st, io)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +88,9 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 		opts.RateLimitShare = rl
 	}
 	opts.OverlayStore = inst.Overlay()
-	if tweak != nil {
-		tweak(&opts)
+	opts.CacheInvalidations = inst.Cache()
+	if tw.opts != nil {
+		tw.opts(&opts)
 	}
 	srv, err := serve.New(cfg, opts)
 	if err != nil {

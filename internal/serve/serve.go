@@ -118,6 +118,11 @@ type Options struct {
 	// ctl; overlay.go) through etcd. Nil: the overlay is this
 	// instance's.
 	OverlayStore OverlayStore
+	// CacheInvalidations, in fleet mode, carries each cache invalidation
+	// asked of this instance (POST /cache/invalidate) to every other
+	// instance through etcd (fleet.CacheShare). Nil: it applies here
+	// only.
+	CacheInvalidations CacheInvalidations
 	// AuditLog receives one JSON line per overlay change (nil: the
 	// process log only). OverlayCheckInterval is how often expired
 	// overlay entries are looked for (0 = 1 s).
@@ -267,7 +272,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cache, err = newCache(cfg, s.log); err != nil {
+	if s.cache, err = newCache(cfg, s.log, opts.CacheInvalidations != nil); err != nil {
 		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)

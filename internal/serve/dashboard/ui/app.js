@@ -162,6 +162,23 @@ function renderEndpoints(eps) {
       el("td", { class: "num", text: String(e.inFlight) }))));
 }
 
+// renderCDN lists the CDN-enabled backend services and buckets with
+// their cache hit ratio (hits over hits and misses; "—" without lookups).
+function renderCDN(rows) {
+  const sec = document.getElementById("cdn-section");
+  sec.hidden = !rows || rows.length === 0;
+  if (sec.hidden) return;
+  document.querySelector("#cdn tbody").replaceChildren(...rows.map((c) =>
+    el("tr", { "data-cdn-backend": c.backend, "data-kind": c.kind },
+      el("td", { text: c.backend }),
+      el("td", { text: c.kind }),
+      el("td", { class: "num hit-ratio", "data-ratio": c.hitRatio < 0 ? "" : c.hitRatio.toFixed(4), text: c.hitRatio < 0 ? "—" : pct(c.hitRatio) }),
+      el("td", { class: "num", text: c.lookups.toFixed(1) }),
+      el("td", { class: "num hits", text: String(c.hits) }),
+      el("td", { class: "num misses", text: String(c.misses) }),
+      el("td", {}, spark((c.series || []).map((v) => (v < 0 ? 0 : v)), 200, 24, 1, "#2ca02c")))));
+}
+
 // setOptions replaces a select's options (after its first, "any") when
 // they changed, keeping the selection.
 function setOptions(sel, values) {
@@ -336,6 +353,7 @@ async function tick() {
     renderControlTargets(st);
     renderRegions(st.regions || []);
     renderServices(st.backendServices || [], st.step);
+    renderCDN(st.cdn);
     renderDNS(st.dns);
     renderSecurity(st.securityRules);
     renderTransitions(st.transitions || []);
