@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -54,28 +53,10 @@ func TestIdleConnectionGivesBuffersBack(t *testing.T) {
 		}
 		fmt.Fprintf(w, " %d %x", n, sum[:4])
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.ServeConn(c, ServeConnOpts{Handler: h})
-		}
-	}()
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	tr := &http.Transport{Protocols: &p}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	client, base := startH2C(t, s, h)
 	do := func(method, path, body string) string {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(context.Background(), method, "http://"+ln.Addr().String()+path, strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, strings.NewReader(body))
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
