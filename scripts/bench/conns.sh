@@ -56,31 +56,8 @@ echo "building backend and idleconns"
 (cd "$HERE/backend" && go build -trimpath -o "$WORK/bin/backend" .) || die "backend build failed"
 (cd "$ROOT" && go build -trimpath -o "$WORK/bin/idleconns" ./scripts/bench/idleconns) || die "idleconns build failed"
 
-PIDS=()
-start() { # NAME CMD...: own session, so that the group can be stopped
-	local name=$1; shift
-	setsid "$@" >"$RUN_DIR/$name.log" 2>&1 </dev/null &
-	PIDS+=($!)
-}
-stop() { # PID: TERM the group, KILL after 3 s
-	local pid=$1 i
-	kill -TERM -- "-$pid" 2>/dev/null
-	for ((i = 0; i < 30; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL -- "-$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
-cleanup() { local p; for p in "${PIDS[@]}"; do stop "$p"; done; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$HERE/lib.sh"
 
-wait_ready() { # ADDR
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$1/")" = 200 ] && return 0
-		sleep 0.1
-	done
-	die "$1 not answering"
-}
 rss_kb() { # PGID: summed VmRSS of the group's processes
 	local p s=0 r
 	for p in $(pgrep -g "$1"); do
@@ -88,12 +65,9 @@ rss_kb() { # PGID: summed VmRSS of the group's processes
 	done
 	echo $s
 }
-cpu_ticks() { # PGID
-	cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '{ sub(/^.*\) /, ""); split($0, f, " "); if (f[3] == g) s += f[12] + f[13] } END { print s + 0 }'
-}
 
 for p in 18081 18082 18083; do start "backend$p" env GOMAXPROCS=1 "$WORK/bin/backend" -addr "127.0.0.1:$p" -zone z; done
-for p in 18081 18082 18083; do wait_ready "127.0.0.1:$p"; done
+for p in 18081 18082 18083; do wait_ready "http://127.0.0.1:$p/"; done
 export BACKENDS=127.0.0.1:18081,127.0.0.1:18082,127.0.0.1:18083
 
 start_target() { # NAME: starts it, sets TPID, H1, H2
@@ -116,7 +90,7 @@ start_target() { # NAME: starts it, sets TPID, H1, H2
 	*) die "unknown target $1" ;;
 	esac
 	TPID=${PIDS[-1]}
-	wait_ready "$H1"
+	wait_ready "http://$H1/"
 }
 
 measure() { # NAME KIND ADDR

@@ -56,33 +56,7 @@ for kind in ecdsa rsa; do
 	cat "$RUN_DIR/$kind.crt" "$RUN_DIR/$kind.key" >"$RUN_DIR/$kind.pem"
 done
 
-PIDS=()
-start() { # NAME CMD...
-	local name=$1; shift
-	setsid "$@" >"$RUN_DIR/$name.log" 2>&1 </dev/null &
-	PIDS+=($!)
-}
-stop() {
-	local pid=$1 i
-	kill -TERM -- "-$pid" 2>/dev/null
-	for ((i = 0; i < 30; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL -- "-$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
-cleanup() { local p; for p in "${PIDS[@]}"; do stop "$p"; done; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-wait_ready() { # URL
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(curl -sk -o /dev/null -w '%{http_code}' --max-time 1 "$1")" = 200 ] && return 0
-		sleep 0.1
-	done
-	die "$1 not answering"
-}
-cpu_ticks() { # PGID
-	cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '{ sub(/^.*\) /, ""); split($0, f, " "); if (f[3] == g) s += f[12] + f[13] } END { print s + 0 }'
-}
+. "$HERE/lib.sh"
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2 }'; }
 
 for p in 18081 18082 18083; do start "backend$p" env GOMAXPROCS=1 "$WORK/bin/backend" -addr "127.0.0.1:$p" -zone z; done
