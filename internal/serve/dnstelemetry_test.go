@@ -97,12 +97,23 @@ func mustNew(t *testing.T, c *config.Config) *serve.Server {
 
 func checkDNSMetrics(t *testing.T, admin string) {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	get := func() string {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	// The TCP listener hands a query to dnstap after writing its answer:
+	// a client can have the answer before the query is queued. Wait
+	// (bounded) for the four.
+	body := get()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(body, "spillway_dnstap_queued_total 4") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		body = get()
+	}
 	for _, want := range []string{
 		`spillway_dns_responses_total{qtype="A",rcode="NOERROR",transport="udp",zone="gslb.example."} 1`,
 		`spillway_dns_responses_total{qtype="MX",rcode="NOERROR",transport="tcp",zone="gslb.example."} 1`,
@@ -112,7 +123,7 @@ func checkDNSMetrics(t *testing.T, admin string) {
 		`spillway_dnstap_queued_total 4`,
 		`spillway_dnstap_dropped_total 0`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
