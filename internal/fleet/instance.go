@@ -19,6 +19,7 @@ type InstanceServer interface {
 	// /health and /metrics.
 	SetFleetSources(control.FleetSources)
 	OverlayHost
+	SummaryHost
 }
 
 // InstanceOptions configure the fleet side of one instance: what
@@ -42,14 +43,18 @@ type InstanceOptions struct {
 	// (defaults 200 ms and a third of LeaseTTL, at most 10 s).
 	LeaseTTL, CheckInterval, CheckTimeout time.Duration
 	MinBackoff, MaxBackoff                time.Duration
-	Logger                                *slog.Logger
+	// SummaryInterval is how often the instance's summary for the fleet
+	// view is looked at and, when it changed, published (default
+	// DefaultSummaryInterval).
+	SummaryInterval time.Duration
+	Logger          *slog.Logger
 }
 
 // Instance is the fleet side of one `spillway serve --fleet`: its Agent
 // (config), ProbeShare (sharded probing; nil with Probers 0),
 // DemandShare (fleet-wide RATE; nil without Rate), ControlLoop (the
-// elected control loop) and OverlayShare (the runtime overlay), on one
-// Store. Build it before the server (the
+// elected control loop), OverlayShare (the runtime overlay) and
+// SummaryShare (the dashboard's fleet view), on one Store. Build it before the server (the
 // server's options need the shares, see Share and Demand) and Run it once
 // the server is ready.
 type Instance struct {
@@ -59,11 +64,13 @@ type Instance struct {
 	demand *DemandShare
 	loop   *ControlLoop
 	ov     *OverlayShare
+	sum    *SummaryShare
 }
 
 // NewInstance returns the fleet side of an instance; Run starts it.
 func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
-	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
+	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout),
+		sum: newSummaryShare(store, opts.Instance, opts.Logger, opts.SummaryInterval, opts.CheckTimeout)}
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
@@ -104,6 +111,9 @@ func (in *Instance) Demand() *DemandShare { return in.demand }
 // the server's Options.OverlayStore.
 func (in *Instance) Overlay() *OverlayShare { return in.ov }
 
+// Summaries returns the instance's share of the fleet view.
+func (in *Instance) Summaries() *SummaryShare { return in.sum }
+
 // Loop returns the instance's control loop.
 func (in *Instance) Loop() *ControlLoop { return in.loop }
 
@@ -134,7 +144,9 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	}
 	in.loop.host = srv
 	in.ov.host = srv
-	members = append(members, in.loop, in.ov)
+	in.sum.host = srv
+	srv.SetFleetPeers(in.sum.Peers)
+	members = append(members, in.loop, in.ov, in.sum)
 	in.store.runSession(ctx, ag.sessionOptions(), members...)
 	return nil
 }

@@ -164,6 +164,7 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 		Endpoints:     s.dashEndpoints,
 		Frontends:     s.dashFrontends,
 		Info:          func() dashboard.Info { return s.dashInfo(version) },
+		FleetPeers:    s.fleet.dashPeers,
 		LatencyBounds: dashLatencyBounds(),
 		Now:           s.now,
 	})
