@@ -546,6 +546,7 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 		opts.DemandShare = d
 	}
 	opts.OverlayStore = inst.Overlay()
+	opts.CertStorage = inst.CertStorage()
 	return inst, nil
 }
 

@@ -65,12 +65,13 @@ type Instance struct {
 	loop   *ControlLoop
 	ov     *OverlayShare
 	sum    *SummaryShare
+	certs  *CertStorage
 }
 
 // NewInstance returns the fleet side of an instance; Run starts it.
 func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
 	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout),
-		sum: newSummaryShare(store, opts.Instance, opts.Logger, opts.SummaryInterval, opts.CheckTimeout)}
+		sum: newSummaryShare(store, opts.Instance, opts.Logger, opts.SummaryInterval, opts.CheckTimeout), certs: NewCertStorage(store, opts.LeaseTTL)}
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
@@ -110,6 +111,11 @@ func (in *Instance) Demand() *DemandShare { return in.demand }
 // Overlay returns the instance's share of the fleet's runtime overlay:
 // the server's Options.OverlayStore.
 func (in *Instance) Overlay() *OverlayShare { return in.ov }
+
+// CertStorage returns the fleet's storage of MANAGED certificates: the
+// server's Options.CertStorage, so the fleet orders each certificate
+// once.
+func (in *Instance) CertStorage() *CertStorage { return in.certs }
 
 // Summaries returns the instance's share of the fleet view.
 func (in *Instance) Summaries() *SummaryShare { return in.sum }
