@@ -97,8 +97,10 @@ host name other than localhost, are answered 403.
 
 Connections: --max-connections bounds the client connections of all frontends
 together (default auto: half the file-descriptor limit, as a proxied connection
-usually holds a backend connection too). Past it, new connections wait in the
-kernel's accept queue until one closes. Request heads must arrive within 30 s
+usually holds a backend connection too), HTTP/3's QUIC connections included.
+Past it, new TCP connections wait in the kernel's accept queue until one
+closes, and new QUIC connections are refused (CONNECTION_REFUSED: clients
+fall back to TCP). Request heads must arrive within 30 s
 of a connection opening (then of their first byte; on HTTP/2, every header
 block within 30 s of its HEADERS frame), idle keep-alive connections close
 after 610 s, and the whole exchange, writing the response

@@ -360,7 +360,7 @@ func (fs *frontends) syncQUIC(f *frontend, pf *plan.Frontend) error {
 		if err != nil {
 			return fmt.Errorf("frontend %s: UDP address: %w", pf.Name, err)
 		}
-		q, err := startQUIC(fs.log, pf.Name, addr, f.tls.ServerConfig(), f.h3)
+		q, err := startQUIC(fs.log, pf.Name, addr, f.tls.ServerConfig(), f.h3, fs.conns)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
 	"github.com/spillwaylb/spillway/internal/h1"
+	"github.com/spillwaylb/spillway/internal/serve/connlimit"
 )
 
 // HTTP/3 frontend limits: the TCP frontends' (docs/security.md), as far
@@ -58,12 +60,21 @@ func quicAddr(configured string, bound net.Addr) (string, error) {
 // TCP frontend's (tlsreload.Frontend.ServerConfig): each handshake asks
 // the same reloadable state for its certificates, SSL policy and client
 // validation, with ALPN h3 and TLS 1.3 set by quic-go.
-func startQUIC(log *slog.Logger, name, addr string, tlsCfg *tls.Config, h http.Handler) (*quicFrontend, error) {
+//
+// Its connections count against conns with the TCP frontends'
+// (--max-connections): a new QUIC connection past the limit is refused
+// with CONNECTION_REFUSED when its first packet arrives, before any
+// handshake work (a QUIC client has no accept queue to wait in; browsers
+// fall back to TCP, which waits in the kernel's), and its slot is
+// released when the connection closes or its handshake fails.
+func startQUIC(log *slog.Logger, name, addr string, tlsCfg *tls.Config, h http.Handler, conns *connlimit.Limiter) (*quicFrontend, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("frontend %s: listen on %s (UDP, for quicOverride ENABLE): %w (fix: free the UDP port, or set quicOverride: DISABLE)", name, addr, err)
 	}
-	tr := &quic.Transport{Conn: pc}
+	tr := &quic.Transport{Conn: pc, ConnContext: func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
+		return conns.ConnContext(ctx)
+	}}
 	qcfg := &quic.Config{
 		MaxIdleTimeout:     h1.DefaultIdleTimeout,
 		MaxIncomingStreams: quicMaxStreams,
