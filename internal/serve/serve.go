@@ -333,6 +333,14 @@ func (s *Server) ListenerFiles() ([]*os.File, error) {
 	return fs, nil
 }
 
+// DetachQUIC is the old process's side of a binary upgrade for HTTP/3
+// (package handoff): it takes every HTTP/3 listener out of service and
+// shuts them down gracefully until ctx ends (GOAWAY, requests in flight
+// finish, then the connections close), and returns a channel closed once
+// this process no longer holds their UDP sockets, which the new process
+// then reads. Run's shutdown waits for them.
+func (s *Server) DetachQUIC(ctx context.Context) <-chan struct{} { return s.front.detachQUIC(ctx) }
+
 // Snapshot returns the current snapshot (for tests and the admin API).
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
 
