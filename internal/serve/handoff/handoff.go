@@ -242,7 +242,8 @@ type Handover struct {
 }
 
 // releaseWait bounds the wait for the old process to release its QUIC
-// sockets: its HTTP/3 requests in flight get up to 10 s, as at shutdown.
+// sockets: spillway serve gives its HTTP/3 requests in flight at most
+// 3 s, after at most 1 s for the handshakes it had started.
 const releaseWait = 15 * time.Second
 
 // Ready tells the old process that this one serves on the sockets, then
