@@ -97,8 +97,10 @@ host name other than localhost, are answered 403.
 
 Connections: --max-connections bounds the client connections of all frontends
 together (default auto: half the file-descriptor limit, as a proxied connection
-usually holds a backend connection too). Past it, new connections wait in the
-kernel's accept queue until one closes. Request heads must arrive within 30 s
+usually holds a backend connection too), HTTP/3's QUIC connections included.
+Past it, new TCP connections wait in the kernel's accept queue until one
+closes, and new QUIC connections are refused (CONNECTION_REFUSED: clients
+fall back to TCP). Request heads must arrive within 30 s
 of a connection opening (then of their first byte; on HTTP/2, every header
 block within 30 s of its HEADERS frame), idle keep-alive connections close
 after 610 s, and the whole exchange, writing the response
@@ -354,6 +356,13 @@ func (c *serveCmd) takeSockets(ctx context.Context, opts *serve.Options) error {
 	return nil
 }
 
+// quicUpgradeDrain bounds how long the old process of a binary upgrade
+// lets its HTTP/3 requests in flight finish before it closes their
+// connections and releases the UDP sockets to the new process, whose new
+// QUIC connections wait until then: shorter than a QUIC client's
+// handshake timeout (5 s in quic-go, 10 s in browsers).
+const quicUpgradeDrain = 3 * time.Second
+
 // upgraded finishes a takeover once srv serves (the old process stops
 // accepting and finishes), closes inherited sockets no listener took,
 // and offers srv's sockets to the next process on --upgrade-socket:
@@ -373,7 +382,14 @@ func (c *serveCmd) upgraded(ctx context.Context, sockets *handoff.Sockets, srv *
 	go func() {
 		err := handoff.Offer(ctx, c.upgradeSocket, srv.ListenerFiles, func() {
 			c.log.Info("upgrade: a new process took the listening sockets; finishing the requests in flight, then exiting")
+			// HTTP/3 first: its sockets are released to the new process
+			// once its requests in flight are done (Offer says so when
+			// this returns); the TCP side stops meanwhile.
+			qctx, cancel := context.WithTimeout(context.Background(), quicUpgradeDrain)
+			defer cancel()
+			released := srv.DetachQUIC(qctx)
 			stop()
+			<-released
 		})
 		if err != nil {
 			c.log.Error("upgrade: the upgrade socket does not serve; an upgrade will bind anew", "err", err)
@@ -563,6 +579,7 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 	}
 	opts.OverlayStore = inst.Overlay()
 	opts.CacheInvalidations = inst.Cache()
+	opts.CertStorage = inst.CertStorage()
 	return inst, nil
 }
 

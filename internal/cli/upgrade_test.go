@@ -38,16 +38,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// freeLoopbackPort returns a loopback port free a moment ago.
+// freeLoopbackPort returns a loopback port free a moment ago: for
+// "udp", free for UDP and TCP both (a DNS frontend binds both, an HTTP/3
+// one TCP and UDP; a UDP port alone was found taken for TCP on a busy
+// machine, and the process then failed to start).
 func freeLoopbackPort(t *testing.T, network string) int {
 	t.Helper()
 	if network == "udp" {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+		for range 100 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := ln.Addr().(*net.TCPAddr).Port
+			pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+			ln.Close()
+			if err == nil {
+				pc.Close()
+				return port
+			}
 		}
-		defer pc.Close()
-		return pc.LocalAddr().(*net.UDPAddr).Port
+		t.Fatal("no loopback port free for both TCP and UDP in 100 tries")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -284,9 +295,15 @@ func getHealthz(admin string) (string, error) {
 // waitUp waits until url answers and the upgrade socket exists.
 func waitUp(t *testing.T, url, sock string) {
 	t.Helper()
+	waitUpWith(t, http.DefaultClient, url, sock)
+}
+
+// waitUpWith is waitUp with a client of its own.
+func waitUpWith(t *testing.T, cl *http.Client, url, sock string) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(url)
+		resp, err := cl.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if _, err := os.Stat(sock); err == nil && resp.StatusCode == 200 {

@@ -20,6 +20,7 @@ type InstanceServer interface {
 	SetFleetSources(control.FleetSources)
 	OverlayHost
 	CacheHost
+	SummaryHost
 }
 
 // InstanceOptions configure the fleet side of one instance: what
@@ -50,16 +51,20 @@ type InstanceOptions struct {
 	// InvalidationHistory bounds the cache invalidation records kept in
 	// etcd (default DefaultInvalidationHistory; see CacheShare).
 	InvalidationHistory int
-	Logger              *slog.Logger
+	// SummaryInterval is how often the instance's summary for the fleet
+	// view is looked at and, when it changed, published (default
+	// DefaultSummaryInterval).
+	SummaryInterval time.Duration
+	Logger          *slog.Logger
 }
 
 // Instance is the fleet side of one `spillway serve --fleet`: its Agent
 // (config), ProbeShare (sharded probing; nil with Probers 0),
 // DemandShare (fleet-wide RATE; nil without Rate), RateLimitShare
 // (fleet-wide rate limits; nil without RateLimits), ControlLoop (the
-// elected control loop), OverlayShare (the runtime overlay) and
-// CacheShare (Cloud CDN cache invalidations), on one
-// Store. Build it before the server (the
+// elected control loop), OverlayShare (the runtime overlay), CacheShare
+// (Cloud CDN cache invalidations) and SummaryShare (the dashboard's
+// fleet view), on one Store. Build it before the server (the
 // server's options need the shares, see Share and Demand) and Run it once
 // the server is ready.
 type Instance struct {
@@ -71,12 +76,15 @@ type Instance struct {
 	loop   *ControlLoop
 	ov     *OverlayShare
 	cache  *CacheShare
+	sum    *SummaryShare
+	certs  *CertStorage
 }
 
 // NewInstance returns the fleet side of an instance; Run starts it.
 func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
 	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout),
-		cache: newCacheShare(store, opts.Instance, opts.InvalidationHistory, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
+		cache: newCacheShare(store, opts.Instance, opts.InvalidationHistory, opts.Logger, opts.CheckInterval, opts.CheckTimeout),
+		sum:   newSummaryShare(store, opts.Instance, opts.Logger, opts.SummaryInterval, opts.CheckTimeout), certs: NewCertStorage(store, opts.LeaseTTL)}
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
@@ -133,6 +141,14 @@ func (in *Instance) Overlay() *OverlayShare { return in.ov }
 // invalidations: the server's Options.CacheInvalidations.
 func (in *Instance) Cache() *CacheShare { return in.cache }
 
+// CertStorage returns the fleet's storage of MANAGED certificates: the
+// server's Options.CertStorage, so the fleet orders each certificate
+// once.
+func (in *Instance) CertStorage() *CertStorage { return in.certs }
+
+// Summaries returns the instance's share of the fleet view.
+func (in *Instance) Summaries() *SummaryShare { return in.sum }
+
 // Loop returns the instance's control loop.
 func (in *Instance) Loop() *ControlLoop { return in.loop }
 
@@ -171,7 +187,9 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	in.loop.host = srv
 	in.ov.host = srv
 	in.cache.host = srv
-	members = append(members, in.loop, in.ov, in.cache)
+	in.sum.host = srv
+	srv.SetFleetPeers(in.sum.Peers)
+	members = append(members, in.loop, in.ov, in.cache, in.sum)
 	in.store.runSession(ctx, ag.sessionOptions(), members...)
 	return nil
 }

@@ -146,6 +146,8 @@ func fleetKeys(t *testing.T, cl *clientv3.Client) map[string]map[string]clientv3
 			owner = strings.TrimPrefix(k, "demand/")
 		case strings.HasPrefix(k, "ratelimits/"):
 			owner = strings.TrimPrefix(k, "ratelimits/")
+		case strings.HasPrefix(k, "summary/"):
+			owner = strings.TrimPrefix(k, "summary/")
 		case strings.HasPrefix(k, "control/election/"), k == "control/leader":
 			owner = string(kv.Value)
 		default:
@@ -161,7 +163,7 @@ func fleetKeys(t *testing.T, cl *clientv3.Client) map[string]map[string]clientv3
 
 // TestInstanceOneSession: an instance running every component holds one
 // lease in etcd, and every key it writes (registration, config report,
-// verdicts, demand, election, leader) lives under it; a clean stop
+// verdicts, demand, election, leader, fleet view summary) lives under it; a clean stop
 // revokes it, so all of them leave at once and the other instance leads.
 // (Before the shared session each component granted its own: 4 leases
 // per instance.)
@@ -184,7 +186,7 @@ func TestInstanceOneSession(t *testing.T) {
 			for k := range keys[n] {
 				kinds = append(kinds, strings.SplitN(k, "/", 2)[0])
 			}
-			for _, want := range []string{"instances", "demand", "control"} {
+			for _, want := range []string{"instances", "demand", "control", "summary"} {
 				if !slices.Contains(kinds, want) {
 					return false, fmt.Sprint(keys)
 				}

@@ -165,6 +165,7 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 		Frontends:     s.dashFrontends,
 		CDN:           s.dashCDN,
 		Info:          func() dashboard.Info { return s.dashInfo(version) },
+		FleetPeers:    s.fleet.dashPeers,
 		LatencyBounds: dashLatencyBounds(),
 		Now:           s.now,
 	})

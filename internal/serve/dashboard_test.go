@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,23 +25,6 @@ import (
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
-// chromium returns the path of a Chromium or Chrome binary. The test
-// skips without one, unless SPILLWAY_REQUIRE_CHROMIUM is set (CI sets it:
-// there a missing browser is a failure, not a skip).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("SPILLWAY_REQUIRE_CHROMIUM") != "" {
-		t.Fatal("no chromium binary found and SPILLWAY_REQUIRE_CHROMIUM is set (fix: apt-get install -y chromium)")
-	}
-	t.Skip("no chromium binary (apt-get install -y chromium)")
-	return ""
-}
-
 // TestDashboardInChromium drives the admin listener's /ui page in a real
 // headless Chromium: the seed's with-policy config on the lab's real
 // backends, under load. It asserts that the page shows every zone
@@ -58,7 +40,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	browser := chromium(t)
+	browser := servetest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -328,7 +310,7 @@ func TestDashboardControlsNeedToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	browser := chromium(t)
+	browser := servetest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg, err := config.Load(filepath.Join("..", "..", "examples", "seed-70-30", "with-policy.yaml"))
@@ -386,7 +368,7 @@ func TestDashboardCDNHitRatio(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	browser := chromium(t)
+	browser := servetest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	origin := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,20 @@ import (
 type fleetStatus struct {
 	status atomic.Pointer[control.FleetStatus]
 	src    atomic.Pointer[control.FleetSources]
+	// peers are the other instances' summaries for the dashboard's
+	// fleet view (SetFleetPeers).
+	peers atomic.Pointer[func() ([]control.Summary, bool)]
+}
+
+// dashPeers returns the other instances' summaries and whether they are
+// current; ok is false when standalone.
+func (f *fleetStatus) dashPeers() (peers []control.Summary, connected, ok bool) {
+	p := f.peers.Load()
+	if p == nil {
+		return nil, false, false
+	}
+	peers, connected = (*p)()
+	return peers, connected, true
 }
 
 // snapshot returns the status with its sources read now, nil when none
@@ -54,3 +68,11 @@ func (s *Server) SetFleetStatus(st control.FleetStatus) { s.fleet.status.Store(&
 
 // FleetStatus returns the instance's fleet status, nil when standalone.
 func (s *Server) FleetStatus() *control.FleetStatus { return s.fleet.snapshot() }
+
+// SetFleetPeers registers where the dashboard reads the other fleet
+// instances' summaries (package fleet's SummaryShare).
+func (s *Server) SetFleetPeers(peers func() ([]control.Summary, bool)) { s.fleet.peers.Store(&peers) }
+
+// FleetSummary returns this instance's summary for the fleet view
+// (package fleet publishes it): see dashboard.Dashboard.Summary.
+func (s *Server) FleetSummary() control.Summary { return s.dash.Summary() }

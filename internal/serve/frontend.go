@@ -39,6 +39,9 @@ type frontends struct {
 
 	mu sync.Mutex // guards m
 	m  map[string]*frontend
+	// detached are the HTTP/3 listeners a binary upgrade took out
+	// (DetachQUIC) while they finish; Stop waits for them.
+	detached sync.WaitGroup
 }
 
 type frontend struct {
@@ -94,8 +97,39 @@ func (fs *frontends) Stop(ctx context.Context) error {
 		wg.Wait()
 		delete(fs.m, name)
 	}
+	fs.detached.Wait()
 	fs.acme.Stop()
 	return nil
+}
+
+// detachQUIC takes every HTTP/3 listener out of its frontend (TCP
+// responses stop advertising it) and hands them off (quicFrontend.handOff)
+// in parallel until ctx ends: no new connection, GOAWAY on every one,
+// requests in flight finish, then the connections close and the UDP
+// sockets are released. The channel is closed once all are.
+func (fs *frontends) detachQUIC(ctx context.Context) <-chan struct{} {
+	fs.mu.Lock()
+	var qs []*quicFrontend
+	for _, f := range fs.m {
+		if q := f.takeQUIC(); q != nil {
+			qs = append(qs, q)
+		}
+	}
+	fs.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		fs.detached.Add(1)
+		wg.Go(func() {
+			defer fs.detached.Done()
+			q.handOff(ctx)
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
 }
 
 // addr returns the bound address of a frontend ("" if unknown).
@@ -108,17 +142,24 @@ func (fs *frontends) addr(name string) string {
 	return ""
 }
 
-// files returns duplicates of every frontend's listening socket.
+// files returns duplicates of every frontend's listening socket, and of
+// the UDP sockets of their HTTP/3 listeners.
 func (fs *frontends) files() ([]*os.File, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	var out []*os.File
 	for _, f := range fs.m {
-		fl, err := handoff.File(f.ln)
-		if err != nil {
-			return out, err
+		socks := []any{f.ln}
+		if f.quic != nil {
+			socks = append(socks, f.quic.pc)
 		}
-		out = append(out, fl)
+		for _, x := range socks {
+			fl, err := handoff.File(x)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, fl)
+		}
 	}
 	return out, nil
 }
@@ -360,7 +401,7 @@ func (fs *frontends) syncQUIC(f *frontend, pf *plan.Frontend) error {
 		if err != nil {
 			return fmt.Errorf("frontend %s: UDP address: %w", pf.Name, err)
 		}
-		q, err := startQUIC(fs.log, pf.Name, addr, f.tls.ServerConfig(), f.h3)
+		q, err := startQUIC(fs.log, pf.Name, addr, f.tls.ServerConfig(), f.h3, fs.conns, fs.sockets)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -242,4 +243,59 @@ func udpFree(t *testing.T, addr string) {
 		t.Fatalf("UDP %s is still bound: %v", addr, err)
 	}
 	pc.Close()
+}
+
+// QUIC connections count against MaxConnections with the TCP ones, and
+// in spillway_connections_active: with a limit of 2 taken by one QUIC and
+// one TCP connection, a new QUIC connection is refused at once with
+// CONNECTION_REFUSED (not left waiting: the handshake never starts);
+// once the QUIC connection closes, a new one is accepted.
+func TestHTTP3MaxConnections(t *testing.T) {
+	ca := newCA(t, "test CA")
+	dir := t.TempDir()
+	certFile, keyFile := ca.writePair(t, dir, "fe", "v1", []string{"localhost"}, false)
+	be := startSlowBackend(t)
+	s := servetest.Run(t, servetest.Parse(t, quicConfig(be.addr, certFile, keyFile, "ENABLE", "")), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1, MaxConnections: 2})
+	udp, tcp := s.FrontendQUICAddr("fe"), s.FrontendAddr("fe")
+	tlsCfg := &tls.Config{RootCAs: ca.pool, ServerName: "localhost", NextProtos: []string{http3.NextProtoH3}}
+	dial := func() (*quic.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return quic.DialAddr(ctx, udp, tlsCfg, &quic.Config{HandshakeIdleTimeout: 5 * time.Second})
+	}
+	q1, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q1.CloseWithError(0, "")
+	t1, err := tls.Dial("tcp", tcp, &tls.Config{RootCAs: ca.pool, ServerName: "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer t1.Close()
+	active := func() float64 { return promValue(metricsText(t, s), "spillway_connections_active") }
+	if n := active(); n != 2 {
+		t.Errorf("spillway_connections_active %v with one QUIC and one TCP connection open, want 2", n)
+	}
+	start := time.Now()
+	q2, err := dial()
+	var te *quic.TransportError
+	if err == nil || !errors.As(err, &te) || te.ErrorCode != quic.ConnectionRefused {
+		if q2 != nil {
+			q2.CloseWithError(0, "")
+		}
+		t.Fatalf("third connection past MaxConnections 2: %v, want CONNECTION_REFUSED", err)
+	}
+	t.Logf("refused after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	q1.CloseWithError(0, "")
+	var q3 *quic.Conn
+	waitFor(t, "a QUIC connection accepted once one closed", func() bool {
+		q3, err = dial()
+		return err == nil
+	})
+	defer q3.CloseWithError(0, "")
+	t.Logf("accepted again after %v", time.Since(start).Round(time.Millisecond))
+	if n := promValue(metricsText(t, s), "spillway_connections_accepted_total"); n < 3 {
+		t.Errorf("spillway_connections_accepted_total %v, want at least 3 (2 QUIC, 1 TCP)", n)
+	}
 }

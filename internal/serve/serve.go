@@ -39,6 +39,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/certmagic"
+
 	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/bgp"
 	"github.com/spillwaylb/spillway/internal/config"
@@ -133,6 +135,12 @@ type Options struct {
 	// frontend, DNS frontend or admin listener whose address one is
 	// bound to takes it instead of binding. Nil: bind everything.
 	Sockets *handoff.Sockets
+	// CertStorage, in fleet mode, keeps the ACME accounts, keys,
+	// certificates, challenge tokens and order locks of MANAGED
+	// sslCertificates for the whole fleet (fleet.CertStorage, in etcd),
+	// so the fleet orders each certificate once and every instance
+	// serves it. Nil: spillway.acme.storageDir on this host.
+	CertStorage certmagic.Storage
 	// Instance names this instance on the dashboard (spillway serve
 	// --instance: the host name by default).
 	Instance string
@@ -284,7 +292,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 	s.probe = &probing{prober: probe.New(s.onProbe, probe.WithClock(s.now), probe.WithLogger(s.log))}
 	s.metrics = newMetrics(s)
 	s.front = &frontends{log: s.log, sockets: opts.Sockets, conns: connlimit.Counted(opts.MaxConnections), handlers: s.handlers,
-		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}, acme: managedcert.New(s.log)}
+		plan: func() *plan.Plan { return s.snap.Load().Plan }, m: map[string]*frontend{}, acme: managedcert.New(s.log, opts.CertStorage)}
 	s.dash = s.newDashboard()
 	s.admin = admin.New(opts.adminOptions(), s.adminRoutes())
 	s.state = control.New(p)
@@ -347,6 +355,14 @@ func (s *Server) ListenerFiles() ([]*os.File, error) {
 	}
 	return fs, nil
 }
+
+// DetachQUIC is the old process's side of a binary upgrade for HTTP/3
+// (package handoff): it takes every HTTP/3 listener out of service and
+// shuts them down gracefully until ctx ends (GOAWAY, requests in flight
+// finish, then the connections close), and returns a channel closed once
+// this process no longer holds their UDP sockets, which the new process
+// then reads. Run's shutdown waits for them.
+func (s *Server) DetachQUIC(ctx context.Context) <-chan struct{} { return s.front.detachQUIC(ctx) }
 
 // Snapshot returns the current snapshot (for tests and the admin API).
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }

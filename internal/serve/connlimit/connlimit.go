@@ -1,10 +1,14 @@
 // Package connlimit bounds a listener's connections: past the limit,
-// Accept waits and new connections queue in the kernel's accept backlog
-// until one closes, as HAProxy's maxconn does, rather than being accepted
-// and reset.
+// Accept waits until one closes and new connections queue in the
+// kernel's accept backlog, as HAProxy's maxconn does, rather than being
+// accepted and reset. QUIC connections, which have no kernel backlog to wait in,
+// count against the same limit through TryAcquire (the HTTP/3 frontends
+// refuse one past it).
 package connlimit
 
 import (
+	"context"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -54,6 +58,50 @@ func New(n int) *Limiter {
 	return &Limiter{sem: make(chan struct{}, n)}
 }
 
+// ErrFull is TryAcquire's error when every slot is taken.
+var ErrFull = errors.New("connection limit reached")
+
+// TryAcquire takes a slot for a connection without waiting and returns
+// the function that gives it back (idempotent), or ErrFull. The
+// connection counts as accepted and active until the release. A nil
+// Limiter counts nothing and never refuses.
+func (l *Limiter) TryAcquire() (release func(), err error) {
+	if l == nil {
+		return func() {}, nil
+	}
+	if l.sem != nil {
+		select {
+		case l.sem <- struct{}{}:
+		default:
+			return nil, ErrFull
+		}
+	}
+	l.accepted.Add(1)
+	l.active.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.active.Add(-1)
+			if l.sem != nil {
+				<-l.sem
+			}
+		})
+	}, nil
+}
+
+// ConnContext is a quic.Transport's ConnContext hook: it takes a slot
+// for each new QUIC connection without waiting (quic-go answers an
+// error with CONNECTION_REFUSED before any handshake work) and gives it
+// back when ctx, the connection's, ends (closed, or a failed handshake).
+func (l *Limiter) ConnContext(ctx context.Context) (context.Context, error) {
+	release, err := l.TryAcquire()
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, release)
+	return ctx, nil
+}
+
 // Wrap returns ln with its accepted connections counted against l.
 func (l *Limiter) Wrap(ln net.Listener) net.Listener {
 	if l == nil {
@@ -69,22 +117,24 @@ type limitListener struct {
 	once sync.Once
 }
 
-// Accept waits for a free slot, then for a connection.
+// Accept waits for a connection, then for a free slot for it: past the
+// limit one connection per listener waits here, unserved, and the next
+// ones in the kernel's accept queue. (Waiting for the slot first would
+// hold a slot for every idle listener, which QUIC connections, taking
+// theirs with TryAcquire, would then find taken.)
 func (ln *limitListener) Accept() (net.Conn, error) {
 	l := ln.l
+	c, err := ln.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
 	if l.sem != nil {
 		select {
 		case l.sem <- struct{}{}:
 		case <-ln.done:
+			c.Close()
 			return nil, net.ErrClosed
 		}
-	}
-	c, err := ln.Listener.Accept()
-	if err != nil {
-		if l.sem != nil {
-			<-l.sem
-		}
-		return nil, err
 	}
 	l.accepted.Add(1)
 	l.active.Add(1)

@@ -75,6 +75,10 @@ type Source struct {
 	// CDN are the cumulative cache lookups per CDN-enabled backend
 	// (nil: no cache).
 	CDN func() map[string]CDNCounts
+	// FleetPeers, in fleet mode, returns the other instances' summaries
+	// for the fleet view and whether they are current (connected false:
+	// as last seen); ok is false when standalone (nil: standalone).
+	FleetPeers func() (peers []control.Summary, connected, ok bool)
 	// LatencyBounds are the upper bounds of BackendCounts.Latency's
 	// buckets (the last bucket, one more, has no bound).
 	LatencyBounds []time.Duration
@@ -174,6 +178,10 @@ type DashState struct {
 	// CDN are the CDN-enabled backend services and buckets and their
 	// cache hit ratio.
 	CDN []DashCDN `json:"cdn,omitempty"`
+	// FleetView is every instance of the fleet, from their published
+	// summaries, and where their health views disagree; absent when
+	// standalone.
+	FleetView *control.FleetView `json:"fleetView,omitempty"`
 }
 
 // DashService is one backend service on the dashboard.
@@ -187,6 +195,9 @@ type DashService struct {
 	// answered 5xx, one value per step, oldest first.
 	Rate      []float64 `json:"rate"`
 	ErrorRate []float64 `json:"errorRate"`
+	// WindowRate and WindowErrorRate are the same over the last 10 s.
+	WindowRate      float64 `json:"windowRate"`
+	WindowErrorRate float64 `json:"windowErrorRate"`
 	// Measured says whether Measured shares of the backends are known
 	// (requests arrived in the window).
 	Measured bool `json:"measured"`
@@ -439,8 +450,21 @@ func (d *Dashboard) Note(t Transition) {
 	d.transitions = appendBounded(d.transitions, []Transition{t}, dashTransitions)
 }
 
-// state builds the page's data.
+// state builds the page's data: this instance's, and in fleet mode the
+// fleet view.
 func (d *Dashboard) state() *DashState {
+	st, h := d.localState()
+	if d.src.FleetPeers != nil {
+		if peers, connected, ok := d.src.FleetPeers(); ok {
+			st.FleetView = control.NewFleetView(summarize(st, h), peers, connected, st.Time)
+		}
+	}
+	return st
+}
+
+// localState builds this instance's part of the page's data, and
+// returns the health report it read.
+func (d *Dashboard) localState() (*DashState, *report.Health) {
 	h := d.src.Health()
 	p := d.src.Plan()
 	st := &DashState{Time: d.src.Now(), Step: dashInterval.String(), Fleet: d.src.Fleet()}
@@ -449,7 +473,7 @@ func (d *Dashboard) state() *DashState {
 		st.Info = &info
 	}
 	if h == nil || p == nil {
-		return st
+		return st, h
 	}
 	st.Version, st.Overlay, st.BGP = h.Version, h.Overlay, h.BGP
 	d.mu.Lock()
@@ -467,6 +491,7 @@ func (d *Dashboard) state() *DashState {
 		measured, ok := measuredShares(samples, sh.Name, len(sh.Backends))
 		ds.Measured = ok
 		ds.Rate, ds.ErrorRate = rates(samples, sh.Name)
+		ds.WindowRate, ds.WindowErrorRate = windowRate(samples, sh.Name)
 		for i, bh := range sh.Backends {
 			db := backendRow(&bh, svc, i)
 			if ok {
@@ -510,7 +535,7 @@ func (d *Dashboard) state() *DashState {
 	st.SecurityRules = topRules(d.src.Security)
 	st.Frontends, st.Endpoints = frontendViews(samples), endpointViews(samples)
 	st.CDN = cdnViews(samples, p)
-	return st
+	return st, h
 }
 
 // backendRow returns backend i of a service as the page shows it, its
@@ -589,27 +614,41 @@ func measuredShares(samples []dashSample, svc string, n int) ([]float64, bool) {
 // rates returns a service's request rate and 5xx share per sample step.
 func rates(samples []dashSample, svc string) (rate, errRate []float64) {
 	for k := 1; k < len(samples); k++ {
-		a, b := samples[k-1].counts[svc], samples[k].counts[svc]
-		dt := samples[k].at.Sub(samples[k-1].at).Seconds()
-		if dt <= 0 || len(a.ByBackend) != len(b.ByBackend) {
-			rate, errRate = append(rate, 0), append(errRate, 0)
-			continue
-		}
-		var n, e uint64
-		for i := range b.ByBackend {
-			n += delta(a.ByBackend[i], b.ByBackend[i])
-			e += delta(a.ErrByBackend[i], b.ErrByBackend[i])
-		}
-		le := delta(a.LBErrors, b.LBErrors)
-		n, e = n+le, e+le
-		rate = append(rate, float64(n)/dt)
-		if n > 0 {
-			errRate = append(errRate, float64(e)/float64(n))
-		} else {
-			errRate = append(errRate, 0)
-		}
+		r, e := rateBetween(&samples[k-1], &samples[k], svc)
+		rate, errRate = append(rate, r), append(errRate, e)
 	}
 	return rate, errRate
+}
+
+// windowRate returns a service's request rate and 5xx share over the
+// last dashShareWindow samples.
+func windowRate(samples []dashSample, svc string) (rate, errRate float64) {
+	first, last, _, ok := window(samples)
+	if !ok {
+		return 0, 0
+	}
+	return rateBetween(first, last, svc)
+}
+
+// rateBetween returns a service's request rate and 5xx share from
+// sample a to b (0 when they cannot be compared).
+func rateBetween(sa, sb *dashSample, svc string) (rate, errRate float64) {
+	a, b := sa.counts[svc], sb.counts[svc]
+	dt := sb.at.Sub(sa.at).Seconds()
+	if dt <= 0 || len(a.ByBackend) != len(b.ByBackend) {
+		return 0, 0
+	}
+	var n, e uint64
+	for i := range b.ByBackend {
+		n += delta(a.ByBackend[i], b.ByBackend[i])
+		e += delta(a.ErrByBackend[i], b.ErrByBackend[i])
+	}
+	le := delta(a.LBErrors, b.LBErrors)
+	n, e = n+le, e+le
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(n) / dt, float64(e) / float64(n)
 }
 
 // dnsAnswers asks the running DNS server for every GSLB name, as a

@@ -9,6 +9,13 @@
 // during the overlap, so no connection or datagram finds the port
 // closed.
 //
+// An HTTP/3 frontend's UDP socket is handed over too, but QUIC cannot
+// share one between two processes (a datagram of one process's
+// connection read by the other is lost to it), so the new process does
+// not read it until the old one has released it: the old one sends
+// GOAWAY on its QUIC connections, lets their requests in flight finish,
+// closes them and says "released" (ListenQUIC, Handover.Ready, Offer).
+//
 // Sockets also takes systemd's socket activation (LISTEN_FDS).
 package handoff
 
@@ -37,6 +44,9 @@ type Sockets struct {
 	mu  sync.Mutex
 	tcp []net.Listener
 	udp []*net.UDPConn
+	// released is closed when the process that handed the sockets over
+	// no longer reads its QUIC sockets (Take; nil: never shared).
+	released chan struct{}
 }
 
 // FromFiles wraps inherited descriptors: stream listeners and UDP
@@ -157,6 +167,45 @@ func (s *Sockets) ListenBoth(addr string, bind func(string) (*net.UDPConn, net.L
 	return pc, ln, nil
 }
 
+// ListenQUIC returns the inherited UDP socket bound to addr, or a new
+// one, for an HTTP/3 frontend, and a channel that is closed once the
+// socket is this process's alone: for a socket handed over by a running
+// process, when that process has finished its QUIC connections and
+// released it (Handover.Ready waits for that), else at once. The caller
+// reads the socket only then.
+func (s *Sockets) ListenQUIC(addr string) (*net.UDPConn, <-chan struct{}, error) {
+	if s != nil {
+		s.mu.Lock()
+		for i, u := range s.udp {
+			if a, ok := u.LocalAddr().(*net.UDPAddr); ok && sameAddr(addr, a.IP, a.Port) {
+				s.udp = append(s.udp[:i], s.udp[i+1:]...)
+				released := s.released
+				s.mu.Unlock()
+				if released == nil {
+					released = closedChan()
+				}
+				return u, released, nil
+			}
+		}
+		s.mu.Unlock()
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, nil, err
+	}
+	return u, closedChan(), nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
 // Close closes the sockets nobody took (a new config dropped their
 // addresses).
 func (s *Sockets) Close() {
@@ -186,23 +235,45 @@ type Handover struct {
 	conn *net.UnixConn
 	// PID is the old process's.
 	PID int
+	// released is the Sockets' (closed once the old process released
+	// its QUIC sockets).
+	released chan struct{}
+	once     sync.Once
 }
 
-// Ready tells the old process that this one serves on the sockets.
+// releaseWait bounds the wait for the old process to release its QUIC
+// sockets: spillway serve gives its HTTP/3 requests in flight at most
+// 3 s, after at most 1 s for the handshakes it had started.
+const releaseWait = 15 * time.Second
+
+// Ready tells the old process that this one serves on the sockets, then
+// waits in the background for it to release its QUIC sockets ("released",
+// or the connection closing: the old process exited), at most
+// releaseWait, and lets this process's HTTP/3 frontends read them.
 func (h *Handover) Ready() error {
 	if h == nil {
 		return nil
 	}
-	defer h.conn.Close()
-	_, err := h.conn.Write([]byte("ready\n"))
-	return err
+	if _, err := h.conn.Write([]byte("ready\n")); err != nil {
+		h.Abort()
+		return err
+	}
+	go func() {
+		h.conn.SetReadDeadline(time.Now().Add(releaseWait))
+		bufio.NewReader(h.conn).ReadString('\n') // "released", EOF or the deadline: all mean go
+		h.Abort()
+	}()
+	return nil
 }
 
-// Abort closes the connection without Ready: the old process keeps
-// serving.
+// Abort closes the connection (without Ready, the old process keeps
+// serving) and lets the HTTP/3 frontends read their sockets.
 func (h *Handover) Abort() {
 	if h != nil {
-		h.conn.Close()
+		h.once.Do(func() {
+			h.conn.Close()
+			close(h.released)
+		})
 	}
 }
 
@@ -238,7 +309,9 @@ func Take(ctx context.Context, path string) (*Sockets, *Handover, error) {
 		uc.Close()
 		return nil, nil, fmt.Errorf("upgrade socket %s: got %d of %d sockets: %v", path, len(files), h.Files, err)
 	}
-	return FromFiles(files), &Handover{conn: uc, PID: h.PID}, nil
+	s := FromFiles(files)
+	s.released = make(chan struct{})
+	return s, &Handover{conn: uc, PID: h.PID, released: s.released}, nil
 }
 
 // parseRights returns the descriptors of SCM_RIGHTS messages.
@@ -263,9 +336,10 @@ func parseRights(oob []byte) ([]*os.File, error) {
 
 // Offer serves the handoff on path until ctx ends or a new process has
 // taken over: each connection gets the descriptors files returns; when
-// one answers "ready", takeover runs and Offer returns. A taker that
-// goes away without it changes nothing. A stale socket file at path is
-// replaced.
+// one answers "ready", takeover runs and, once it returns (this process
+// no longer reads its QUIC sockets), the new process is told "released"
+// and Offer returns. A taker that goes away without "ready" changes
+// nothing. A stale socket file at path is replaced.
 func Offer(ctx context.Context, path string, files func() ([]*os.File, error), takeover func()) error {
 	os.Remove(path)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
@@ -285,18 +359,20 @@ func Offer(ctx context.Context, path string, files func() ([]*os.File, error), t
 		if handOver(c, files) {
 			ln.Close()
 			takeover()
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			c.Write([]byte("released\n"))
+			c.Close()
 			return nil
 		}
+		c.Close()
 	}
 }
 
 // handOver sends the descriptors on c and reports whether the taker
 // answered "ready".
 func handOver(c *net.UnixConn, files func() ([]*os.File, error)) bool {
-	defer c.Close()
 	fs, err := files()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "DEBUG handoff files:", err)
 		return false
 	}
 	defer func() {
@@ -310,7 +386,6 @@ func handOver(c *net.UnixConn, files func() ([]*os.File, error)) bool {
 	}
 	b, _ := json.Marshal(header{PID: os.Getpid(), Files: len(fds)})
 	if _, _, err := c.WriteMsgUnix(b, syscall.UnixRights(fds...), nil); err != nil {
-		fmt.Fprintln(os.Stderr, "DEBUG handoff write:", err)
 		return false
 	}
 	// The taker starts its server (compiles, binds, primes DNS) before

@@ -55,6 +55,8 @@ type Settings struct {
 // Manager obtains and renews the certificates of managed domains.
 type Manager struct {
 	log *slog.Logger
+	// storage, when set (a fleet's etcd), replaces Settings.StorageDir.
+	storage certmagic.Storage
 
 	mu       sync.Mutex
 	ctx      context.Context
@@ -76,13 +78,18 @@ type domainState struct {
 	detail        string
 }
 
-// New returns a Manager that manages nothing until Apply.
-func New(log *slog.Logger) *Manager {
+// New returns a Manager that manages nothing until Apply. storage, when
+// not nil, keeps the accounts, keys, certificates, challenge tokens and
+// locks instead of Settings.StorageDir: a fleet's shared storage, through
+// which instances take turns ordering (certmagic locks each order and
+// renewal, then finds what another instance stored) and answer each
+// other's challenges.
+func New(log *slog.Logger, storage certmagic.Storage) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{log: log, ctx: ctx, cancel: cancel, status: map[string]*domainState{}}
+	return &Manager{log: log, storage: storage, ctx: ctx, cancel: cancel, status: map[string]*domainState{}}
 }
 
 // Apply manages domains with settings s: a new ACME client when s
@@ -154,7 +161,13 @@ func (m *Manager) start(s Settings) error {
 		Logger:             zap.NewNop(),
 	})
 	var storage certmagic.Storage = certmagic.Default.Storage
-	if s.StorageDir != "" {
+	switch {
+	case m.storage != nil:
+		storage = m.storage
+		if s.StorageDir != "" {
+			m.log.Warn("managed certificates: spillway.acme.storageDir is not used in fleet mode: the fleet keeps them in etcd", "storageDir", s.StorageDir)
+		}
+	case s.StorageDir != "":
 		storage = &certmagic.FileStorage{Path: s.StorageDir}
 	}
 	cfg = certmagic.New(cache, certmagic.Config{

@@ -20,7 +20,7 @@ func TestManagerRenewsAndReportsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	pb := startPebble(t, ln.Addr().(*net.TCPAddr).Port, freePorts(t, 1)[0], 20*time.Second)
-	m := managedcert.New(nil)
+	m := managedcert.New(nil, nil)
 	t.Cleanup(m.Stop)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !m.ServeChallenge(w, r) {

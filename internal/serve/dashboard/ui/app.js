@@ -339,6 +339,40 @@ function renderBGP(b) {
   }));
 }
 
+// renderFleetView lists every instance of the fleet from the summaries
+// they publish in etcd (docs/operations.md, "Fleet view"), and the
+// endpoints one instance finds down and another up.
+function renderFleetView(v) {
+  const sec = document.getElementById("fleetview-section");
+  sec.hidden = !v;
+  if (!v) return;
+  const meta = document.getElementById("fleetview-meta");
+  meta.dataset.connected = String(v.connected);
+  meta.dataset.configHashes = String(v.configHashes);
+  meta.textContent = `${v.instances.length} instances · ${v.configHashes === 1 ? "one config" : v.configHashes + " different configs"}` +
+    (v.connected ? "" : " · NOT CONNECTED to etcd: the other instances as last seen");
+  const splits = (s) => (s.splits || []).filter((sp) => sp.measured)
+    .map((sp) => `${sp.frontend}: ` + sp.services.map((w) => `${w.service} ${pct(w.measured)}`).join(" / ")).join("; ") || "—";
+  document.querySelector("#fleetview tbody").replaceChildren(...v.instances.map((s) =>
+    el("tr", { "data-instance": s.instance, "data-config-hash": s.configHash, "data-self": String(!!s.self), "data-down": String(s.down) },
+      el("td", { text: s.instance + (s.self ? " (this one)" : "") + (s.stale ? " STALE" : "") }),
+      el("td", { text: s.region || "—" }),
+      el("td", { class: "hash", text: s.configHash }),
+      el("td", { class: "num", text: String(s.configRevision || 0) }),
+      el("td", { class: "num rate", "data-rate": s.rate.toFixed(3), text: s.rate.toFixed(1) }),
+      el("td", { class: "num", text: pct(s.errorRate) }),
+      el("td", { class: "num", text: String(s.activeConnections) }),
+      el("td", { class: "num", text: String(s.down) + (s.truncated ? "+" : "") }),
+      el("td", { class: "details", text: splits(s) }),
+      el("td", { class: "num", text: s.self ? "now" : `${Math.round(s.ageSec)} s ago` }))));
+  const dis = v.disagreements || [];
+  document.querySelector("#disagreements tbody").replaceChildren(...(dis.length ? dis.map((d) =>
+    el("tr", { "data-group": d.group, "data-endpoint": d.address, "data-down-on": d.downOn.join(","), "data-up-on": d.upOn.join(",") },
+      el("td", { text: d.group }), el("td", { text: d.address }),
+      el("td", { class: "down", text: d.downOn.join(", ") }), el("td", { text: d.upOn.join(", ") })))
+    : [el("tr", {}, el("td", { colspan: "4", class: "meta", text: "none: every instance sees the same endpoints down" }))]));
+}
+
 for (const id of ["filter-kind", "filter-text"]) document.getElementById(id).addEventListener("input", () => renderTransitions(lastTransitions));
 
 async function tick() {
@@ -359,6 +393,7 @@ async function tick() {
     renderTransitions(st.transitions || []);
     renderFleet(st.fleet);
     renderBGP(st.bgp);
+    renderFleetView(st.fleetView);
     renderOverlay(st.overlay);
     status.dataset.state = "live";
     status.textContent = `state version ${st.version} · ${new Date(st.time).toLocaleTimeString()}`;
