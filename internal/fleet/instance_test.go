@@ -34,8 +34,10 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 }
 
 // startFullInstanceOpts is startFullInstance with tweak applied to the
-// server's options (its overlay store is the instance's).
-func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak func(*serve.Options), ws ...clientv3.Watcher) *fullInstance {
+// instance's options (region us-east1, one prober per target, shared
+// demand by default) and the server's (its overlay store is the
+// instance's; its role and region the instance's).
+func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak func(*fleet.InstanceOptions, *serve.Options), ws ...clientv3.Watcher) *fullInstance {
 	t.Helper()
 	cl := dial(t, e)
 	if len(ws) > 0 {
@@ -47,15 +49,20 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := fleet.NewInstance(st, fleet.InstanceOptions{
+	io := fleet.InstanceOptions{
 		Instance: name, Region: "us-east1", Probers: 1, Rate: true, Logger: log,
 		LeaseTTL: 2 * time.Second, CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
-	})
+	}
+	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1}
+	if tweak != nil {
+		tweak(&io, &opts)
+	}
+	opts.Role, opts.Region = io.Role, io.Region
+	inst, err := fleet.NewInstance(st, io)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1}
 	if sh := inst.Share(); sh != nil {
 		opts.ProbeShare = sh
 	}
@@ -63,9 +70,6 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 		opts.DemandShare = d
 	}
 	opts.OverlayStore = inst.Overlay()
-	if tweak != nil {
-		tweak(&opts)
-	}
 	srv, err := serve.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
@@ -133,4 +134,73 @@ func TestTwoLayersAccessLogs(t *testing.T) {
 	if r.Payload.Regional != nil || r.Payload.Endpoint != backend || r.Payload.StatusDetails != "response_sent_by_backend" {
 		t.Errorf("regional line %+v", r.Payload)
 	}
+}
+
+// TestEdgeRoleProbesNothingBehindARegionalLayer: a standalone instance
+// with role EDGE does not probe endpoints that only its regions'
+// regional layers reach (here a health check on a port the edge cannot
+// reach), so it does not mark them down, and serves through the regional
+// layer; the same config on an instance of every layer probes and marks
+// the endpoint down.
+func TestEdgeRoleProbesNothingBehindARegionalLayer(t *testing.T) {
+	backend := obsBackend(t, "us-east1-b")
+	closed := freePort(t)
+	dir := t.TempDir()
+	cfg := func(regional, frontend string) string {
+		c := layersConfig(backend, regional, frontend, filepath.Join(dir, fmt.Sprintf("%d.log", time.Now().UnixNano())))
+		return strings.Replace(c, "{name: hc, type: HTTP, checkIntervalSec: 5, timeoutSec: 1}",
+			fmt.Sprintf("{name: hc, type: HTTP, checkIntervalMs: 50, timeoutMs: 50, unhealthyThreshold: 1, httpHealthCheck: {port: %d}}", closed), 1)
+	}
+	reg := servetest.Run(t, servetest.Parse(t, layersConfig(backend, "", "- {name: regional, address: \"127.0.0.1:0\", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32]}", filepath.Join(dir, "r.log"))), serve.Options{})
+	regAddr := reg.FrontendAddr("regional")
+	front := "- {name: edge, address: \"127.0.0.1:0\", urlMap: um, layer: EDGE, region: us-east1}"
+	all := servetest.Run(t, servetest.Parse(t, cfg(regAddr, front)), serve.Options{})
+	edge := servetest.Run(t, servetest.Parse(t, cfg(regAddr, front)), serve.Options{Role: config.LayerEdge, Region: "us-east1", Admin: "127.0.0.1:0"})
+	state := func(s *serve.Server) string { return s.Health().Services[0].Backends[0].Endpoints[0].HealthState }
+	deadline := time.Now().Add(10 * time.Second)
+	for state(all) != "UNHEALTHY" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance of every layer never marked the endpoint down: %s", state(all))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // 4 intervals more
+	if got := state(edge); got != "UNKNOWN" {
+		t.Errorf("the edge's endpoint is %s, want UNKNOWN (never probed)", got)
+	}
+	resp, err := http.Get("http://" + edge.FrontendAddr("edge") + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "us-east1-b" {
+		t.Errorf("through the edge: %d %q, want 200 from us-east1-b", resp.StatusCode, body)
+	}
+	if m := adminMetrics(t, edge); strings.Contains(m, "spillway_probes_total{") {
+		t.Errorf("the edge probed:\n%s", grepLines(m, "spillway_probes_total"))
+	}
+}
+
+// freePort returns a port nothing listens on (one just closed).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// adminMetrics returns s's /metrics.
+func adminMetrics(t *testing.T, s *serve.Server) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

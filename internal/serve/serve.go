@@ -125,6 +125,15 @@ type Options struct {
 	// Instance names this instance on the dashboard (spillway serve
 	// --instance: the host name by default).
 	Instance string
+	// Role is the proxy layer this instance runs (spillway serve
+	// --role): "" every layer; config.LayerEdge serves every frontend
+	// but the REGIONAL ones and probes no endpoint behind a regional
+	// layer (in a fleet the regional instances do, and the edge believes
+	// their verdicts; alone it relies on the regional layer's answers);
+	// config.LayerRegional serves every frontend but the EDGE ones, and
+	// of the REGIONAL ones those of Region (all when Region is "").
+	// Region is the region the instance runs in (--region).
+	Role, Region string
 	// Resolver looks up the DNS names of INTERNET_FQDN_PORT endpoints
 	// and serverless base URLs (default: resolve.DNS against
 	// spillway.resolver.address, else /etc/resolv.conf's first server).
@@ -545,8 +554,7 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 // health check spec).
 func (s *Server) updateTargets(p *plan.Plan) {
 	s.targets = map[probe.Target][]int{}
-	var list []probe.Target
-	names, th := map[probe.Target]string{}, map[probe.Target][2]int{}
+	var shared []probe.SharedTarget
 	for _, e := range p.Endpoints {
 		hc := e.HealthCheck
 		if hc == nil {
@@ -557,15 +565,23 @@ func (s *Server) updateTargets(p *plan.Plan) {
 			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader, GRPCService: hc.GRPCService,
 		}}
 		if _, ok := s.targets[t]; !ok {
-			list = append(list, t)
-			names[t], th[t] = hc.Name, [2]int{hc.HealthyThreshold, hc.UnhealthyThreshold}
+			shared = append(shared, sharedTarget(p, t, e, hc))
 		}
 		s.targets[t] = append(s.targets[t], e.ID)
 	}
 	// In a fleet the share decides what this instance probes.
 	if sh := s.opts.ProbeShare; sh != nil {
-		sh.SetTargets(sharedTargets(list, names, th))
+		sh.SetTargets(shared)
 		return
+	}
+	var list []probe.Target
+	for _, st := range shared {
+		// An edge alone does not probe what only the regional layer
+		// reaches: those endpoints keep the health they have (healthy
+		// until a verdict), and the regional layer answers for them.
+		if !st.Layered || s.opts.Role != config.LayerEdge {
+			list = append(list, st.Target)
+		}
 	}
 	// Before Run, Update only records the set. While running, Update
 	// waits for removed probe goroutines, which may be blocked handing a
