@@ -142,6 +142,15 @@ rates are kept as last seen. --fleet-rate=false counts each instance's own
 demand only. Health checks are sharded (--fleet-probers) and auto-capacity
 drain is decided by one elected instance; see docs/fleet.md.
 
+Two layers: --role edge serves every frontend but the REGIONAL ones and
+probes no endpoint behind a regional layer (in a fleet, the regional
+instances of the endpoint's region do, and the edge follows their
+verdicts); --role regional --region R serves every frontend but the EDGE
+ones, and of the REGIONAL ones those of R. One fleet config can then hold
+both layers. UTILIZATION backends get their capacity from the utilisation
+their endpoints report in the endpoint-load-metrics header, shared
+through the fleet; see docs/global.md.
+
 Embedded etcd: with --fleet-embedded the instances run etcd themselves, one
 member each, so trying fleet mode needs no separate etcd. Give every instance
 the same initial cluster, NAME=http://HOST:PORT for each member's peer

@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
@@ -244,4 +247,158 @@ func frontendRequests(t *testing.T, srv *serve.Server, frontend string) int {
 		n += v
 	}
 	return n
+}
+
+// loadBackend is an instance that reports its utilisation in ORCA's
+// endpoint-load-metrics header: the requests it served in the last
+// second over perSec, as if each request cost 1/perSec of its CPU.
+type loadBackend struct {
+	mu       sync.Mutex
+	recent   []time.Time
+	perSec   float64
+	requests atomic.Int64
+}
+
+func (b *loadBackend) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	now := time.Now()
+	b.mu.Lock()
+	for len(b.recent) > 0 && now.Sub(b.recent[0]) > time.Second {
+		b.recent = b.recent[1:]
+	}
+	u := float64(len(b.recent)) / b.perSec // the second before this request
+	b.recent = append(b.recent, now)
+	b.mu.Unlock()
+	b.requests.Add(1)
+	w.Header().Set("Endpoint-Load-Metrics", fmt.Sprintf("TEXT cpu_utilization=%.3f, mem_utilization=0.5", u))
+	fmt.Fprint(w, "ok")
+}
+
+// startLoadBackends starts one loadBackend per ip, all on one port (an
+// instance group's named port), and returns them and the port.
+func startLoadBackends(t *testing.T, perSec float64, ips ...string) ([]*loadBackend, int) {
+	t.Helper()
+	port := 0
+	var out []*loadBackend
+	for _, ip := range ips {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			t.Fatalf("listen on %s:%d: %v", ip, port, err)
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		b := &loadBackend{perSec: perSec}
+		srv := &http.Server{Handler: b}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		out = append(out, b)
+	}
+	return out, port
+}
+
+// TestLayersShareLoadThroughFleet: UTILIZATION backends behind the
+// regional layers report their utilisation; the regional instances
+// publish it with the rate they forwarded, and the edge's waterfall,
+// which sees no backend response itself, spills us-east1's clients to
+// europe-west1 past us-east1's measured capacity. us-east1's two
+// instances are at 100% at 10 rps each, so at maxUtilization 0.8 the
+// group holds 16 rps: of 30 rps about 16 stay and 14 spill (with the
+// configured capacity alone, UTILIZATION sets no rate: nothing spills).
+func TestLayersShareLoadThroughFleet(t *testing.T) {
+	t.Parallel()
+	e := fleettest.Start(t)
+	st := fleet.NewStore(dial(t, e), "")
+	us, port := startLoadBackends(t, 10, "127.0.0.70", "127.0.0.71")
+	eu, portEU := startLoadBackends(t, 1000, "127.0.0.72")
+	regUS, regEU := freeAddr(t, "127.0.0.73"), freeAddr(t, "127.0.0.74")
+	push(t, st, fmt.Sprintf(`instanceGroups:
+- name: ig-us
+  zone: us-east1-b
+  namedPorts: [{name: http, port: %d}]
+  instances: [{name: us-1, ipAddress: 127.0.0.70}, {name: us-2, ipAddress: 127.0.0.71}]
+- name: ig-eu
+  zone: europe-west1-b
+  namedPorts: [{name: http, port: %d}]
+  instances: [{name: eu-1, ipAddress: 127.0.0.72}]
+backendServices:
+- name: bs
+  loadBalancingScheme: EXTERNAL_MANAGED
+  portName: http
+  backends:
+  - {group: ig-us, balancingMode: UTILIZATION, maxUtilization: 0.8}
+  - {group: ig-eu, balancingMode: UTILIZATION, maxUtilization: 0.8}
+urlMaps:
+- {name: um, defaultService: bs}
+regions:
+- name: us-east1
+  regionalLayer: {endpoints: ["%s"]}
+- name: europe-west1
+  regionalLayer: {endpoints: ["%s"]}
+frontends:
+- {name: edge, address: "127.0.0.1:0", urlMap: um, layer: EDGE, region: us-east1}
+- {name: reg-us, address: "%s", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.0/8]}
+- {name: reg-eu, address: "%s", layer: REGIONAL, region: europe-west1, trustedEdges: [127.0.0.0/8]}
+`, port, portEU, regUS, regEU, regUS, regEU))
+	role := func(region, role string) func(*fleet.InstanceOptions, *serve.Options) {
+		return func(io *fleet.InstanceOptions, _ *serve.Options) { io.Region, io.Role = region, role }
+	}
+	edge := startFullInstanceOpts(t, e, "edge", role("us-east1", config.LayerEdge))
+	startFullInstanceOpts(t, e, "reg-us", role("us-east1", config.LayerRegional))
+	startFullInstanceOpts(t, e, "reg-eu", role("europe-west1", config.LayerRegional))
+	front := edge.srv.FrontendAddr("edge")
+	eventually(t, "the edge sharing demand with both regional instances", func() (bool, string) {
+		st := edge.inst.Demand().Stats()
+		return st.Connected && len(st.Peers) == 2, fmt.Sprint(st)
+	})
+
+	// 30 rps of us-east1's clients, paced, until the test ends.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var failed atomic.Int64
+	go func() {
+		tick := time.NewTicker(time.Second / 30)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				resp, err := http.Get("http://" + front + "/x")
+				if err != nil || resp.StatusCode != 200 {
+					failed.Add(1)
+				}
+				if resp != nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}
+	}()
+	usCapacity := func() float64 {
+		for _, b := range edge.srv.Health().Services[0].Backends {
+			if b.Group == "ig-us" {
+				return b.MeasuredCapacity
+			}
+		}
+		return -1
+	}
+	eventually(t, "the edge measuring us-east1's capacity near 16 rps", func() (bool, string) {
+		c := usCapacity()
+		return c > 10 && c < 24, fmt.Sprint(c)
+	})
+	count := func(bs []*loadBackend) (n int64) {
+		for _, b := range bs {
+			n += b.requests.Load()
+		}
+		return n
+	}
+	us0, eu0 := count(us), count(eu)
+	time.Sleep(4 * time.Second)
+	dUS, dEU := count(us)-us0, count(eu)-eu0
+	frac := float64(dUS) / float64(dUS+dEU)
+	t.Logf("over 4 s: %d requests to us-east1, %d to europe-west1 (%.2f stayed; 16/30 = 0.53 expected); measured capacity %.1f rps; %d failed", dUS, dEU, frac, usCapacity(), failed.Load())
+	if dUS+dEU < 60 || frac < 0.3 || frac > 0.8 {
+		t.Errorf("%d to us-east1, %d to europe-west1: want about 16 of 30 rps to stay in us-east1", dUS, dEU)
+	}
+	if failed.Load() != 0 {
+		t.Errorf("%d requests failed", failed.Load())
+	}
 }

@@ -235,6 +235,11 @@ type Backend struct {
 	// the scaled target capacity in the backend's own unit (rps,
 	// utilization × members, or connections).
 	Weight float64
+	// TargetUtilization is a UTILIZATION backend's maxUtilization (0.8
+	// by default) times its capacity scaler: the utilisation its
+	// measured capacity is computed at (control.State.SetMeasuredCapacity).
+	// 0 for other modes.
+	TargetUtilization float64
 }
 
 // ZeroCapacity reports whether the backend can never take traffic
@@ -576,6 +581,12 @@ func (cc *compiler) backend(s *Service, j int, be *config.Backend, portName stri
 		b.Mode = orDefault(be.BalancingMode, "UTILIZATION")
 	}
 	b.Capacity, b.Weight = capacity(be, b.Mode, len(b.Endpoints), b.Scaler)
+	if b.Mode == "UTILIZATION" {
+		b.TargetUtilization = 0.8 * b.Scaler
+		if be.MaxUtilization != nil {
+			b.TargetUtilization = *be.MaxUtilization * b.Scaler
+		}
+	}
 	return b, nil
 }
 

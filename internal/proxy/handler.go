@@ -31,6 +31,9 @@ type Snapshot struct {
 	View   *engine.View
 	Routes map[string]*route.Table // by URL map name
 	Demand *Demand                 // offered-rate counters, one per plan
+	// Loads counts the load reports of UTILIZATION backends' endpoints
+	// (nil: not counted).
+	Loads *LoadReports
 	// Armor is the plan's security policies, nil when no backend
 	// service has one; Geo places clients for them (nil: no
 	// spillway.geoDatabase).

@@ -540,9 +540,10 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 			snap.Armor.Carry(old.Armor)
 		}
 		snap.Demand = proxy.NewDemand(len(p.Services), len(p.Regions))
+		snap.Loads = proxy.NewLoadReports(p)
 		s.updateTargets(p)
 	} else {
-		snap.Routes, snap.Armor, snap.Geo, snap.Demand = old.Routes, old.Armor, old.Geo, old.Demand
+		snap.Routes, snap.Armor, snap.Geo, snap.Demand, snap.Loads = old.Routes, old.Armor, old.Geo, old.Demand, old.Loads
 	}
 	s.snap.Store(snap)
 	h := report.Build(s.state, snap.View, s.now())

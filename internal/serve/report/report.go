@@ -119,6 +119,10 @@ type Backend struct {
 	Drained      bool    `json:"drained"`
 	DrainBlocked bool    `json:"drainBlocked"`
 	Share        float64 `json:"share"` // of the service's traffic (no client region)
+	// MeasuredCapacity is a UTILIZATION backend's capacity in requests
+	// per second as measured from its endpoints' load reports
+	// (docs/global.md, "Capacity between the layers"); 0 when none.
+	MeasuredCapacity float64 `json:"measuredCapacityRps,omitempty"`
 	// Why explains the state in words.
 	Why       string     `json:"why,omitempty"`
 	Endpoints []Endpoint `json:"healthStatus"`
@@ -146,6 +150,7 @@ func Build(st *control.State, v *engine.View, now time.Time) *Health {
 			bh := Backend{
 				Group: b.Group.Name, Zone: b.Group.Zone, Region: b.Group.Region, Preference: "DEFAULT",
 				Healthy: bs.Healthy, Members: bs.Members, Drained: bs.Drained, DrainBlocked: bs.DrainBlocked,
+				MeasuredCapacity: st.Measured(svc.ID, b.Index),
 			}
 			if b.Preferred {
 				bh.Preference = "PREFERRED"
