@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,9 +27,9 @@ import (
 const layerSetAside = 5 * time.Second
 
 // Layers holds the connection pools of the regional layers EDGE frontends
-// forward to, one per distinct regionalLayer config, so that they
-// outlive reloads that keep the config: serve makes one and gives it to
-// every handler (Config.Layers).
+// forward to, one per region and distinct regionalLayer config, so that
+// they outlive reloads that keep the config: serve makes one and gives it
+// to every handler (Config.Layers).
 type Layers struct {
 	mu    sync.Mutex
 	pools map[string]*layerPool // by layerKey
@@ -37,27 +38,27 @@ type Layers struct {
 // NewLayers returns an empty set of regional-layer pools.
 func NewLayers() *Layers { return &Layers{pools: map[string]*layerPool{}} }
 
-// layerKey identifies a regional layer's pool: everything that shapes
-// its connections.
-func layerKey(l *config.RegionalLayer) string {
+// layerKey identifies a region's regional-layer pool: the region, and
+// everything that shapes its connections.
+func layerKey(region string, l *config.RegionalLayer) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%s|%s|%s", l.Protocol, l.MaxConnections, l.CAFile, l.ServerName, strings.Join(l.Endpoints, ","))
+	fmt.Fprintf(&b, "%s|%s|%d|%s|%s|%s", region, l.Protocol, l.MaxConnections, l.CAFile, l.ServerName, strings.Join(l.Endpoints, ","))
 	if c := l.ClientCertificate; c != nil {
 		fmt.Fprintf(&b, "|%s|%s", c.CertificateFile, c.PrivateKeyFile)
 	}
 	return b.String()
 }
 
-// pool returns the pool of l, making it on first use (reading its
+// pool returns region's pool for l, making it on first use (reading its
 // certificate files).
-func (ls *Layers) pool(l *config.RegionalLayer) (*layerPool, error) {
-	key := layerKey(l)
+func (ls *Layers) pool(region string, l *config.RegionalLayer) (*layerPool, error) {
+	key := layerKey(region, l)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if p := ls.pools[key]; p != nil {
 		return p, nil
 	}
-	p, err := newLayerPool(l)
+	p, err := newLayerPool(region, l)
 	if err != nil {
 		return nil, err
 	}
@@ -65,15 +66,8 @@ func (ls *Layers) pool(l *config.RegionalLayer) (*layerPool, error) {
 	return p, nil
 }
 
-// Retain closes, gracefully, the pools of regional layers that are no
-// longer in use (keep lists those of the config in force).
-func (ls *Layers) Retain(keep []*config.RegionalLayer) {
-	want := map[string]bool{}
-	for _, l := range keep {
-		if l != nil {
-			want[layerKey(l)] = true
-		}
-	}
+// retain closes, gracefully, the pools whose keys are not in want.
+func (ls *Layers) retain(want map[string]bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for k, p := range ls.pools {
@@ -85,18 +79,21 @@ func (ls *Layers) Retain(keep []*config.RegionalLayer) {
 }
 
 // Close closes every pool's connections.
-func (ls *Layers) Close() { ls.Retain(nil) }
+func (ls *Layers) Close() { ls.retain(nil) }
 
 // layerPool is an edge's connections to one region's regional layer: up
 // to max long-lived HTTP/2 connections per regional endpoint, requests
 // multiplexed on them as streams.
 type layerPool struct {
-	tls  bool
-	max  int
-	tr   *http2.Transport
-	tcfg *tls.Config // nil for h2c
-	eps  []*layerEndpoint
-	next atomic.Uint32
+	region string
+	tls    bool
+	max    int
+	// downs counts the requests that found every endpoint set aside.
+	downs atomic.Uint64
+	tr    *http2.Transport
+	tcfg  *tls.Config // nil for h2c
+	eps   []*layerEndpoint
+	next  atomic.Uint32
 }
 
 // layerEndpoint is one regional-layer address and its connections.
@@ -107,10 +104,35 @@ type layerEndpoint struct {
 	dial    sync.Mutex // one dial at a time
 	dialled atomic.Int64
 	aside   atomic.Int64 // set aside until this Unix nanosecond
+	// outcomes counts the requests sent to the endpoint by outcome
+	// (layerOutcome).
+	outcomes [nLayerOutcomes]atomic.Uint64
 }
 
-func newLayerPool(l *config.RegionalLayer) (*layerPool, error) {
-	p := &layerPool{tls: l.Protocol == "HTTP2", max: l.MaxConnections}
+// Outcomes of a request to a regional-layer endpoint, the outcome label
+// of spillway_regional_layer_requests_total: a response by status class,
+// or why there was none.
+const (
+	layer1xx = iota
+	layer2xx
+	layer3xx
+	layer4xx
+	layer5xx
+	layerConnectFailure
+	layerTimeout
+	layerError
+	layerCancelled
+	nLayerOutcomes
+)
+
+// layerOutcomeNames are the outcome labels, by layerOutcome; the label
+// of a request that found every endpoint set aside is "layer_down".
+func layerOutcomeName(i int) string {
+	return [nLayerOutcomes]string{"1xx", "2xx", "3xx", "4xx", "5xx", "connect_failure", "timeout", "error", "cancelled"}[i]
+}
+
+func newLayerPool(region string, l *config.RegionalLayer) (*layerPool, error) {
+	p := &layerPool{region: region, tls: l.Protocol == "HTTP2", max: l.MaxConnections}
 	if p.max <= 0 {
 		p.max = config.DefaultLayerConnections
 	}
@@ -295,17 +317,54 @@ func (p *layerPool) close() {
 	}
 }
 
-// Dialled returns how many connections the pool of l has opened to each
-// of its endpoints (for tests and the connection-reuse figures).
-func (ls *Layers) Dialled(l *config.RegionalLayer) map[string]int64 {
+// LayerStats is what an edge knows of one region's regional layer, for
+// /metrics and get-health.
+type LayerStats struct {
+	Region string
+	// Down counts the requests that found every endpoint set aside.
+	Down      uint64
+	Endpoints []LayerEndpointStats
+}
+
+// LayerEndpointStats is one regional-layer endpoint.
+type LayerEndpointStats struct {
+	Address string
+	// Connections is how many HTTP/2 connections are open to it now;
+	// Dialled how many were opened since the pool was made.
+	Connections int
+	Dialled     int64
+	// SetAside: the edge sends it nothing now.
+	SetAside bool
+	// Requests counts the requests sent to it by outcome: "1xx" … "5xx"
+	// (its answer's status class), "connect_failure", "timeout",
+	// "error" or "cancelled" (the client left).
+	Requests map[string]uint64
+}
+
+// Stats returns every pool's state, by region.
+func (ls *Layers) Stats() []LayerStats {
 	ls.mu.Lock()
-	p := ls.pools[layerKey(l)]
+	pools := make([]*layerPool, 0, len(ls.pools))
+	for _, p := range ls.pools {
+		pools = append(pools, p)
+	}
 	ls.mu.Unlock()
-	out := map[string]int64{}
-	if p != nil {
+	slices.SortFunc(pools, func(a, b *layerPool) int { return strings.Compare(a.region, b.region) })
+	now := time.Now().UnixNano()
+	out := make([]LayerStats, 0, len(pools))
+	for _, p := range pools {
+		st := LayerStats{Region: p.region, Down: p.downs.Load()}
 		for _, e := range p.eps {
-			out[e.addr] = e.dialled.Load()
+			_, _, n := e.least()
+			es := LayerEndpointStats{Address: e.addr, Connections: n, Dialled: e.dialled.Load(), SetAside: e.aside.Load() > now, Requests: map[string]uint64{}}
+			for i := range nLayerOutcomes {
+				if v := e.outcomes[i].Load(); v > 0 {
+					es.Requests[layerOutcomeName(i)] = v
+				}
+			}
+			st.Endpoints = append(st.Endpoints, es)
 		}
+		out = append(out, st)
 	}
 	return out
 }

@@ -204,3 +204,84 @@ func adminMetrics(t *testing.T, s *serve.Server) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// twoZonesConfig has one backend service over the given zones of
+// us-east1 (zone name → backend address), without health checks.
+func twoZonesConfig(zones map[string]string, regional, frontend string) string {
+	var negs, backends strings.Builder
+	for _, z := range []string{"us-east1-b", "us-east1-c"} {
+		if addr, ok := zones[z]; ok {
+			fmt.Fprintf(&negs, "- {name: neg-%s, zone: %s, endpoints: [%s]}\n", z, z, ep(addr))
+			fmt.Fprintf(&backends, "  - {group: neg-%s, balancingMode: RATE, maxRatePerEndpoint: 1000}\n", z)
+		}
+	}
+	layer := ""
+	if regional != "" {
+		layer = fmt.Sprintf("  regionalLayer: {endpoints: [%q]}\n", regional)
+	}
+	return "networkEndpointGroups:\n" + negs.String() + "backendServices:\n- name: bs\n  backends:\n" + backends.String() +
+		"urlMaps:\n- {name: um, defaultService: bs}\nregions:\n- name: us-east1\n" + layer + "frontends:\n" + frontend + "\n"
+}
+
+// TestRegionalLayerMetrics: an edge counts its requests under the zone
+// the regional layer chose (the regional layer serves from us-east1-c
+// only; the edge's own pick would name us-east1-b for about half), and
+// its spillway_regional_layer_* metrics count the regional layer's
+// answers, its connection, and, once it is gone, the connect failure
+// and the endpoint set aside.
+func TestRegionalLayerMetrics(t *testing.T) {
+	b, c := obsBackend(t, "us-east1-b"), obsBackend(t, "us-east1-c")
+	reg, err := serve.New(servetest.Parse(t, twoZonesConfig(map[string]string{"us-east1-c": c}, "", "- {name: regional, address: \"127.0.0.1:0\", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32]}")), serve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopReg := servetest.Start(t, reg)
+	regAddr := reg.FrontendAddr("regional")
+	edge := servetest.Run(t, servetest.Parse(t, twoZonesConfig(map[string]string{"us-east1-b": b, "us-east1-c": c}, regAddr, "- {name: edge, address: \"127.0.0.1:0\", urlMap: um, layer: EDGE, region: us-east1}")),
+		serve.Options{Role: config.LayerEdge, Admin: "127.0.0.1:0"})
+	for i := range 20 {
+		resp, err := http.Get("http://" + edge.FrontendAddr("edge") + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "us-east1-c" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	m := adminMetrics(t, edge)
+	for _, want := range []string{
+		`spillway_requests_total{backend_service="bs",code_class="2xx",frontend="edge",group="neg-us-east1-c",zone="us-east1-c"} 20`,
+		`spillway_regional_layer_requests_total{outcome="2xx",region="us-east1"} 20`,
+		`spillway_regional_layer_connections{endpoint="` + regAddr + `",region="us-east1"} 1`,
+		`spillway_regional_layer_connections_opened_total{endpoint="` + regAddr + `",region="us-east1"} 1`,
+		`spillway_regional_layer_endpoint_set_aside{endpoint="` + regAddr + `",region="us-east1"} 0`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "zone=\"us-east1-b\"")+grepLines(m, "spillway_regional_layer"))
+		}
+	}
+	if strings.Contains(grepLines(m, "spillway_requests_total{"), `zone="us-east1-b"`) {
+		t.Errorf("requests counted under the edge's pick us-east1-b:\n%s", grepLines(m, "spillway_requests_total"))
+	}
+
+	stopReg()
+	resp, err := http.Get("http://" + edge.FrontendAddr("edge") + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 500 {
+		t.Errorf("with the regional layer gone: %d, want a 5xx", resp.StatusCode)
+	}
+	m = adminMetrics(t, edge)
+	for _, want := range []string{
+		`spillway_regional_layer_requests_total{outcome="connect_failure",region="us-east1"} 1`,
+		`spillway_regional_layer_endpoint_set_aside{endpoint="` + regAddr + `",region="us-east1"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "spillway_regional_layer"))
+		}
+	}
+}
