@@ -857,6 +857,7 @@ func PrintHealth(w io.Writer, r *report.Health) {
 		printOverlay(w, r.Overlay)
 	}
 	printCertificates(w, r.SslCertificates)
+	printRegionalLayers(w, r.RegionalLayers)
 }
 
 // zoneOrRegion is a health view backend's zone, or its region for a

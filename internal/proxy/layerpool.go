@@ -20,12 +20,6 @@ import (
 	"github.com/spillwaylb/spillway/internal/h1"
 )
 
-// layerSetAside is how long an edge sets a regional-layer endpoint aside
-// after failing to connect to it; a region whose endpoints are all set
-// aside is avoided by the edge's picks (View.PickAvoiding) until one
-// comes back.
-const layerSetAside = 5 * time.Second
-
 // Layers holds the connection pools of the regional layers EDGE frontends
 // forward to, one per region and distinct regionalLayer config, so that
 // they outlive reloads that keep the config: serve makes one and gives it
@@ -33,10 +27,16 @@ const layerSetAside = 5 * time.Second
 type Layers struct {
 	mu    sync.Mutex
 	pools map[string]*layerPool // by layerKey
+	// wake tells Run that a pool was made; checks counts the checks in
+	// flight (layercheck.go).
+	wake   chan struct{}
+	checks sync.WaitGroup
 }
 
 // NewLayers returns an empty set of regional-layer pools.
-func NewLayers() *Layers { return &Layers{pools: map[string]*layerPool{}} }
+func NewLayers() *Layers {
+	return &Layers{pools: map[string]*layerPool{}, wake: make(chan struct{}, 1)}
+}
 
 // layerKey identifies a region's regional-layer pool: the region, and
 // everything that shapes its connections.
@@ -46,6 +46,8 @@ func layerKey(region string, l *config.RegionalLayer) string {
 	if c := l.ClientCertificate; c != nil {
 		fmt.Fprintf(&b, "|%s|%s", c.CertificateFile, c.PrivateKeyFile)
 	}
+	iv, to, h, u := l.HealthCheck.Values()
+	fmt.Fprintf(&b, "|%v|%v|%d|%d", iv, to, h, u)
 	return b.String()
 }
 
@@ -63,6 +65,10 @@ func (ls *Layers) pool(region string, l *config.RegionalLayer) (*layerPool, erro
 		return nil, err
 	}
 	ls.pools[key] = p
+	select {
+	case ls.wake <- struct{}{}:
+	default:
+	}
 	return p, nil
 }
 
@@ -88,12 +94,15 @@ type layerPool struct {
 	region string
 	tls    bool
 	max    int
+	check  layerCheck
 	// downs counts the requests that found every endpoint set aside.
 	downs atomic.Uint64
-	tr    *http2.Transport
-	tcfg  *tls.Config // nil for h2c
-	eps   []*layerEndpoint
-	next  atomic.Uint32
+	// closed: the pool was retired (close); it opens nothing more.
+	closed atomic.Bool
+	tr     *http2.Transport
+	tcfg   *tls.Config // nil for h2c
+	eps    []*layerEndpoint
+	next   atomic.Uint32
 }
 
 // layerEndpoint is one regional-layer address and its connections.
@@ -104,6 +113,8 @@ type layerEndpoint struct {
 	dial    sync.Mutex // one dial at a time
 	dialled atomic.Int64
 	aside   atomic.Int64 // set aside until this Unix nanosecond
+	// health is the active check's state (layercheck.go).
+	health layerHealth
 	// outcomes counts the requests sent to the endpoint by outcome
 	// (layerOutcome).
 	outcomes [nLayerOutcomes]atomic.Uint64
@@ -133,6 +144,7 @@ func layerOutcomeName(i int) string {
 
 func newLayerPool(region string, l *config.RegionalLayer) (*layerPool, error) {
 	p := &layerPool{region: region, tls: l.Protocol == "HTTP2", max: l.MaxConnections}
+	p.check.interval, p.check.timeout, p.check.healthy, p.check.unhealthy = l.HealthCheck.Values()
 	if p.max <= 0 {
 		p.max = config.DefaultLayerConnections
 	}
@@ -224,21 +236,39 @@ func (p *layerPool) conn(ctx context.Context, e *layerEndpoint) (*http2.ClientCo
 	if best, busy, n = e.least(); best != nil && (!busy || n >= p.max) {
 		return best, nil // another request dialled meanwhile
 	}
-	cc, err := p.dial(ctx, e.addr)
+	cc, err := p.open(ctx, e)
 	if err != nil {
 		if best != nil {
 			return best, nil // the open ones still work
 		}
-		e.aside.Store(time.Now().Add(layerSetAside).UnixNano())
+		p.failed(e, time.Now())
+		return nil, err
+	}
+	return cc, nil
+}
+
+// open dials one more connection to e and adds it to e's (with e.dial
+// held).
+func (p *layerPool) open(ctx context.Context, e *layerEndpoint) (*http2.ClientConn, error) {
+	cc, err := p.dial(ctx, e.addr)
+	if err != nil {
 		return nil, err
 	}
 	e.dialled.Add(1)
-	e.aside.Store(0)
 	e.mu.Lock()
+	if p.closed.Load() {
+		e.mu.Unlock()
+		cc.Close()
+		return nil, errLayerClosed
+	}
 	e.conns = append(e.conns, cc)
 	e.mu.Unlock()
 	return cc, nil
 }
+
+// errLayerClosed is the error of a connection opened as its pool was
+// retired by a reload.
+var errLayerClosed = errors.New("the regional layer's pool was retired by a reload")
 
 // least returns e's least busy usable connection (nil if none), whether
 // it has a stream in flight, and how many usable connections there are.
@@ -249,11 +279,13 @@ func (e *layerEndpoint) least() (best *http2.ClientConn, busy bool, n int) {
 	live := e.conns[:0]
 	bestLoad := -1
 	for _, cc := range e.conns {
-		if !cc.CanTakeNewRequest() {
+		// A closed connection that never carried a request still says
+		// it can take one (to report its error): State tells.
+		st := cc.State()
+		if st.Closed || st.Closing || !cc.CanTakeNewRequest() {
 			continue
 		}
 		live = append(live, cc)
-		st := cc.State()
 		load := st.StreamsActive + st.StreamsReserved + st.StreamsPending
 		if bestLoad < 0 || load < bestLoad {
 			best, bestLoad = cc, load
@@ -300,6 +332,7 @@ func (p *layerPool) dial(ctx context.Context, addr string) (*http2.ClientConn, e
 // close shuts every connection down gracefully (streams in flight
 // finish), in the background.
 func (p *layerPool) close() {
+	p.closed.Store(true)
 	for _, e := range p.eps {
 		e.mu.Lock()
 		conns := e.conns
@@ -333,8 +366,12 @@ type LayerEndpointStats struct {
 	// Dialled how many were opened since the pool was made.
 	Connections int
 	Dialled     int64
-	// SetAside: the edge sends it nothing now.
+	// SetAside: the edge sends it nothing now. Checked is the time of
+	// its last active check (zero before the first) and Detail that
+	// check's result ("ok", or why it failed).
 	SetAside bool
+	Checked  time.Time
+	Detail   string
 	// Requests counts the requests sent to it by outcome: "1xx" … "5xx"
 	// (its answer's status class), "connect_failure", "timeout",
 	// "error" or "cancelled" (the client left).
@@ -357,6 +394,7 @@ func (ls *Layers) Stats() []LayerStats {
 		for _, e := range p.eps {
 			_, _, n := e.least()
 			es := LayerEndpointStats{Address: e.addr, Connections: n, Dialled: e.dialled.Load(), SetAside: e.aside.Load() > now, Requests: map[string]uint64{}}
+			es.Checked, es.Detail = e.health.last()
 			for i := range nLayerOutcomes {
 				if v := e.outcomes[i].Load(); v > 0 {
 					es.Requests[layerOutcomeName(i)] = v

@@ -526,15 +526,3 @@ func (x *exchange) setLayer(pool *layerPool, p *plan.Plan, rid int) {
 		x.dropEdgeHeader()
 	}
 }
-
-// RetainPlan closes, gracefully, the pools of regional layers that p no
-// longer has: what serve calls once a reload is in force.
-func (ls *Layers) RetainPlan(p *plan.Plan) {
-	want := map[string]bool{}
-	for rid, l := range p.RegionalLayers {
-		if l != nil {
-			want[layerKey(p.Regions[rid], l)] = true
-		}
-	}
-	ls.retain(want)
-}

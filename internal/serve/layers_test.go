@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
+	"github.com/spillwaylb/spillway/internal/serve/report"
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
 
@@ -284,4 +286,190 @@ func TestRegionalLayerMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "spillway_regional_layer"))
 		}
 	}
+}
+
+// stallProxy forwards TCP connections to target until stalled: then the
+// bytes of every connection, open or new, are dropped both ways (a
+// regional layer that hangs, or a path that black-holes).
+type stallProxy struct {
+	ln      net.Listener
+	stalled atomic.Bool
+}
+
+func newStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			pipe := func(dst, src net.Conn) {
+				defer dst.Close()
+				defer src.Close()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 && !p.stalled.Load() {
+						if _, werr := dst.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}
+			go pipe(b, c)
+			go pipe(c, b)
+		}
+	}()
+	return p
+}
+
+// regionsConfig has one backend service over a zone of each region in
+// backends (region → backend address; zone REGION-b), with the regional
+// layers in layers (region → regional-layer endpoint; with a fast health
+// check) and one frontend.
+func regionsConfig(backends, layers map[string]string, frontend string) string {
+	var b strings.Builder
+	regions := []string{"europe-west1", "us-east1"}
+	b.WriteString("networkEndpointGroups:\n")
+	for _, r := range regions {
+		if a, ok := backends[r]; ok {
+			fmt.Fprintf(&b, "- {name: neg-%s, zone: %s-b, endpoints: [%s]}\n", r, r, ep(a))
+		}
+	}
+	b.WriteString("backendServices:\n- name: bs\n  loadBalancingScheme: EXTERNAL_MANAGED\n  backends:\n")
+	for _, r := range regions {
+		if _, ok := backends[r]; ok {
+			fmt.Fprintf(&b, "  - {group: neg-%s, balancingMode: RATE, maxRatePerEndpoint: 1000}\n", r)
+		}
+	}
+	b.WriteString("urlMaps:\n- {name: um, defaultService: bs}\nregions:\n")
+	for _, r := range regions {
+		fmt.Fprintf(&b, "- name: %s\n", r)
+		if l, ok := layers[r]; ok {
+			fmt.Fprintf(&b, "  regionalLayer: {endpoints: [%q], healthCheck: {checkIntervalMs: 200, timeoutMs: 150}}\n", l)
+		}
+	}
+	return b.String() + "frontends:\n" + frontend + "\n"
+}
+
+// TestRegionalLayerHealthCheck: an edge checks its regional layers'
+// endpoints actively: both are SERVING in get-health with a warm
+// connection before any request; when us-east1's regional layer stops
+// answering (its connections black-holed), its endpoint is set aside
+// within two checks, and us-east1's clients go to europe-west1 on the
+// first attempt, none to us-east1; once it answers again it serves
+// again, without a request having to fail first.
+func TestRegionalLayerHealthCheck(t *testing.T) {
+	bUS, bEU := obsBackend(t, "us-east1-b"), obsBackend(t, "europe-west1-b")
+	regional := func(region, backend string) string {
+		s := servetest.Run(t, servetest.Parse(t, regionsConfig(map[string]string{region: backend}, nil,
+			fmt.Sprintf("- {name: regional, address: \"127.0.0.1:0\", layer: REGIONAL, region: %s, trustedEdges: [127.0.0.1/32]}", region))), serve.Options{})
+		return s.FrontendAddr("regional")
+	}
+	stall := newStallProxy(t, regional("us-east1", bUS))
+	regEU := regional("europe-west1", bEU)
+	usLayer := stall.ln.Addr().String()
+	edge := servetest.Run(t, servetest.Parse(t, regionsConfig(map[string]string{"us-east1": bUS, "europe-west1": bEU},
+		map[string]string{"us-east1": usLayer, "europe-west1": regEU},
+		"- {name: edge, address: \"127.0.0.1:0\", urlMap: um, layer: EDGE, region: us-east1}")),
+		serve.Options{Role: config.LayerEdge, Admin: "127.0.0.1:0"})
+	state := func() map[string]report.RegionalEndpoint {
+		out := map[string]report.RegionalEndpoint{}
+		for _, l := range adminHealth(t, edge).RegionalLayers {
+			for _, e := range l.Endpoints {
+				out[l.Region] = e
+			}
+		}
+		return out
+	}
+	waitFor := func(what string, ok func(map[string]report.RegionalEndpoint) bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for {
+			st := state()
+			if ok(st) {
+				return time.Since(start)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("after 10 s, not %s: %+v", what, st)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("both SERVING, checked, with a warm connection", func(st map[string]report.RegionalEndpoint) bool {
+		us, eu := st["us-east1"], st["europe-west1"]
+		return us.State == "SERVING" && eu.State == "SERVING" && us.Detail == "ok" && eu.Detail == "ok" && us.Connections == 1 && eu.Connections == 1
+	})
+	get := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + edge.FrontendAddr("edge") + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	if got := get(); got != "us-east1-b" {
+		t.Fatalf("healthy: served by %s, want us-east1-b", got)
+	}
+
+	stall.stalled.Store(true)
+	took := waitFor("us-east1 SET_ASIDE", func(st map[string]report.RegionalEndpoint) bool {
+		return st["us-east1"].State == "SET_ASIDE" && st["europe-west1"].State == "SERVING"
+	})
+	t.Logf("us-east1's regional layer set aside %v after it stopped answering (2 checks of 150 ms, 200 ms apart); detail %q", took.Round(time.Millisecond), state()["us-east1"].Detail)
+	before := adminMetrics(t, edge)
+	for range 10 {
+		if got := get(); got != "europe-west1-b" {
+			t.Fatalf("us-east1 set aside: served by %s, want europe-west1-b", got)
+		}
+	}
+	usAttempts := func(m string) string {
+		return grepLines(grepLines(m, "spillway_regional_layer_requests_total{"), `region="us-east1"`)
+	}
+	if m := adminMetrics(t, edge); usAttempts(m) != usAttempts(before) ||
+		!strings.Contains(m, `spillway_regional_layer_requests_total{outcome="2xx",region="europe-west1"} 10`) {
+		t.Errorf("attempts while us-east1 was set aside: want 10 to europe-west1 and none to us-east1:\n%s", grepLines(m, "spillway_regional_layer_requests_total"))
+	}
+
+	stall.stalled.Store(false)
+	took = waitFor("us-east1 SERVING again", func(st map[string]report.RegionalEndpoint) bool { return st["us-east1"].State == "SERVING" })
+	t.Logf("back %v after it answered again (2 checks in a row)", took.Round(time.Millisecond))
+	if got := get(); got != "us-east1-b" {
+		t.Fatalf("recovered: served by %s, want us-east1-b", got)
+	}
+}
+
+// adminHealth returns s's /health.
+func adminHealth(t *testing.T, s *serve.Server) report.Health {
+	t.Helper()
+	resp, err := http.Get("http://" + s.AdminAddr() + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h report.Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -605,7 +605,9 @@ type component interface {
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.alog, s.dnstel.tap, s.tracing, s.front, s.dns}
+	// The regional layers' checks stop, and their pools close, after
+	// the frontends' last requests.
+	cs := []component{s.alog, s.dnstel.tap, s.tracing, &task{run: s.layers.Run}, s.front, s.dns}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}

@@ -39,6 +39,31 @@ type Health struct {
 	// serverless base URLs: addresses in use, TTL, next lookup, and the
 	// error of failed lookups (the last good addresses are kept).
 	Resolutions []Resolution `json:"resolutions,omitempty"`
+	// RegionalLayers is what an edge knows of the regional layers it
+	// forwards to (filled in by the server, like Fleet); absent on an
+	// instance without EDGE frontends.
+	RegionalLayers []RegionalLayer `json:"regionalLayers,omitempty"`
+}
+
+// RegionalLayer is one region's regional layer as an edge sees it
+// (docs/global.md, "Two proxy layers").
+type RegionalLayer struct {
+	Region    string             `json:"region"`
+	Endpoints []RegionalEndpoint `json:"endpoints"`
+}
+
+// RegionalEndpoint is one endpoint of a regional layer.
+type RegionalEndpoint struct {
+	Address string `json:"address"`
+	// State is SERVING, or SET_ASIDE while the edge sends it nothing
+	// (its health check failed, or a request could not connect).
+	State string `json:"state"`
+	// Connections is how many HTTP/2 connections the edge has open to it.
+	Connections int `json:"connections"`
+	// Checked is the time of the last health check and Detail its
+	// result ("ok", or why it failed).
+	Checked time.Time `json:"checked,omitzero"`
+	Detail  string    `json:"detail,omitempty"`
 }
 
 // Overlay is the runtime changes (package overlay) an instance applies
