@@ -3,11 +3,9 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -100,7 +98,12 @@ type layerPool struct {
 	// closed: the pool was retired (close); it opens nothing more.
 	closed atomic.Bool
 	tr     *http2.Transport
-	tcfg   *tls.Config // nil for h2c
+	// cfg is the regionalLayer the pool was made from; tcfg its TLS
+	// client config (nil for h2c), replaced when its files change
+	// (layertls.go).
+	cfg  *config.RegionalLayer
+	tcfg atomic.Pointer[tls.Config]
+	tlsf tlsFiles
 	eps    []*layerEndpoint
 	next   atomic.Uint32
 }
@@ -143,7 +146,7 @@ func layerOutcomeName(i int) string {
 }
 
 func newLayerPool(region string, l *config.RegionalLayer) (*layerPool, error) {
-	p := &layerPool{region: region, tls: l.Protocol == "HTTP2", max: l.MaxConnections}
+	p := &layerPool{region: region, tls: l.Protocol == "HTTP2", max: l.MaxConnections, cfg: l}
 	p.check.interval, p.check.timeout, p.check.healthy, p.check.unhealthy = l.HealthCheck.Values()
 	if p.max <= 0 {
 		p.max = config.DefaultLayerConnections
@@ -157,43 +160,17 @@ func newLayerPool(region string, l *config.RegionalLayer) (*layerPool, error) {
 		MaxHeaderListSize:  h1.MaxResponseHeaderBytes,
 	}
 	if p.tls {
+		p.tlsf.sum = tlsFilesSum(l)
 		cfg, err := layerTLS(l)
 		if err != nil {
 			return nil, err
 		}
-		p.tcfg = cfg
+		p.tcfg.Store(cfg)
 	}
 	for _, a := range l.Endpoints {
 		p.eps = append(p.eps, &layerEndpoint{addr: a})
 	}
 	return p, nil
-}
-
-// layerTLS is the TLS client config towards a regional layer: the edge's
-// client certificate, and verification against caFile when given (else
-// none, as for backends).
-func layerTLS(l *config.RegionalLayer) (*tls.Config, error) {
-	cfg := &tls.Config{NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12, ServerName: l.ServerName}
-	if c := l.ClientCertificate; c != nil {
-		cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("regional layer client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	if l.CAFile == "" {
-		cfg.InsecureSkipVerify = true // like backends: not verified
-		return cfg, nil
-	}
-	pem, err := os.ReadFile(l.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("regional layer CA file: %w", err)
-	}
-	cfg.RootCAs = x509.NewCertPool()
-	if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("regional layer CA file %s: no PEM certificate", l.CAFile)
-	}
-	return cfg, nil
 }
 
 // errLayerDown is the error of an attempt for a region whose regional
@@ -305,8 +282,8 @@ func (p *layerPool) dial(ctx context.Context, addr string) (*http2.ClientConn, e
 	if err != nil {
 		return nil, err
 	}
-	if p.tcfg != nil {
-		cfg := p.tcfg.Clone()
+	if tc := p.tcfg.Load(); tc != nil {
+		cfg := tc.Clone()
 		if cfg.ServerName == "" {
 			cfg.ServerName, _, _ = net.SplitHostPort(addr)
 		}
@@ -330,9 +307,15 @@ func (p *layerPool) dial(ctx context.Context, addr string) (*http2.ClientConn, e
 }
 
 // close shuts every connection down gracefully (streams in flight
-// finish), in the background.
+// finish), in the background, and opens no more.
 func (p *layerPool) close() {
 	p.closed.Store(true)
+	p.retire()
+}
+
+// retire shuts every open connection down gracefully, in the
+// background: new requests open new ones.
+func (p *layerPool) retire() {
 	for _, e := range p.eps {
 		e.mu.Lock()
 		conns := e.conns

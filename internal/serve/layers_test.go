@@ -28,7 +28,7 @@ func layersConfig(backend, regional, frontend, logPath string) string {
 		layer = fmt.Sprintf("  regionalLayer: {endpoints: [%q], protocol: H2C}\n", regional)
 	}
 	return fmt.Sprintf(`healthChecks:
-- {name: hc, type: HTTP, checkIntervalSec: 5, timeoutSec: 1}
+- {name: hc, type: HTTP, checkIntervalSec: 5, timeoutSec: 1, httpHealthCheck: {requestPath: /healthz}}
 networkEndpointGroups:
 - name: neg-b
   zone: us-east1-b
@@ -150,7 +150,7 @@ func TestEdgeRoleProbesNothingBehindARegionalLayer(t *testing.T) {
 	dir := t.TempDir()
 	cfg := func(regional, frontend string) string {
 		c := layersConfig(backend, regional, frontend, filepath.Join(dir, fmt.Sprintf("%d.log", time.Now().UnixNano())))
-		return strings.Replace(c, "{name: hc, type: HTTP, checkIntervalSec: 5, timeoutSec: 1}",
+		return strings.Replace(c, "{name: hc, type: HTTP, checkIntervalSec: 5, timeoutSec: 1, httpHealthCheck: {requestPath: /healthz}}",
 			fmt.Sprintf("{name: hc, type: HTTP, checkIntervalMs: 50, timeoutMs: 50, unhealthyThreshold: 1, httpHealthCheck: {port: %d}}", closed), 1)
 	}
 	reg := servetest.Run(t, servetest.Parse(t, layersConfig(backend, "", "- {name: regional, address: \"127.0.0.1:0\", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32]}", filepath.Join(dir, "r.log"))), serve.Options{})
@@ -472,4 +472,80 @@ func adminHealth(t *testing.T, s *serve.Server) report.Health {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestRegionalLayerCertificateReload: an edge reads its regional layer's
+// CA file (and client certificate) again when its content changes, as a
+// frontend's certificates are: after the CA is replaced by one that does
+// not sign the regional layer's certificate, the open connection is
+// retired and new ones fail verification (the endpoint is set aside and
+// requests fail), although the path did not change; once the regional
+// layer serves a certificate of the new CA, requests flow again.
+func TestRegionalLayerCertificateReload(t *testing.T) {
+	caA, caB := newCA(t, "CA A"), newCA(t, "CA B")
+	dir := t.TempDir()
+	backend := obsBackend(t, "us-east1-b")
+	certFile, keyFile := caA.writePair(t, dir, "regional", "regional-v1", []string{"regional.test"}, false)
+	reg := servetest.Run(t, servetest.Parse(t, layersConfig(backend, "", fmt.Sprintf(
+		"- {name: regional, address: \"127.0.0.1:0\", protocol: HTTPS, layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32], certificates: [{certificateFile: %q, privateKeyFile: %q}]}", certFile, keyFile),
+		filepath.Join(dir, "r.log"))), serve.Options{WatchInterval: 50 * time.Millisecond})
+	caFile := filepath.Join(dir, "edge-ca.pem")
+	if err := os.WriteFile(caFile, caA.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(layersConfig(backend, "", "- {name: edge, address: \"127.0.0.1:0\", urlMap: um, layer: EDGE, region: us-east1}", filepath.Join(dir, "e.log")),
+		"- name: us-east1\n", fmt.Sprintf("- name: us-east1\n  regionalLayer: {endpoints: [%q], protocol: HTTP2, caFile: %q, serverName: regional.test, healthCheck: {checkIntervalMs: 100, timeoutMs: 100}}\n", reg.FrontendAddr("regional"), caFile), 1)
+	edge := servetest.Run(t, servetest.Parse(t, cfg), serve.Options{Role: config.LayerEdge, Admin: "127.0.0.1:0", WatchInterval: 50 * time.Millisecond})
+	status := func() int {
+		t.Helper()
+		resp, err := http.Get("http://" + edge.FrontendAddr("edge") + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	endpoint := func() report.RegionalEndpoint {
+		if ls := adminHealth(t, edge).RegionalLayers; len(ls) == 1 && len(ls[0].Endpoints) == 1 {
+			return ls[0].Endpoints[0]
+		}
+		return report.RegionalEndpoint{}
+	}
+	waitFor(t, "the regional layer SERVING over TLS", func() bool { return endpoint().State == "SERVING" && endpoint().Detail == "ok" })
+	if got := status(); got != 200 {
+		t.Fatalf("CA A: %d, want 200", got)
+	}
+
+	// A CA file that does not load: counted, and CA A stays in use.
+	if err := os.WriteFile(caFile, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the broken CA file counted", func() bool {
+		return strings.Contains(adminMetrics(t, edge), "spillway_tls_file_reload_failures_total 1")
+	})
+	time.Sleep(300 * time.Millisecond) // three checks
+	if got, st := status(), endpoint().State; got != 200 || st != "SERVING" {
+		t.Fatalf("after a broken CA file: %d, %s; want 200 on CA A, SERVING", got, st)
+	}
+
+	if err := os.WriteFile(caFile, caB.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the regional layer set aside after the CA changed", func() bool { return endpoint().State == "SET_ASIDE" })
+	if d := endpoint().Detail; !strings.Contains(d, "certificate") {
+		t.Errorf("set aside because %q, want a certificate error", d)
+	}
+	if got := status(); got < 500 {
+		t.Errorf("CA B, the regional layer still on CA A's certificate: %d, want a 5xx", got)
+	}
+	if m := adminMetrics(t, edge); !strings.Contains(m, "spillway_tls_file_reloads_total 1") {
+		t.Errorf("the edge's TLS reloads:\n%s", grepLines(m, "spillway_tls_file_reload"))
+	}
+
+	caB.writePair(t, dir, "regional", "regional-v2", []string{"regional.test"}, false)
+	waitFor(t, "the regional layer SERVING again on CA B's certificate", func() bool { return endpoint().State == "SERVING" })
+	if got := status(); got != 200 {
+		t.Fatalf("both on CA B: %d, want 200", got)
+	}
 }
