@@ -104,8 +104,8 @@ type layerPool struct {
 	cfg  *config.RegionalLayer
 	tcfg atomic.Pointer[tls.Config]
 	tlsf tlsFiles
-	eps    []*layerEndpoint
-	next   atomic.Uint32
+	eps  []*layerEndpoint
+	next atomic.Uint32
 }
 
 // layerEndpoint is one regional-layer address and its connections.
