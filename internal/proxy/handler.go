@@ -587,9 +587,7 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 	if x.upgrade != "" {
 		x.policy.Retries = 0
 	}
-	if x.edgeMode && x.upgrade == "" {
-		// An upgrade cannot cross the HTTP/2 hop: it goes to the
-		// endpoint the edge picked.
+	if x.edgeMode {
 		x.setLayer(m.layer, m.snap.Plan, m.layerRID)
 	}
 	if a.Mirror != nil && bodyless && x.upgrade == "" && hit(h.rand, a.Mirror.MirrorPercent) {

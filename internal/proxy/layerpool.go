@@ -104,6 +104,8 @@ type layerPool struct {
 	cfg  *config.RegionalLayer
 	tcfg atomic.Pointer[tls.Config]
 	tlsf tlsFiles
+	// upgrades carries WebSocket upgrades (layerupgrade.go).
+	upgrades layerUpgrades
 	eps  []*layerEndpoint
 	next atomic.Uint32
 }

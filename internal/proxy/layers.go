@@ -246,6 +246,9 @@ func (h *handler) forwardRegional(snap *Snapshot, svc *plan.Service, ei *edgeInf
 	if ei.hasPolicy {
 		x.policy = retryPolicy(ei.policy)
 	}
+	if x.upgrade = upgradeType(r.Header); x.upgrade != "" {
+		x.policy.Retries = 0 // upgrades are never retried
+	}
 	x.serve(ep)
 }
 
@@ -380,7 +383,16 @@ func (x *exchange) tryLayer(at *attempt) {
 		return
 	}
 	start := time.Now()
-	resp, err := x.roundTripLayer(ctx, pool, e, req)
+	var resp *http.Response
+	var err error
+	if x.upgrade != "" {
+		// An upgrade cannot cross the pooled HTTP/2 connections: it
+		// goes over an HTTP/1.1 connection of its own (layerupgrade.go).
+		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
+		resp, err = pool.upgradeRoundTrip(e, req)
+	} else {
+		resp, err = x.roundTripLayer(ctx, pool, e, req)
+	}
 	at.out.Latency = time.Since(start)
 	if err != nil {
 		x.layerFailed(at, ctx, err)

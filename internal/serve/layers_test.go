@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -548,4 +549,112 @@ func TestRegionalLayerCertificateReload(t *testing.T) {
 	if got := status(); got != 200 {
 		t.Fatalf("both on CA B: %d, want 200", got)
 	}
+}
+
+// echoUpgradeBackend accepts Upgrade: websocket with 101 (saying which
+// X-Forwarded-For it got) and echoes the tunnel's bytes; /healthz is 200.
+func echoUpgradeBackend(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			io.WriteString(w, "ok")
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Backend-Xff: %s\r\nX-Spillway-Regional-Zone: forged\r\n\r\n", r.Header.Get("X-Forwarded-For"))
+		io.Copy(c, brw)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestWebSocketThroughRegionalLayer: an edge's WebSocket upgrade goes
+// through the regional layer (an HTTP/1.1 connection of its own), not
+// to the endpoint directly: the tunnel echoes, the backend sees the
+// client's address first in X-Forwarded-For, no internal header reaches
+// the client, both layers log the upgrade, and the edge never reaches
+// an endpoint itself (its backend transport fails every attempt).
+func TestWebSocketThroughRegionalLayer(t *testing.T) {
+	for _, proto := range []string{"H2C", "HTTP2"} {
+		t.Run(proto, func(t *testing.T) { testWebSocketThroughRegionalLayer(t, proto) })
+	}
+}
+
+func testWebSocketThroughRegionalLayer(t *testing.T, proto string) {
+	backend := echoUpgradeBackend(t)
+	dir := t.TempDir()
+	regLog, edgeLog := filepath.Join(dir, "regional.log"), filepath.Join(dir, "edge.log")
+	regFront := "- {name: regional, address: \"127.0.0.1:0\", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32]}"
+	if proto == "HTTP2" {
+		certFile, keyFile := newCA(t, "CA").writePair(t, dir, "regional", "regional", []string{"regional.test"}, false)
+		regFront = fmt.Sprintf("- {name: regional, address: \"127.0.0.1:0\", protocol: HTTPS, layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.1/32], certificates: [{certificateFile: %q, privateKeyFile: %q}]}", certFile, keyFile)
+	}
+	reg := servetest.Run(t, servetest.Parse(t, layersConfig(backend, "", regFront, regLog)), serve.Options{})
+	regAddr := reg.FrontendAddr("regional")
+	direct := &failingTransport{}
+	edgeCfg := strings.Replace(layersConfig(backend, regAddr, "- {name: edge, address: \"127.0.0.1:0\", urlMap: um, layer: EDGE, region: us-east1}", edgeLog), "protocol: H2C", "protocol: "+proto, 1)
+	edge := servetest.Run(t, servetest.Parse(t, edgeCfg), serve.Options{Role: config.LayerEdge, Admin: "127.0.0.1:0", Transport: direct})
+
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9)}}
+	c, err := d.Dial("tcp", edge.FrontendAddr("edge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Spillway-Edge-Client: 203.0.113.66\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 || resp.Header.Get("Upgrade") != "websocket" {
+		t.Fatalf("upgrade through two layers: %d %v", resp.StatusCode, resp.Header)
+	}
+	if xff := resp.Header.Get("X-Backend-Xff"); !strings.HasPrefix(xff, "127.0.0.9,") {
+		t.Errorf("the backend saw X-Forwarded-For %q, want the client's 127.0.0.9 first", xff)
+	}
+	for k := range resp.Header {
+		if strings.HasPrefix(k, "X-Spillway-") {
+			t.Errorf("the client got the internal header %s: %v", k, resp.Header[k])
+		}
+	}
+	for _, msg := range []string{"ping", "pong pong"} {
+		io.WriteString(c, msg)
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(br, got); err != nil || string(got) != msg {
+			t.Fatalf("echo of %q: %q, %v", msg, got, err)
+		}
+	}
+	c.Close()
+	e, r := readLayerLog(t, edgeLog), readLayerLog(t, regLog)
+	if e.HTTPRequest.Status != 101 || r.HTTPRequest.Status != 101 || r.Payload.EdgeIP != "127.0.0.1" || r.HTTPRequest.RemoteIP != "127.0.0.9" {
+		t.Errorf("access logs: edge %d, regional %d from %q (edge %q); want 101 in both, the client 127.0.0.9 via the edge 127.0.0.1", e.HTTPRequest.Status, r.HTTPRequest.Status, r.HTTPRequest.RemoteIP, r.Payload.EdgeIP)
+	}
+	if l := e.Payload.Regional; l == nil || l.Address != regAddr || l.Zone != "us-east1-b" || l.Endpoint != backend {
+		t.Errorf("the edge's regionalLayer: %+v, want %s, us-east1-b, %s", l, regAddr, backend)
+	}
+	if n := direct.calls.Load(); n != 0 {
+		t.Errorf("the edge sent %d requests to endpoints directly, want 0", n)
+	}
+	if m := adminMetrics(t, edge); !strings.Contains(m, `spillway_regional_layer_requests_total{outcome="1xx",region="us-east1"} 1`) {
+		t.Errorf("metrics:\n%s", grepLines(m, "spillway_regional_layer_requests_total"))
+	}
+}
+
+// failingTransport fails and counts every request: an edge that cannot
+// reach endpoints.
+type failingTransport struct{ calls atomic.Int64 }
+
+func (f *failingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	f.calls.Add(1)
+	return nil, fmt.Errorf("the edge cannot reach endpoints")
 }
