@@ -106,8 +106,8 @@ type layerPool struct {
 	tlsf tlsFiles
 	// upgrades carries WebSocket upgrades (layerupgrade.go).
 	upgrades layerUpgrades
-	eps  []*layerEndpoint
-	next atomic.Uint32
+	eps      []*layerEndpoint
+	next     atomic.Uint32
 }
 
 // layerEndpoint is one regional-layer address and its connections.
