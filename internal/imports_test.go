@@ -10,7 +10,7 @@ import (
 
 // pure lists the packages that must stay free of I/O, clocks and global
 // randomness, so the simulator predicts exactly what the proxy does.
-var pure = []string{"config", "plan", "route", "health", "outlier", "control", "engine", "sim", "lint", "gcpimport", "serve/report", "armor", "rrl", "overlay", "cdnpolicy"}
+var pure = []string{"config", "plan", "route", "health", "outlier", "control", "engine", "sim", "lint", "gcpimport", "serve/report", "armor", "rrl", "overlay", "cdnpolicy", "anycast"}
 
 func TestPurePackagesDoNoIO(t *testing.T) {
 	forbiddenImports := map[string]bool{"net": true, "net/http": true, "os": true, "log": true, "os/exec": true, "github.com/miekg/dns": true}

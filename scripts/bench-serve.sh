@@ -14,7 +14,10 @@
 # them and adds the JSON access log, written to access.log in the
 # script's mktemp directory (delete it after the run); unset keeps the
 # defaults (metrics on, no access log). TLS_CERT and TLS_KEY (PEM files),
-# when set, make the frontend HTTPS with that certificate.
+# when set, make the frontend HTTPS with that certificate. WAF=1 attaches
+# a security policy with Cloud Armor's usual pair of preconfigured WAF
+# rules, sqli-v33-stable and xss-v33-stable at sensitivity 1
+# (scripts/bench/waf.sh).
 set -euo pipefail
 listen=${1:?usage: bench-serve.sh LISTEN_ADDR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +34,15 @@ cfg=$dir/bench.yaml
   echo "backendServices:"
   echo "- name: bs-bench"
   echo "  backends: [{group: neg-bench, balancingMode: RATE, maxRatePerEndpoint: 1000000}]"
+  if [ -n "${WAF:-}" ]; then
+    echo "  securityPolicy: waf-bench"
+    echo "securityPolicies:"
+    echo "- name: waf-bench"
+    echo "  rules:"
+    echo "  - {priority: 1000, action: deny(403), match: {expr: {expression: \"evaluatePreconfiguredWaf('sqli-v33-stable', {'sensitivity': 1})\"}}}"
+    echo "  - {priority: 1001, action: deny(403), match: {expr: {expression: \"evaluatePreconfiguredWaf('xss-v33-stable', {'sensitivity': 1})\"}}}"
+    echo "  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}"
+  fi
   echo "urlMaps:"
   echo "- {name: um-bench, defaultService: bs-bench}"
   echo "frontends:"

@@ -7,7 +7,8 @@
 //
 // The package is pure: it does no I/O and reads no clock (Evaluate takes
 // now); its only mutable state is the rate limiters' counts, bounded in
-// memory.
+// memory, and in fleet mode the other instances' counts they add
+// (share.go), which the fleet replaces whole.
 package armor
 
 import (
@@ -73,8 +74,10 @@ type Outcome struct {
 	// RATE_LIMIT_THRESHOLD_EXCEED or BAN_THRESHOLD_EXCEED; RateLimitKey
 	// is the key it counted under.
 	RateLimitAction, RateLimitKey string
-	// WAFIDs are the preconfigured WAF rule IDs that matched.
-	WAFIDs []string
+	// WAFIDs are the preconfigured WAF rule IDs that matched; WAFField,
+	// when the policy's logLevel is VERBOSE, where the first matched.
+	WAFIDs   []string
+	WAFField *MatchedField
 	// Headers are the request headers an allowing rule adds.
 	Headers []config.SecurityHeader
 }
@@ -103,6 +106,8 @@ type Policy struct {
 	// the first bodyBytes of the request body.
 	needsBody bool
 	bodyBytes int
+	// verbose: logLevel VERBOSE, outcomes carry WAFField.
+	verbose bool
 }
 
 // NeedsBody reports whether the policy inspects request bodies: some
@@ -264,8 +269,14 @@ func limitID(action string, o *config.SecurityRateLimitOptions) string {
 
 func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, error) {
 	p := &Policy{Name: sp.Name, Edge: sp.Type == "CLOUD_ARMOR_EDGE", bodyBytes: config.DefaultRequestBodyInspectionBytes}
+	var wopts WAFCall
 	if ao := sp.AdvancedOptionsConfig; ao != nil {
 		p.userIP = ao.UserIPRequestHeaders
+		p.verbose = ao.LogLevel == "VERBOSE"
+		wopts.JSONParsing = ao.JSONParsing == "STANDARD" || ao.JSONParsing == "STANDARD_WITH_GRAPHQL"
+		if wopts.JSONParsing && ao.JSONCustomConfig != nil {
+			wopts.JSONContentTypes = ao.JSONCustomConfig.ContentTypes
+		}
 		n, ok := config.RequestBodyInspectionBytes(ao.RequestBodyInspectionSize)
 		if !ok {
 			return nil, fmt.Errorf("securityPolicies[%s].advancedOptionsConfig.requestBodyInspectionSize: unknown size %q", sp.Name, ao.RequestBodyInspectionSize)
@@ -273,9 +284,12 @@ func compilePolicy(env *cel.Env, sp *config.SecurityPolicy, waf WAF) (*Policy, e
 		p.bodyBytes = n
 	}
 	for j := range sp.Rules {
-		r, err := compileRule(env, &sp.Rules[j], waf, p.Edge)
+		r, err := compileRule(env, &sp.Rules[j], waf, p.Edge, wopts)
 		if err != nil {
 			return nil, fmt.Errorf("securityPolicies[%s].rules[%d]: %w", sp.Name, j, err)
+		}
+		if r.limit != nil {
+			r.limit.id = ruleShareID(sp.Name, r.priority, r.limitID)
 		}
 		p.rules = append(p.rules, r)
 		p.needsBody = p.needsBody || r.expr != nil && r.expr.wafs != nil
@@ -306,7 +320,7 @@ func (p *Policy) indexIPs(sp *config.SecurityPolicy) {
 	}
 }
 
-func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool) (*rule, error) {
+func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool, wopts WAFCall) (*rule, error) {
 	r := &rule{action: cr.Action, preview: cr.Preview, status: config.DenyStatus(cr.Action), hits: new(ruleHits)}
 	if cr.Priority != nil {
 		r.priority = *cr.Priority
@@ -325,7 +339,7 @@ func compileRule(env *cel.Env, cr *config.SecurityPolicyRule, waf WAF, edge bool
 		if edge {
 			waf = nil // edge policies have no WAF
 		}
-		prg, err := compileExpr(env, m.Expr.Expression, waf)
+		prg, err := compileExpr(env, m.Expr.Expression, waf, wopts)
 		if err != nil {
 			return nil, fmt.Errorf("match.expr.expression: %w (fix: see docs/security-policies.md for the attributes and functions)", err)
 		}
@@ -359,6 +373,7 @@ type activation struct {
 	region     string
 	regionDone bool
 	wafIDs     []string
+	wafField   *MatchedField
 	// ipSet is the policy trie's answer for the client's address, once
 	// ipsDone.
 	ipSet   uint64
@@ -569,7 +584,7 @@ func (ru *rule) matches(a *activation) bool {
 	if ru.ips != nil {
 		return ru.ips.match(a.clientIP())&1 != 0
 	}
-	a.wafIDs = a.wafIDs[:0]
+	a.wafIDs, a.wafField = a.wafIDs[:0], nil
 	return ru.expr.eval(a)
 }
 
@@ -578,6 +593,9 @@ func (ru *rule) outcome(p *Policy, a *activation, now time.Time) Outcome {
 	o := Outcome{Policy: p.Name, Priority: ru.priority}
 	if len(a.wafIDs) > 0 {
 		o.WAFIDs = slices.Clone(a.wafIDs)
+		if p.verbose {
+			o.WAFField = a.wafField
+		}
 	}
 	switch {
 	case ru.action == "allow":

@@ -14,14 +14,14 @@ import (
 // "attack", and records how much body it was given.
 type bodyWAF struct{ seen *int }
 
-func (w bodyWAF) Compile(string, int, []string) (WAFMatcher, error) { return w, nil }
+func (w bodyWAF) Compile(WAFCall) (WAFMatcher, error) { return w, nil }
 
-func (w bodyWAF) Match(r *Request) ([]string, bool) {
+func (w bodyWAF) Match(r *Request) WAFMatch {
 	*w.seen = len(r.Body)
 	if bytes.Contains(r.Body, []byte("attack")) {
-		return []string{"owasp-crs-v030301-id942100-sqli"}, true
+		return WAFMatch{Matched: true, IDs: []string{"owasp-crs-v030301-id942100-sqli"}}
 	}
-	return nil, false
+	return WAFMatch{}
 }
 
 // A policy needs the body when one of its rules (preview ones included)

@@ -151,8 +151,9 @@ type program struct {
 
 // compileExpr checks an expression against the language and compiles
 // it; its WAF calls, whose arguments must be literals, are compiled by
-// waf (nil: WAF functions are refused).
-func compileExpr(env *cel.Env, src string, waf WAF) (*program, error) {
+// waf (nil: WAF functions are refused) with the policy's body options
+// (opts' Set, Sensitivity and OptOut are ignored).
+func compileExpr(env *cel.Env, src string, waf WAF, opts WAFCall) (*program, error) {
 	if len(src) > maxExprBytes {
 		return nil, fmt.Errorf("the expression is %d bytes; Spillway takes at most %d", len(src), maxExprBytes)
 	}
@@ -172,7 +173,9 @@ func compileExpr(env *cel.Env, src string, waf WAF) (*program, error) {
 		if waf == nil {
 			return nil, fmt.Errorf("%s: preconfigured WAF rules are not available in this build", c.fn)
 		}
-		m, err := waf.Compile(c.set, c.sensitivity, c.optOut)
+		call := opts
+		call.Set, call.Sensitivity, call.OptOut = c.set, c.sensitivity, c.optOut
+		m, err := waf.Compile(call)
 		if err != nil {
 			return nil, fmt.Errorf("%s('%s'): %w", c.fn, c.set, err)
 		}
@@ -226,9 +229,12 @@ func (p *program) waf(a *activation, fn string, args []ref.Val) ref.Val {
 	if m == nil {
 		return types.False
 	}
-	ids, hit := m.Match(a.r)
-	a.wafIDs = append(a.wafIDs, ids...)
-	return types.Bool(hit)
+	res := m.Match(a.r)
+	a.wafIDs = append(a.wafIDs, res.IDs...)
+	if a.wafField == nil {
+		a.wafField = res.Field
+	}
+	return types.Bool(res.Matched)
 }
 
 // wafCall is one call of a WAF function with literal arguments.

@@ -30,7 +30,7 @@ func FuzzCompileExpr(f *testing.F) {
 	r := &Request{Method: "GET", Path: "/a", Query: "q=1", Scheme: "http", Host: "h", Peer: netip.MustParseAddr("192.0.2.1"),
 		Header: map[string][]string{"User-Agent": {"x"}, "X": {"YWRtaW4="}}}
 	f.Fuzz(func(t *testing.T, src string) {
-		p, err := compileExpr(env, src, nil)
+		p, err := compileExpr(env, src, nil, WAFCall{})
 		if err != nil {
 			return
 		}

@@ -40,6 +40,10 @@ type limiter struct {
 	shards              [limiterShards]limiterShard
 	// overflow counts the requests of keys no shard had room for.
 	overflow atomic.Uint64
+	// id names the rule's rate limit across a fleet (ruleShareID); src,
+	// in fleet mode, holds the other instances' counts and bans.
+	id  string
+	src *RemoteSource
 }
 
 type limiterShard struct {
@@ -86,9 +90,10 @@ func (l *limiter) apply(o *Outcome, a *activation, now time.Time) {
 	}
 	key := l.key(a)
 	o.RateLimitKey = key
+	remote, remoteBan := l.remoteFor(key, now)
 	sh := &l.shards[maphash.String(l.seed, key)%limiterShards]
 	sh.mu.Lock()
-	verdict := l.count1(sh, key, now)
+	verdict := l.count1(sh, key, now, remote, remoteBan)
 	sh.mu.Unlock()
 	o.RateLimitAction = verdict
 	if verdict == "RATE_LIMIT_THRESHOLD_CONFORM" {
@@ -101,17 +106,22 @@ func (l *limiter) apply(o *Outcome, a *activation, now time.Time) {
 	}
 }
 
-// count1 counts one request of key in its shard and returns the verdict.
-func (l *limiter) count1(sh *limiterShard, key string, now time.Time) string {
+// count1 counts one request of key in its shard and returns the verdict;
+// remote are the other instances' counts of the key (fleet mode) and
+// remoteBan whether one of them bans it.
+func (l *limiter) count1(sh *limiterShard, key string, now time.Time, remote KeyCount, remoteBan bool) string {
 	if until, banned := sh.until[key]; banned {
 		if now.Before(until) {
 			return "BAN_THRESHOLD_EXCEED"
 		}
 		delete(sh.until, key)
 	}
+	if remoteBan {
+		return "BAN_THRESHOLD_EXCEED"
+	}
 	if l.ban && l.banInterval > 0 {
 		n, ok := sh.bans.add(key, now, l.banInterval, 1)
-		if ok && n > l.banCount {
+		if ok && n+remote.Ban > l.banCount {
 			l.banKey(sh, key, now)
 			return "BAN_THRESHOLD_EXCEED"
 		}
@@ -121,7 +131,7 @@ func (l *limiter) count1(sh *limiterShard, key string, now time.Time) string {
 	case !ok:
 		l.overflow.Add(1)
 		return "RATE_LIMIT_THRESHOLD_CONFORM"
-	case n+1 > l.count:
+	case n+1+remote.Rate > l.count:
 		return "RATE_LIMIT_THRESHOLD_EXCEED"
 	}
 	sh.rate.cur[key]++

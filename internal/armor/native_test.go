@@ -59,7 +59,7 @@ func TestNativeMatchesCEL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range nativeExprs {
-		p, err := compileExpr(env, src, nil)
+		p, err := compileExpr(env, src, nil, WAFCall{})
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
@@ -87,7 +87,7 @@ func FuzzNativeMatchesCEL(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, src, path, hname, hval, peer string) {
-		p, err := compileExpr(env, src, nil)
+		p, err := compileExpr(env, src, nil, WAFCall{})
 		if err != nil || p.native == nil {
 			return
 		}

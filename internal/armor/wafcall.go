@@ -13,18 +13,59 @@ import (
 // WAF compiles Cloud Armor's preconfigured WAF rule sets (package waf
 // implements it with the OWASP Core Rule Set).
 type WAF interface {
-	// Compile returns the matcher of a rule set at a sensitivity (1-4)
-	// without the opted-out rule IDs (Google's form, e.g.
-	// owasp-crs-v030301-id942251-sqli), or an error naming the fix.
-	Compile(set string, sensitivity int, optOut []string) (WAFMatcher, error)
+	// Compile returns the matcher of one call's rule set, or an error
+	// naming the fix.
+	Compile(c WAFCall) (WAFMatcher, error)
+}
+
+// WAFCall is one preconfigured WAF call of a policy's rule: a rule set
+// at a sensitivity (0-4) without the opted-out rule IDs (Google's form,
+// e.g. owasp-crs-v030301-id942251-sqli), with its policy's body options.
+type WAFCall struct {
+	Set         string
+	Sensitivity int
+	OptOut      []string
+	// JSONParsing is the policy's advancedOptionsConfig.jsonParsing
+	// STANDARD: the values of JSON bodies (application/json,
+	// application/*+json and JSONContentTypes, jsonCustomConfig's
+	// contentTypes) are inspected one by one.
+	JSONParsing      bool
+	JSONContentTypes []string
 }
 
 // WAFMatcher matches a request against one compiled rule set.
 type WAFMatcher interface {
-	// Match reports whether the request matched, and the rule IDs that
-	// did (Google's preconfiguredExprIds).
-	Match(r *Request) (ids []string, matched bool)
+	Match(r *Request) WAFMatch
 }
+
+// WAFMatch is a rule set's verdict on a request.
+type WAFMatch struct {
+	// Matched: some signature of the set that is on matched.
+	Matched bool
+	// IDs are the signatures that matched (Google's
+	// preconfiguredExprIds).
+	IDs []string
+	// Field is where the first of them matched, for verbose logging.
+	Field *MatchedField
+}
+
+// MatchedField is the part of a request a WAF signature matched, as
+// Google's verbose logging reports it.
+type MatchedField struct {
+	// Type is the kind of field (the CRS's variable: ARGS_GET,
+	// REQUEST_HEADERS, REQUEST_COOKIES, REQUEST_BODY, ...) and Name its
+	// name (the argument, header or cookie name; "" for a whole field).
+	Type, Name string
+	// Value is the start of the value the signature matched, at most
+	// MaxMatchedValueBytes, after the rule's transformations (decoding,
+	// lower-casing); Length is the whole value's length.
+	Value  string
+	Length int
+}
+
+// MaxMatchedValueBytes bounds MatchedField.Value (Google logs a short
+// prefix of the value too).
+const MaxMatchedValueBytes = 16
 
 // defaultSensitivity is the sensitivity of evaluatePreconfiguredExpr and
 // of evaluatePreconfiguredWaf without one: every rule of the set.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +30,10 @@ type Options struct {
 	// DiskBytes (default 1 GiB).
 	DiskPath  string
 	DiskBytes int64
+	// HoldDisk keeps the disk tier's objects from being served until
+	// ReleaseDisk: in fleet mode, until the invalidations made while
+	// this instance was down have been applied to them.
+	HoldDisk bool
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -40,6 +46,7 @@ type Options struct {
 type Cache struct {
 	mem  *Store
 	disk *Disk
+	held atomic.Bool // the disk tier is not read (Options.HoldDisk)
 	now  func() time.Time
 	log  *slog.Logger
 
@@ -89,9 +96,13 @@ func New(o Options) (*Cache, error) {
 			return nil, err
 		}
 		c.disk = d
+		c.held.Store(o.HoldDisk)
 	}
 	return c, nil
 }
+
+// ReleaseDisk lets the disk tier's objects be served (Options.HoldDisk).
+func (c *Cache) ReleaseDisk() { c.held.Store(false) }
 
 // Close stops the disk tier's writer after it has written what is
 // queued.
@@ -180,6 +191,10 @@ func cacheable(r *http.Request) bool {
 func (c *Cache) Serve(w http.ResponseWriter, r *http.Request, q *Request, origin Origin, res *Result) {
 	k := c.Counters(q.Backend)
 	if !cacheable(r) {
+		if unsafeMethod(r.Method) {
+			c.unsafe(w, r, q, origin)
+			return
+		}
 		origin(w, r)
 		return
 	}
@@ -206,11 +221,11 @@ func (c *Cache) Serve(w http.ResponseWriter, r *http.Request, q *Request, origin
 	if obj != nil {
 		age := obj.age(now)
 		if age < obj.TTL {
-			c.serve(w, r, obj, now, hitStatus(obj, now), res)
+			c.serve(w, r, obj, k, now, hitStatus(obj, now), res)
 			return
 		}
 		if age < obj.TTL+obj.SWR && q.Refresh != nil {
-			c.serve(w, r, obj, now, "Spillway; hit; detail=stale-while-revalidate", res)
+			c.serve(w, r, obj, k, now, "Spillway; hit; detail=stale-while-revalidate", res)
 			c.background(r, q, full)
 			return
 		}
@@ -240,7 +255,7 @@ func (c *Cache) coalesce(w http.ResponseWriter, r *http.Request, q *Request, key
 		}
 		if o := f.obj; o != nil {
 			if vk, _ := cdnpolicy.VaryKey(o.Vary, r.Header); vk == f.vary {
-				c.serve(w, r, o, c.now(), "Spillway; fwd=miss; collapsed", res)
+				c.serve(w, r, o, c.Counters(q.Backend), c.now(), "Spillway; fwd=miss; collapsed", res)
 				return
 			}
 		}
@@ -264,7 +279,8 @@ func (c *Cache) coalesce(w http.ResponseWriter, r *http.Request, q *Request, key
 
 // hitStatus is the Cache-Status of a fresh hit.
 func hitStatus(o *Object, now time.Time) string {
-	return "Spillway; hit; ttl=" + itoa(int64((o.TTL-o.age(now))/time.Second))
+	var b [40]byte
+	return string(strconv.AppendInt(append(b[:0], "Spillway; hit; ttl="...), max(int64((o.TTL-o.age(now))/time.Second), 0), 10))
 }
 
 // lookup finds the object for a request: the primary key's, or through
@@ -289,7 +305,7 @@ func (c *Cache) get(key string) *Object {
 	if o := c.mem.Get(key); o != nil {
 		return o
 	}
-	if c.disk == nil {
+	if c.disk == nil || c.held.Load() {
 		return nil
 	}
 	o := c.disk.Get(key)
@@ -298,6 +314,13 @@ func (c *Cache) get(key string) *Object {
 	}
 	return o
 }
+
+// MaxVariants bounds the Vary variants of one cache key: a response
+// with Vary: Accept (or Origin, or a header the key includes) is stored
+// once per distinct value, so a client sending a new value each time
+// would otherwise fill the store with one URL. The variant past the
+// bound replaces the oldest.
+const MaxVariants = 32
 
 // put stores o (under its primary key, or as a variant behind a marker)
 // unless an invalidation matching it came after start.
@@ -312,11 +335,40 @@ func (c *Cache) put(key string, h http.Header, o *Object, start time.Time) bool 
 			return false
 		}
 		full = key + vk
-		m := &Object{Key: key, Host: o.Host, Path: o.Path, Marker: true, Vary: o.Vary, Date: o.Date}
-		c.store(key, m)
+		c.mark(key, full, o)
 	}
 	o.Key = full
 	return c.store(full, o)
+}
+
+// mark stores the Vary marker of key with full among its variants,
+// dropping the oldest variant past MaxVariants (and those of a marker
+// with other Vary headers).
+func (c *Cache) mark(key, full string, o *Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var variants []string
+	if old := c.mem.Get(key); old != nil && old.Marker && slices.Equal(old.Vary, o.Vary) {
+		variants = slices.DeleteFunc(slices.Clone(old.Variants), func(v string) bool { return v == full })
+	} else if old != nil && old.Marker {
+		for _, v := range old.Variants {
+			c.drop(v)
+		}
+	}
+	for len(variants) >= MaxVariants {
+		c.drop(variants[0])
+		variants = variants[1:]
+	}
+	variants = append(variants, full)
+	c.store(key, &Object{Key: key, Host: o.Host, Path: o.Path, Marker: true, Vary: o.Vary, Date: o.Date, Variants: variants})
+}
+
+// drop removes key from both tiers.
+func (c *Cache) drop(key string) {
+	c.mem.Delete(key)
+	if c.disk != nil {
+		c.disk.remove(key)
+	}
 }
 
 func (c *Cache) store(key string, o *Object) bool {

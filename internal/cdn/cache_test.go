@@ -493,3 +493,132 @@ func TestHugeObjectNotStored(t *testing.T) {
 		t.Errorf("%d backend requests, %d objects stored", o.count.Load(), c.Memory().Stats().Objects)
 	}
 }
+
+// A Vary flood: one URL whose response varies on Accept, asked with a
+// new Accept value each time. The URL keeps at most MaxVariants
+// variants (the newest), the store stays within its bytes, and the
+// objects cached before the flood are all still served from the cache.
+func TestVaryFlood(t *testing.T) {
+	body := strings.Repeat("v", 2048)
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		if strings.HasPrefix(r.URL.Path, "/flood") {
+			w.Header().Set("Vary", "Accept")
+		}
+		_, _ = io.WriteString(w, body)
+	})
+	const memory = 2 << 20
+	c, _ := newCache(t, Options{MemoryBytes: memory})
+	f := newFront(t, c, pol(nil), o)
+	const hot = 200 // about 460 KiB: a quarter of the store
+	for range 2 {
+		for i := range hot {
+			get(t, fmt.Sprintf("%s/hot/%d", f.srv.URL, i))
+		}
+	}
+	if n := o.count.Load(); n != hot {
+		t.Fatalf("%d origin requests for %d objects read twice, want %d", n, hot, hot)
+	}
+	const flood = 3000
+	for i := range flood {
+		get(t, f.srv.URL+"/flood", "Accept", fmt.Sprintf("image/x-%d", i))
+	}
+	if s := c.Memory().Stats(); s.Bytes > s.Capacity {
+		t.Errorf("store holds %d bytes, over its %d", s.Bytes, s.Capacity)
+	}
+	variants := 0
+	c.mem.mu.RLock()
+	for k, e := range c.mem.m {
+		if strings.Contains(k, "/flood") && !e.obj.Marker {
+			variants++
+		}
+	}
+	c.mem.mu.RUnlock()
+	if variants > MaxVariants {
+		t.Errorf("%d variants of /flood stored, want at most %d", variants, MaxVariants)
+	}
+	// The newest variant is served from the cache, the first was
+	// replaced (one origin request).
+	if resp, _ := get(t, f.srv.URL+"/flood", "Accept", fmt.Sprintf("image/x-%d", flood-1)); !strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+		t.Errorf("newest variant: %q, want a hit", resp.Header.Get("Cache-Status"))
+	}
+	if resp, _ := get(t, f.srv.URL+"/flood", "Accept", "image/x-0"); strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+		t.Errorf("first variant, %d variants ago: still a hit", flood)
+	}
+	for i := range hot {
+		get(t, fmt.Sprintf("%s/hot/%d", f.srv.URL, i))
+	}
+	if n := o.count.Load() - hot - flood - 1; n != 0 {
+		t.Errorf("%d of the %d objects cached before the flood went to the origin again after it", n, hot)
+	}
+}
+
+// An unsafe method answered with a non-error status removes what is
+// stored for its URI (RFC 9111 §4.4), Vary variants included; an error
+// answer, or a safe method, leaves it.
+func TestUnsafeMethodInvalidates(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		if strings.HasPrefix(r.URL.Path, "/vary") {
+			w.Header().Set("Vary", "Accept")
+		}
+		switch {
+		case r.Method == http.MethodPost && r.URL.Query().Get("fail") != "":
+			w.WriteHeader(http.StatusInternalServerError)
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case r.Method == http.MethodPut:
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(http.StatusSeeOther)
+		}
+		_, _ = io.WriteString(w, "body of "+r.URL.Path)
+	})
+	c, _ := newCache(t, Options{})
+	f := newFront(t, c, pol(nil), o)
+	hit := func(path string, hdr ...string) bool {
+		t.Helper()
+		resp, _ := get(t, f.srv.URL+path, hdr...)
+		return strings.Contains(resp.Header.Get("Cache-Status"), "hit")
+	}
+	send := func(method, path string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader("new"))
+		cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, tc := range []struct {
+		name, method, target, path string
+		hdr                        []string
+		gone                       bool
+	}{
+		{"POST 200", "POST", "/a", "/a", nil, true},
+		{"POST 500 keeps it", "POST", "/b?fail=1", "/b?fail=1", nil, false},
+		{"DELETE 204", "DELETE", "/c", "/c", nil, true},
+		{"PUT 303", "PUT", "/d", "/d", nil, true},
+		{"PATCH elsewhere keeps it", "PATCH", "/other", "/e", nil, false},
+		{"OPTIONS is safe", "OPTIONS", "/f", "/f", nil, false},
+		{"POST drops every Vary variant", "POST", "/vary", "/vary", []string{"Accept", "image/webp"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hit(tc.path, tc.hdr...)
+			if strings.HasPrefix(tc.path, "/vary") {
+				hit(tc.path, "Accept", "image/avif") // a second variant
+			}
+			if !hit(tc.path, tc.hdr...) {
+				t.Fatalf("%s not cached before the %s", tc.path, tc.method)
+			}
+			send(tc.method, tc.target)
+			if got := !hit(tc.path, tc.hdr...); got != tc.gone {
+				t.Errorf("after %s %s: removed %v, want %v", tc.method, tc.target, got, tc.gone)
+			}
+			if strings.HasPrefix(tc.path, "/vary") && hit(tc.path, "Accept", "image/avif") {
+				t.Errorf("the other variant survived the POST")
+			}
+		})
+	}
+}

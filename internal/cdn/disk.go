@@ -37,10 +37,17 @@ type Disk struct {
 	now      func() time.Time
 	log      *slog.Logger
 
+	// found is how many objects the directory held when it was opened.
+	found int
+
 	mu    sync.Mutex
 	index map[string]*list.Element // key → *diskEntry
-	order *list.List               // oldest at the front
-	bytes int64
+	// pending are the objects queued (or being written), by key: an
+	// invalidation or removal takes them out, and the writer then does
+	// not write (or keep) them.
+	pending map[string]*Object
+	order   *list.List // oldest at the front
+	bytes   int64
 
 	queue chan diskOp
 	done  chan struct{}
@@ -69,6 +76,7 @@ type diskMeta struct {
 	ClientCC        string
 	Vary            []string
 	Marker          bool
+	Variants        []string `json:",omitempty"`
 }
 
 // OpenDisk opens (creating it if needed) the disk tier in dir and
@@ -77,7 +85,7 @@ func OpenDisk(dir string, capacity int64, now func() time.Time, log *slog.Logger
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cdn disk tier: %w", err)
 	}
-	d := &Disk{dir: dir, capacity: capacity, now: now, log: log, index: map[string]*list.Element{},
+	d := &Disk{dir: dir, capacity: capacity, now: now, log: log, index: map[string]*list.Element{}, pending: map[string]*Object{},
 		order: list.New(), queue: make(chan diskOp, diskQueue), done: make(chan struct{})}
 	if err := d.scan(); err != nil {
 		return nil, err
@@ -117,6 +125,7 @@ func (d *Disk) scan() error {
 		d.bytes += e.size
 	}
 	d.trim()
+	d.found = len(d.index)
 	return nil
 }
 
@@ -182,15 +191,23 @@ func (d *Disk) Get(key string) *Object {
 		d.remove(key)
 		return nil
 	}
-	return &Object{Key: m.Key, Host: m.Host, Path: m.Path, Status: m.Status, Header: m.Header, Body: data[off:],
-		Date: m.Date, TTL: m.TTL, SWR: m.SWR, SIE: m.SIE, ClientCC: m.ClientCC, Vary: m.Vary, Marker: m.Marker}
+	return (&Object{Key: m.Key, Host: m.Host, Path: m.Path, Status: m.Status, Header: m.Header, Body: data[off:],
+		Date: m.Date, TTL: m.TTL, SWR: m.SWR, SIE: m.SIE, ClientCC: m.ClientCC, Vary: m.Vary, Marker: m.Marker, Variants: m.Variants}).prepare()
 }
 
 // Put queues o to be written; it is dropped when the queue is full.
 func (d *Disk) Put(o *Object) {
+	d.mu.Lock()
+	d.pending[o.Key] = o
+	d.mu.Unlock()
 	select {
 	case d.queue <- diskOp{obj: o}:
 	default:
+		d.mu.Lock()
+		if d.pending[o.Key] == o {
+			delete(d.pending, o.Key)
+		}
+		d.mu.Unlock()
 	}
 }
 
@@ -202,15 +219,26 @@ func (d *Disk) writer() {
 			close(op.done)
 			continue
 		}
+		d.mu.Lock()
+		wanted := d.pending[op.obj.Key] == op.obj
+		d.mu.Unlock()
+		if !wanted {
+			continue // invalidated, removed or replaced while queued
+		}
 		if err := d.write(op.obj); err != nil {
 			d.log.Warn("cdn disk tier: write failed", "err", err)
 		}
+		d.mu.Lock()
+		if d.pending[op.obj.Key] == op.obj { // not written (too large, or an error)
+			delete(d.pending, op.obj.Key)
+		}
+		d.mu.Unlock()
 	}
 }
 
 func (d *Disk) write(o *Object) error {
 	meta, err := json.Marshal(diskMeta{Key: o.Key, Host: o.Host, Path: o.Path, Status: o.Status, Header: o.Header,
-		Date: o.Date, TTL: o.TTL, SWR: o.SWR, SIE: o.SIE, ClientCC: o.ClientCC, Vary: o.Vary, Marker: o.Marker})
+		Date: o.Date, TTL: o.TTL, SWR: o.SWR, SIE: o.SIE, ClientCC: o.ClientCC, Vary: o.Vary, Marker: o.Marker, Variants: o.Variants})
 	if err != nil {
 		return err
 	}
@@ -240,6 +268,14 @@ func (d *Disk) write(o *Object) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.pending[o.Key] != o {
+		// Invalidated, removed or replaced while being written: the file
+		// (which replaced any older one of the key, itself removed then)
+		// goes.
+		_ = os.Remove(filepath.Join(d.dir, name))
+		return nil
+	}
+	delete(d.pending, o.Key)
 	if el := d.index[o.Key]; el != nil {
 		d.bytes -= el.Value.(*diskEntry).size
 		d.order.Remove(el)
@@ -266,6 +302,7 @@ func (d *Disk) trim() {
 func (d *Disk) remove(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.pending, key)
 	if el := d.index[key]; el != nil {
 		e := el.Value.(*diskEntry)
 		d.order.Remove(el)
@@ -275,9 +312,15 @@ func (d *Disk) remove(key string) {
 	}
 }
 
-// DeleteMatching removes the files of the objects match selects.
+// DeleteMatching removes the files of the objects match selects, and
+// keeps those waiting to be written from being written.
 func (d *Disk) DeleteMatching(match func(*Object) bool) int {
 	d.mu.Lock()
+	for k, o := range d.pending {
+		if match(o) {
+			delete(d.pending, k)
+		}
+	}
 	var keys []string
 	for k, el := range d.index {
 		e := el.Value.(*diskEntry)

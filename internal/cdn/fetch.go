@@ -195,7 +195,7 @@ func (cw *capture) finish(key string, res *Result) *Object {
 		return cw.revalidated(key, now, res)
 	case modeStaleErr:
 		res.Hit = true
-		c.serve(cw.w, cw.r, cw.stale, now, "Spillway; fwd=stale; fwd-status="+itoa(int64(cw.status))+"; detail=stale-if-error", res)
+		c.serve(cw.w, cw.r, cw.stale, c.Counters(cw.q.Backend), now, "Spillway; fwd=stale; fwd-status="+itoa(int64(cw.status))+"; detail=stale-if-error", res)
 		return nil
 	case modeStore:
 		if cw.tooLarge || (cw.size >= 0 && cw.size != int64(len(cw.body))) {
@@ -210,7 +210,7 @@ func (cw *capture) finish(key string, res *Result) *Object {
 		}
 		if !cw.headSent && o != nil {
 			clear(cw.w.Header())
-			c.serve(cw.w, cw.r, o, now, "Spillway; fwd="+cw.fwd()+"; stored", res)
+			c.serve(cw.w, cw.r, o, c.Counters(cw.q.Backend), now, "Spillway; fwd="+cw.fwd()+"; stored", res)
 			res.Hit = false
 		} else if !cw.headSent {
 			cw.send(cw.status)
@@ -241,7 +241,7 @@ func (cw *capture) revalidated(key string, now time.Time, res *Result) *Object {
 			o = s
 		}
 	}
-	c.serve(cw.w, cw.r, o, now, "Spillway; fwd=stale; fwd-status=304", res)
+	c.serve(cw.w, cw.r, o, c.Counters(cw.q.Backend), now, "Spillway; fwd=stale; fwd-status=304", res)
 	if o == s {
 		return nil
 	}
@@ -253,11 +253,11 @@ func (cw *capture) object(status int, h http.Header, body []byte, now time.Time)
 	d := cw.decision
 	age := cdnpolicy.AgeAtReceipt(h)
 	delete(h, "Age")
-	return &Object{
+	return (&Object{
 		Host: cw.q.Host, Path: pathOnly(cw.q.Path), Status: status, Header: h, Body: body,
 		Date: now.Add(-age), TTL: d.TTL, SWR: d.StaleWhileRevalidate, SIE: d.StaleIfError,
 		ClientCC: d.ClientCacheControl, Vary: d.Vary,
-	}
+	}).prepare()
 }
 
 // storedHeader is the origin's header as stored: without the fields

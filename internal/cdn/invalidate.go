@@ -2,8 +2,14 @@ package cdn
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/cdnpolicy"
 )
 
 // invalidation is one recent invalidation, kept so that a fill that
@@ -90,3 +96,108 @@ func (c *Cache) invalidatedSince(o *Object, start time.Time) bool {
 	}
 	return false
 }
+
+// Clear removes every object from both tiers (and keeps fills in flight
+// from storing), as an invalidation of "/*" on every host does. It
+// returns how many objects it removed.
+func (c *Cache) Clear() int {
+	n, _ := c.Invalidate("", "/*")
+	return n
+}
+
+// markFile is the file, in the disk tier's directory, holding the mark.
+// (The tier's own files are named by 64 hex digits.)
+const markFile = "invalidation-mark"
+
+// Mark returns what SetMark saved beside the disk tier ("" when nothing
+// was), and whether objects survived from before this start (the disk
+// tier held some when it was opened): without survivors the cache has no
+// position in an invalidation log to catch up from.
+func (c *Cache) Mark() (mark string, survivors bool) {
+	if c.disk == nil {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(c.disk.dir, markFile))
+	if err != nil {
+		return "", c.disk.found > 0
+	}
+	return strings.TrimSpace(string(b)), c.disk.found > 0
+}
+
+// SetMark saves mark beside the disk tier: the position in an external
+// invalidation log (the fleet's) that the stored objects reflect. It
+// does nothing without a disk tier.
+func (c *Cache) SetMark(mark string) error {
+	if c.disk == nil {
+		return nil
+	}
+	p := filepath.Join(c.disk.dir, markFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(mark+"\n"), 0o600); err != nil {
+		return fmt.Errorf("cdn: save the invalidation mark: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("cdn: save the invalidation mark: %w", err)
+	}
+	return nil
+}
+
+// unsafeMethod reports whether m is not one of the safe methods (RFC
+// 9110 §9.2.1): a method whose safety is unknown counts as unsafe.
+func unsafeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
+}
+
+// unsafe sends an unsafe request (POST, PUT, DELETE, PATCH, …) to the
+// origin and, when the answer is not an error (2xx or 3xx), removes what
+// is stored for the request's URI (RFC 9111 §4.4): the object under the
+// key this request maps to and, behind a Vary marker, its variants.
+// Objects stored under other values of the key's headers or cookies
+// (cacheKeyPolicy.includeHttpHeaders, includeNamedCookies) stay.
+func (c *Cache) unsafe(w http.ResponseWriter, r *http.Request, q *Request, origin Origin) {
+	sw := &statusWriter{ResponseWriter: w}
+	origin(sw, r)
+	if sw.status < 200 || sw.status >= 400 {
+		return
+	}
+	key := q.Policy.Key.Key(cdnpolicy.KeyInput{Backend: q.Backend, Scheme: q.Scheme, Host: q.Host, Path: q.Path, RawQuery: q.RawQuery, Header: r.Header})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.mem.Get(key)
+	if m == nil && c.disk != nil {
+		m = c.disk.Get(key) // also while the tier is held: it is served later
+	}
+	if m != nil && m.Marker {
+		for _, v := range m.Variants {
+			c.drop(v)
+		}
+	}
+	c.drop(key)
+}
+
+// statusWriter keeps the status an origin answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 || s.status < 200 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the client's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

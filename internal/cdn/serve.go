@@ -3,6 +3,7 @@ package cdn
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,19 +18,27 @@ const maxRanges = 16
 
 // serve writes obj to w as the answer to r, with Age and Cache-Status:
 // ranges and conditional requests are answered from it
-// (http.ServeContent), HEAD without a body.
-func (c *Cache) serve(w http.ResponseWriter, r *http.Request, obj *Object, now time.Time, status string, res *Result) {
+// (http.ServeContent), HEAD without a body. k are the counters of obj's
+// backend.
+func (c *Cache) serve(w http.ResponseWriter, r *http.Request, obj *Object, k *Counters, now time.Time, status string, res *Result) {
 	h := w.Header()
-	for k, v := range obj.Header {
-		h[k] = v
+	for name, v := range obj.Header {
+		h[name] = v
+	}
+	clen := obj.clen
+	if clen == nil { // not prepared: a test's object
+		clen = []string{strconv.Itoa(len(obj.Body))}
 	}
 	if obj.ClientCC != "" {
-		h["Cache-Control"] = []string{obj.ClientCC}
+		h["Cache-Control"] = obj.cc
+		if obj.cc == nil {
+			h["Cache-Control"] = []string{obj.ClientCC}
+		}
 	}
-	h["Age"] = []string{itoa(int64(obj.age(now) / time.Second))}
-	h["Cache-Status"] = []string{status}
+	// Age and Cache-Status share one allocation.
+	vals := []string{strconv.FormatInt(int64(obj.age(now)/time.Second), 10), status}
+	h["Age"], h["Cache-Status"] = vals[0:1:1], vals[1:2:2]
 	res.Hit = true
-	k := c.Counters(obj.backend())
 	k.Hits.Add(1)
 	if obj.Status == http.StatusOK && needsServeContent(r) {
 		cw := &countWriter{ResponseWriter: w, status: http.StatusOK}
@@ -39,7 +48,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, obj *Object, now t
 		return
 	}
 	if obj.Status != http.StatusNoContent && obj.Status != http.StatusNotModified {
-		h["Content-Length"] = []string{itoa(int64(len(obj.Body)))}
+		h["Content-Length"] = clen
 	}
 	w.WriteHeader(obj.Status)
 	res.Status = obj.Status
@@ -48,12 +57,6 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, obj *Object, now t
 		res.Bytes = int64(n)
 		k.HitBytes.Add(uint64(n))
 	}
-}
-
-// backend is the backend name at the start of the object's key.
-func (o *Object) backend() string {
-	b, _, _ := strings.Cut(o.Key, "\x00")
-	return b
 }
 
 // needsServeContent reports whether r asks for a range or is

@@ -3,6 +3,7 @@ package cdn
 import (
 	"hash/maphash"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,15 +29,36 @@ type Object struct {
 	ClientCC string
 	// Vary lists the request headers the response varies on. A marker
 	// (Marker true) stands at the primary key of a response with Vary
-	// and says which headers make the variant's key.
-	Vary   []string
-	Marker bool
+	// and says which headers make the variant's key; Variants are the
+	// keys of the variants stored behind it, oldest first, at most
+	// MaxVariants.
+	Vary     []string
+	Marker   bool
+	Variants []string
+
+	// cc and clen are the Cache-Control (ClientCC) and Content-Length
+	// values served with the object, made once by prepare so that a hit
+	// does not allocate them; nil until then.
+	cc, clen []string
+}
+
+// prepare makes the header values a hit serves; it is called before
+// the object is shared.
+func (o *Object) prepare() *Object {
+	if o.ClientCC != "" {
+		o.cc = []string{o.ClientCC}
+	}
+	o.clen = []string{strconv.Itoa(len(o.Body))}
+	return o
 }
 
 // size is what the object counts against the store's bound: body,
 // header and key, plus a fixed overhead.
 func (o *Object) size() int64 {
 	n := int64(len(o.Body) + len(o.Key) + len(o.Host) + len(o.Path) + len(o.ClientCC) + 256)
+	for _, v := range o.Variants {
+		n += int64(len(v)) + 16
+	}
 	for k, vv := range o.Header {
 		n += int64(len(k)) + 32
 		for _, v := range vv {

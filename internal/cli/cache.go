@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/spillwaylb/spillway/internal/cdn"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -23,7 +20,9 @@ Remove objects from Cloud CDN's cache of a running spillway serve, as
 gcloud compute url-maps invalidate-cdn-cache does: --path is a path
 (/images/logo.png) or a prefix ending in /* (/images/*); --host limits
 it to one host. Objects filled after the invalidation are fetched from
-the origin again. The admin API's token comes from --admin-token-file
+the origin again. In fleet mode the instance asked writes the
+invalidation to etcd and every other instance applies it too
+(docs/fleet.md). The admin API's token comes from --admin-token-file
 FILE or SPILLWAY_ADMIN_TOKEN.
 
 Examples:
@@ -55,34 +54,18 @@ func runCache(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	body, _ := json.Marshal(serve.InvalidateRequest{Path: *path, Host: *host})
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+*admin+"/cache/invalidate", bytes.NewReader(body))
+	b, err := callAdmin(ctx, *admin, token, http.MethodPost, "/cache/invalidate", body)
 	if err != nil {
 		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the admin API at %s: %w (is 'spillway serve' running with --admin %s?)", *admin, err, *admin)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return fmt.Errorf("the admin API at %s wants a token (fix: give it with --admin-token-file FILE or %s)", *admin, adminTokenEnv)
-	case http.StatusNotFound:
-		return errors.New("the admin API has no /cache/invalidate: the server is older than this command (fix: upgrade it)")
-	default:
-		return fmt.Errorf("refused (%s): %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	var out serve.InvalidateResponse
 	if err := json.Unmarshal(b, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "invalidated %s%s: %d objects removed\n", out.Host, out.Path, out.Removed)
+	fleet := ""
+	if out.Fleet {
+		fleet = " here; sent to every instance of the fleet"
+	}
+	fmt.Fprintf(stdout, "invalidated %s%s: %d objects removed%s\n", out.Host, out.Path, out.Removed, fleet)
 	return nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -188,31 +187,9 @@ func (c *ctlCmd) request() (*serve.OverlayRequest, error) {
 
 // show sends the request to /overlay and prints the overlay it answers.
 func (c *ctlCmd) show(ctx context.Context, token, method string, body []byte, stdout io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.admin+"/overlay", bytes.NewReader(body))
+	b, err := callAdmin(ctx, c.admin, token, method, "/overlay", body)
 	if err != nil {
 		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the admin API at %s: %w (is 'spillway serve' running with --admin %s?)", c.admin, err, c.admin)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("the admin API at %s wants a token (fix: give it with --admin-token-file FILE or %s)", c.admin, adminTokenEnv)
-	case resp.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("the admin API at %s has no /overlay: the server is older than spillway ctl (fix: upgrade it)", c.admin)
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("refused (%s): %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	if c.asJSON {
 		_, err = stdout.Write(b)

@@ -58,12 +58,12 @@ func TestImportCommandReportsUncarried(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
-	for _, want := range []string{"enableCDN: Cloud CDN is on", "iap: Identity-Aware Proxy is on", "securityPolicy: Cloud Armor policy armor-owasp", "edgeSecurityPolicy: Cloud Armor policy edge-geo-block", "healthChecks[hc-static].logConfig: health check logging is on"} {
+	for _, want := range []string{"compressionMode: Spillway does not support this field", "iap: Identity-Aware Proxy is on", "securityPolicy: Cloud Armor policy armor-owasp", "edgeSecurityPolicy: Cloud Armor policy edge-geo-block", "healthChecks[hc-static].logConfig: health check logging is on"} {
 		if !strings.Contains(stderr, "not carried: ") || !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if !strings.Contains(stdout, "name: bs-static") || !strings.Contains(stdout, "# frontends:") {
+	if !strings.Contains(stdout, "name: bs-static") || !strings.Contains(stdout, "enableCDN: true") || !strings.Contains(stdout, "# frontends:") {
 		t.Errorf("stdout is not the config with a frontend template:\n%s", stdout)
 	}
 }

@@ -118,6 +118,15 @@ serving a DNS frontend's UDP socket (half the CPUs) adds one more: it
 spends most of its time blocked in the kernel. The current number is the
 go_sched_gomaxprocs_threads metric; changes are logged at debug level.
 
+Anycast (BGP): with spillway.bgp in the config the instance speaks BGP to the
+routers it names and announces each frontend's anycastPrefixes only while it
+can serve them: withdrawn when no endpoint its URL map reaches is healthy (or
+less than minHealthyCapacityPercent of its capacity), degraded with an AS-path
+prepend or a MED below degraded.belowHealthyCapacityPercent, back only after
+holdDownSec healthy. On SIGTERM it withdraws first, serves on for drainSec,
+then closes. get-health, /metrics and /ui show every session and prefix with
+the reason (docs/global.md, "Anycast with BGP").
+
 Fleet mode: with --fleet, several instances share one config through etcd
 (docs/fleet.md). The instance takes the fleet's current config (pushed with
 spillway config push), follows every new revision with the reload rules
@@ -139,8 +148,11 @@ rate it receives per backend service and client region to etcd (when it moves
 by more than 5%) and spills what the whole fleet offers over capacity, so N
 instances do not get N times the configured rate. If etcd is lost the others'
 rates are kept as last seen. --fleet-rate=false counts each instance's own
-demand only. Health checks are sharded (--fleet-probers) and auto-capacity
-drain is decided by one elected instance; see docs/fleet.md.
+demand only. Likewise the security policies' throttle and rate_based_ban
+rules count each key across the fleet (within about a second; bans hold on
+every instance); --fleet-rate-limits=false counts per instance. Health
+checks are sharded (--fleet-probers) and auto-capacity drain is decided by
+one elected instance; see docs/fleet.md.
 
 Two layers: --role edge serves every frontend but the REGIONAL ones and
 probes no endpoint behind a regional layer (in a fleet, the regional
@@ -225,7 +237,7 @@ type serveCmd struct {
 	instance, region, role                                       string
 	fleetTimeout, fleetLease                                     time.Duration
 	fleetProbers                                                 int
-	fleetRate                                                    bool
+	fleetRate, fleetRateLimits                                   bool
 	embedded, embeddedClient, fleetData, embeddedState, etcdLog  string
 	set                                                          map[string]bool
 
@@ -316,6 +328,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	fs.DurationVar(&c.fleetTimeout, "fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fs.IntVar(&c.fleetProbers, "fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
 	fs.DurationVar(&c.fleetLease, "fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
+	fs.BoolVar(&c.fleetRateLimits, "fleet-rate-limits", true, "fleet mode: security policies' throttle and rate_based_ban rules count each key across the fleet, and bans hold on every instance, shared through etcd; false: each instance counts alone")
 	fs.BoolVar(&c.fleetRate, "fleet-rate", true, "fleet mode: count RATE capacity (maxRatePerInstance, maxRatePerEndpoint, maxRate) against the fleet's offered rate, shared through etcd; false: against this instance's alone")
 	fs.StringVar(&c.embedded, "fleet-embedded", "", "fleet mode with etcd inside the instances: the initial `CLUSTER` NAME=http://HOST:PORT,... (each member's peer URL; this instance's member is the one named --instance)")
 	fs.StringVar(&c.embeddedClient, "fleet-embedded-client", embedded.DefaultClientURL, "--fleet-embedded: this member's client `URL`, advertised to the other members: an address they reach, not 0.0.0.0")
@@ -562,7 +575,7 @@ func watchMember(ctx context.Context, m *embedded.Member, name string, log *slog
 // fleetInstance builds the fleet side of the instance and sets the
 // shares it runs in opts.
 func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
-	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Role: c.role, Probers: c.fleetProbers, Rate: c.fleetRate, LeaseTTL: c.fleetLease, Logger: c.log})
+	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Role: c.role, Probers: c.fleetProbers, Rate: c.fleetRate, RateLimits: c.fleetRateLimits, LeaseTTL: c.fleetLease, Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +585,11 @@ func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
 	}
+	if rl := inst.RateLimits(); rl != nil {
+		opts.RateLimitShare = rl
+	}
 	opts.OverlayStore = inst.Overlay()
+	opts.CacheInvalidations = inst.Cache()
 	return inst, nil
 }
 
@@ -721,7 +738,9 @@ Usage: spillway get-health [--admin ADDR] [--admin-token-file FILE] [--json | --
 Print a running instance's health view, like
 'gcloud compute backend-services get-health': for each backend service, each
 backend (group) with its preference, healthy members, drain state and share of
-traffic, and each endpoint's health state and last probe detail.
+traffic, and each endpoint's health state and last probe detail. With
+spillway.bgp it also shows each BGP session's state and each anycast prefix's
+(ANNOUNCED, DEGRADED or WITHDRAWN) with the reason.
 
 When the admin API wants a token, give it with --admin-token-file FILE or the
 SPILLWAY_ADMIN_TOKEN environment variable (as for spillway serve).
@@ -747,27 +766,9 @@ func runGetHealth(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+*admin+"/health", nil)
+	body, err := callAdmin(ctx, *admin, token, http.MethodGet, "/health", nil)
 	if err != nil {
 		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the admin API at %s: %w (is 'spillway serve' running with --admin %s?)", *admin, err, *admin)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		return fmt.Errorf("the admin API at %s wants a token (fix: give it with --admin-token-file FILE or %s)", *admin, adminTokenEnv)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the admin API at %s answered %s: %s", *admin, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if *asJSON {
 		_, err = stdout.Write(body)
@@ -858,6 +859,39 @@ func PrintHealth(w io.Writer, r *report.Health) {
 	}
 	printCertificates(w, r.SslCertificates)
 	printRegionalLayers(w, r.RegionalLayers)
+	printBGP(w, r.BGP)
+}
+
+// printBGP prints the anycast view: each BGP session and each prefix's
+// state with its reason.
+func printBGP(w io.Writer, b *report.BGP) {
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(w, "bgp (local AS %d, router ID %s)\n", b.LocalASN, b.RouterID)
+	fmt.Fprintf(w, "  %-28s %-10s %-12s %-22s %5s %10s\n", "NEIGHBOR", "PEER AS", "STATE", "SINCE", "FLAPS", "ADVERTISED")
+	for _, s := range b.Sessions {
+		since := "-"
+		if !s.Since.IsZero() {
+			since = s.Since.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "  %-28s %-10d %-12s %-22s %5d %10d\n", s.Neighbor, s.PeerASN, s.State, since, s.Flaps, s.Advertised)
+	}
+	fmt.Fprintf(w, "  %-28s %-22s %-18s %8s  %s\n", "PREFIX", "STATE", "REASON", "HEALTHY", "DETAIL")
+	for _, p := range b.Prefixes {
+		state := p.State.String()
+		switch {
+		case p.ASPathPrepend > 0:
+			state += fmt.Sprintf(" (prepend %d)", p.ASPathPrepend)
+		case p.MED != nil:
+			state += fmt.Sprintf(" (MED %d)", *p.MED)
+		}
+		fmt.Fprintf(w, "  %-28s %-22s %-18s %7.1f%%  %s\n", p.Prefix, state, p.Reason, p.HealthyPercent, p.Detail)
+	}
+	if b.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", b.Error)
+	}
+	fmt.Fprintln(w)
 }
 
 // zoneOrRegion is a health view backend's zone, or its region for a

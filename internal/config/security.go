@@ -25,8 +25,9 @@ type SecurityPolicy struct {
 	// first value is the client's address (origin.ip, the IP keys of rate
 	// limits), for policies behind another proxy;
 	// requestBodyInspectionSize is how much of a request body the
-	// preconfigured WAF inspects; jsonParsing and logLevel are accepted
-	// and not enforced.
+	// preconfigured WAF inspects; jsonParsing STANDARD has it inspect
+	// JSON bodies value by value; logLevel VERBOSE logs where a WAF
+	// signature matched.
 	AdvancedOptionsConfig *SecurityAdvancedOptions `json:"advancedOptionsConfig,omitempty"`
 	// LabelFingerprint and Labels are output-only or informational.
 	LabelFingerprint string            `json:"labelFingerprint,omitempty"`
@@ -35,8 +36,16 @@ type SecurityPolicy struct {
 
 // SecurityAdvancedOptions is securityPolicy.advancedOptionsConfig.
 type SecurityAdvancedOptions struct {
-	JSONParsing          string   `json:"jsonParsing,omitempty"`
-	JSONCustomConfig     *Ignored `json:"jsonCustomConfig,omitempty"`
+	// JSONParsing is DISABLED (the default: JSON bodies are inspected
+	// whole), STANDARD (each value of a JSON body is inspected) or
+	// STANDARD_WITH_GRAPHQL (as STANDARD: Spillway does not parse
+	// GraphQL). JSONCustomConfig.ContentTypes are media types read as
+	// JSON besides application/json and application/*+json, with
+	// STANDARD.
+	JSONParsing      string                    `json:"jsonParsing,omitempty"`
+	JSONCustomConfig *SecurityJSONCustomConfig `json:"jsonCustomConfig,omitempty"`
+	// LogLevel is NORMAL (the default) or VERBOSE: the access log says
+	// where a preconfigured WAF signature matched.
 	LogLevel             string   `json:"logLevel,omitempty"`
 	UserIPRequestHeaders []string `json:"userIpRequestHeaders,omitempty"`
 	// RequestBodyInspectionSize is how much of a request body the
@@ -44,6 +53,13 @@ type SecurityAdvancedOptions struct {
 	// 32KB, 48KB or 64KB, in any case (Google's values; KB is 1,024
 	// bytes).
 	RequestBodyInspectionSize string `json:"requestBodyInspectionSize,omitempty"`
+}
+
+// SecurityJSONCustomConfig is advancedOptionsConfig.jsonCustomConfig.
+type SecurityJSONCustomConfig struct {
+	// ContentTypes are media types (type/subtype, without parameters)
+	// whose bodies are read as JSON when jsonParsing is STANDARD.
+	ContentTypes []string `json:"contentTypes,omitempty"`
 }
 
 // DefaultRequestBodyInspectionBytes is requestBodyInspectionSize's

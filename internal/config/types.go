@@ -148,6 +148,10 @@ type Tuning struct {
 	// Resolver is the DNS server that INTERNET_FQDN_PORT endpoints and
 	// serverless base URLs with host names are resolved through.
 	Resolver *Resolver `json:"resolver,omitempty"`
+	// BGP makes spillway serve announce the frontends' anycastPrefixes
+	// to upstream routers while it can serve them (bgp.go,
+	// docs/extensions.md). Off when absent.
+	BGP *BGP `json:"bgp,omitempty"`
 }
 
 // Tracing is spillway.tracing.
@@ -793,6 +797,9 @@ type Frontend struct {
 	// they are removed. A client certificate verified by the frontend's
 	// serverTlsPolicy is trusted as well.
 	TrustedEdges []string `json:"trustedEdges,omitempty"`
+	// AnycastPrefixes are the IPv4 and IPv6 prefixes spillway.bgp
+	// announces for this frontend while it can serve them (bgp.go).
+	AnycastPrefixes []string `json:"anycastPrefixes,omitempty"`
 }
 
 // QUIC reports whether the frontend serves HTTP/3 over QUIC

@@ -38,6 +38,7 @@ func validate(c *Config, pos map[string]position) Errors {
 	v.sslCertificates()
 	v.frontends()
 	v.tuning()
+	v.bgp()
 	v.dnsZones()
 	v.securityPolicies()
 	if len(v.errs) == 0 {

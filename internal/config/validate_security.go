@@ -80,6 +80,7 @@ func (v *validator) securityPolicy(p string, sp *SecurityPolicy) {
 				v.add(at("%s.advancedOptionsConfig.userIpRequestHeaders[%d]", p, j), "write a header name, e.g. X-Real-IP", "%q is not a header name", h)
 			}
 		}
+		v.advancedOptions(p+".advancedOptionsConfig", ao)
 		if _, ok := RequestBodyInspectionBytes(ao.RequestBodyInspectionSize); !ok {
 			v.add(p+".advancedOptionsConfig.requestBodyInspectionSize", "use one of "+strings.Join(requestBodyInspectionSizes, ", "),
 				"unknown request body inspection size %q", ao.RequestBodyInspectionSize)
@@ -369,4 +370,18 @@ func joinInts(ns []int64) string {
 		s[i] = strconv.FormatInt(n, 10)
 	}
 	return strings.Join(s, ", ")
+}
+
+// advancedOptions checks jsonParsing, jsonCustomConfig and logLevel.
+func (v *validator) advancedOptions(p string, ao *SecurityAdvancedOptions) {
+	v.enum(p+".jsonParsing", ao.JSONParsing, "DISABLED", "STANDARD", "STANDARD_WITH_GRAPHQL")
+	v.enum(p+".logLevel", ao.LogLevel, "NORMAL", "VERBOSE")
+	if jc := ao.JSONCustomConfig; jc != nil {
+		for j, ct := range jc.ContentTypes {
+			typ, sub, ok := strings.Cut(ct, "/")
+			if !ok || !isToken(typ) || !isToken(sub) {
+				v.add(at("%s.jsonCustomConfig.contentTypes[%d]", p, j), "write a media type without parameters, e.g. application/vnd.api+json", "%q is not a type/subtype", ct)
+			}
+		}
+	}
 }

@@ -80,3 +80,35 @@ func TestRequestBodyInspectionSize(t *testing.T) {
 		})
 	}
 }
+
+// advancedOptionsConfig's jsonParsing, jsonCustomConfig and logLevel
+// take Google's values; an error names the field.
+func TestAdvancedOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts, want string
+	}{
+		{"{jsonParsing: STANDARD, jsonCustomConfig: {contentTypes: [application/vnd.api+json, text/json]}, logLevel: VERBOSE}", ""},
+		{"{jsonParsing: DISABLED, logLevel: NORMAL}", ""},
+		{"{jsonParsing: STANDARD_WITH_GRAPHQL}", ""},
+		{"{jsonParsing: ON}", `advancedOptionsConfig.jsonParsing: unknown value "ON"`},
+		{"{logLevel: DEBUG}", `advancedOptionsConfig.logLevel: unknown value "DEBUG"`},
+		{"{jsonParsing: STANDARD, jsonCustomConfig: {contentTypes: ['application/json; charset=utf-8']}}", "advancedOptionsConfig.jsonCustomConfig.contentTypes[0]: \"application/json; charset=utf-8\" is not a type/subtype"},
+		{"{jsonParsing: STANDARD, jsonCustomConfig: {contentTypes: [json]}}", "contentTypes[0]"},
+	} {
+		t.Run(tc.opts, func(t *testing.T) {
+			y := "backendServices:\n- name: bs\n  securityPolicy: sp\nsecurityPolicies:\n- name: sp\n" +
+				"  advancedOptionsConfig: " + tc.opts + "\n" +
+				"  rules:\n  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}\n"
+			c, err := Parse([]byte(y), "test.yaml")
+			if err == nil {
+				err = c.Validate()
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ func (c *Config) Warnings() []string {
 		w = append(w, "frontends: nothing is served: the config has no frontends, so spillway serve listens on its admin address only; add an HTTP frontend, e.g. frontends: [{name: web, address: 0.0.0.0:8080, urlMap: URL_MAP}], or a DNS frontend with dnsZones (docs/extensions.md)")
 	}
 	w = append(w, c.warnings()...)
+	w = append(w, c.bgpWarnings()...)
 	n := newNamer(c)
 	for i, s := range w {
 		if path, rest, ok := strings.Cut(s, ": "); ok && !strings.Contains(path, " ") {

@@ -30,6 +30,21 @@ type FleetStatus struct {
 	Control *FleetControl `json:"control,omitempty"`
 	Probing *FleetProbing `json:"probing,omitempty"`
 	Demand  *FleetDemand  `json:"demand,omitempty"`
+	// RateLimits is the state of the instance's rate limit share.
+	RateLimits *FleetRateLimits `json:"rateLimits,omitempty"`
+}
+
+// FleetRateLimits is how an instance shares its security policies' rate
+// limits (docs/fleet.md, "Fleet-wide rate limits").
+type FleetRateLimits struct {
+	// Connected is false while the share cannot reach etcd: the instance
+	// then counts alone, and keeps the others' bans.
+	Connected bool `json:"connected"`
+	// Peers are the other instances whose counts this instance adds
+	// (those that have keys over the floor or bans to share).
+	Peers []string `json:"peers"`
+	// Writes counts the writes of this instance's record to etcd.
+	Writes int64 `json:"writes"`
 }
 
 // FleetDemand is how an instance shares demand for fleet-wide RATE
@@ -72,11 +87,13 @@ type FleetProbing struct {
 }
 
 // FleetSources report the state of a fleet instance's control loop,
-// probe share and demand share; any may be nil (not running).
+// probe share, demand share and rate limit share; any may be nil (not
+// running).
 type FleetSources struct {
-	Control func() FleetControl
-	Probing func() FleetProbing
-	Demand  func() FleetDemand
+	Control    func() FleetControl
+	Probing    func() FleetProbing
+	Demand     func() FleetDemand
+	RateLimits func() FleetRateLimits
 }
 
 // DemandRates are offered rates in requests per second, by backend

@@ -38,6 +38,23 @@ func policyOf(name string) lbPolicy {
 // affects.
 func (p lbPolicy) hashed() bool { return p == polRingHash || p == polMaglev }
 
+// draws returns the draw that picks the backend (zone) and the hash that
+// picks the endpoint under p: the uniform draw u and no hash, or under
+// RING_HASH and MAGLEV both from the affinity key (from u when the
+// request has none).
+func (p lbPolicy) draws(u, key uint64, hasKey bool) (draw, h uint64) {
+	draw = u
+	if p.hashed() {
+		if !hasKey {
+			key = u
+		} else {
+			draw = mix64(key ^ saltZone)
+		}
+		h = mix64(key)
+	}
+	return draw, h
+}
+
 // Inflight counts the requests in flight to each endpoint of one plan, for
 // LEAST_REQUEST. Views are rebuilt on every health or demand change, so
 // the counters live outside them: create one per plan and hand it to every

@@ -82,15 +82,7 @@ func (v *View) PickInRegion(service, region int, u, key uint64, hasKey bool) Dec
 		d.Status, d.Reason = rs.status, rs.reason
 		return d
 	}
-	draw, h := u, uint64(0)
-	if sv.policy.hashed() {
-		if !hasKey {
-			key = u
-		} else {
-			draw = mix64(key ^ saltZone)
-		}
-		h = mix64(key)
-	}
+	draw, h := sv.policy.draws(u, key, hasKey)
 	bv := sv.backends[rs.backend[search(rs.cum, unit(draw))]]
 	d.Backend = bv.b
 	d.Endpoint = bv.healthy[v.endpoint(sv.policy, bv, u, h)]

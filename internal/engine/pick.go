@@ -76,15 +76,7 @@ func (v *View) pick(service int, c Client, u, key uint64, hasKey bool) (Decision
 		d.Status, d.Reason = sp.Status, sp.Reason
 		return d, nil, 0
 	}
-	draw, h := u, uint64(0)
-	if sv.policy.hashed() {
-		if !hasKey {
-			key = u
-		} else {
-			draw = mix64(key ^ saltZone)
-		}
-		h = mix64(key)
-	}
+	draw, h := sv.policy.draws(u, key, hasKey)
 	x := unit(draw)
 	i := search(sp.cum, x)
 	b := sp.backend[i]

@@ -558,10 +558,14 @@ func TestFleetRateServers(t *testing.T) {
 	w0 = rateWrites(ins)
 	changed := time.Now()
 	ins[2].rps.Store(25)
+	// A starved load goroutine sends less than asked: the split must
+	// follow the fleet demand the instance measures (a fifth at 125 rps),
+	// once that demand shows the drop from 150.
 	for _, in := range ins {
-		eventually(t, in.name+" sending a fifth to us-east1", func() (bool, string) {
-			got := in.usShare()
-			return math.Abs(got-0.2) < 0.05, fmt.Sprintf("us-east1 share %.4f", got)
+		eventually(t, in.name+" sending to us-east1 what the fleet's demand spills (a fifth at 125 rps)", func() (bool, string) {
+			got, d := in.usShare(), in.offered()
+			want := max(0, 1-100/d)
+			return d < 140 && math.Abs(got-want) < 0.05, fmt.Sprintf("us-east1 share %.4f, fleet demand %.1f rps (spill %.4f)", got, d, want)
 		})
 	}
 	t.Logf("i3's load 50 → 25 rps: every split at 1/5 ± 0.05 %v later; etcd writes meanwhile: %d", time.Since(changed).Round(time.Millisecond), rateWrites(ins)-w0)

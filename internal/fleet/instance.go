@@ -19,6 +19,7 @@ type InstanceServer interface {
 	// /health and /metrics.
 	SetFleetSources(control.FleetSources)
 	OverlayHost
+	CacheHost
 }
 
 // InstanceOptions configure the fleet side of one instance: what
@@ -36,6 +37,10 @@ type InstanceOptions struct {
 	// Rate turns on fleet-wide RATE (--fleet-rate): a DemandShare
 	// publishes this instance's offered rate and adds the others' to it.
 	Rate bool
+	// RateLimits turns on fleet-wide rate limits (--fleet-rate-limits):
+	// a RateLimitShare adds the other instances' counts and bans to the
+	// security policies' throttle and rate_based_ban rules.
+	RateLimits bool
 	// LeaseTTL is the TTL of the instance's session lease, which its
 	// registration, verdicts, offered rate and election key live under
 	// (default 10 s).
@@ -45,13 +50,18 @@ type InstanceOptions struct {
 	// (defaults 200 ms and a third of LeaseTTL, at most 10 s).
 	LeaseTTL, CheckInterval, CheckTimeout time.Duration
 	MinBackoff, MaxBackoff                time.Duration
-	Logger                                *slog.Logger
+	// InvalidationHistory bounds the cache invalidation records kept in
+	// etcd (default DefaultInvalidationHistory; see CacheShare).
+	InvalidationHistory int
+	Logger              *slog.Logger
 }
 
 // Instance is the fleet side of one `spillway serve --fleet`: its Agent
 // (config), ProbeShare (sharded probing; nil with Probers 0),
-// DemandShare (fleet-wide RATE; nil without Rate), ControlLoop (the
-// elected control loop) and OverlayShare (the runtime overlay), on one
+// DemandShare (fleet-wide RATE; nil without Rate), RateLimitShare
+// (fleet-wide rate limits; nil without RateLimits), ControlLoop (the
+// elected control loop), OverlayShare (the runtime overlay) and
+// CacheShare (Cloud CDN cache invalidations), on one
 // Store. Build it before the server (the
 // server's options need the shares, see Share and Demand) and Run it once
 // the server is ready.
@@ -60,13 +70,16 @@ type Instance struct {
 	opts   InstanceOptions
 	share  *ProbeShare
 	demand *DemandShare
+	limits *RateLimitShare
 	loop   *ControlLoop
 	ov     *OverlayShare
+	cache  *CacheShare
 }
 
 // NewInstance returns the fleet side of an instance; Run starts it.
 func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
-	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
+	in := &Instance{store: store, opts: opts, ov: newOverlayShare(store, opts.Logger, opts.CheckInterval, opts.CheckTimeout),
+		cache: newCacheShare(store, opts.Instance, opts.InvalidationHistory, opts.Logger, opts.CheckInterval, opts.CheckTimeout)}
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
@@ -81,6 +94,14 @@ func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
 		if in.demand, err = NewDemandShare(store, DemandShareOptions{
 			Instance: opts.Instance, Logger: opts.Logger,
 			LeaseTTL: opts.LeaseTTL, CheckInterval: opts.CheckInterval, CheckTimeout: opts.CheckTimeout,
+			MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if opts.RateLimits {
+		if in.limits, err = NewRateLimitShare(store, RateLimitShareOptions{
+			Instance: opts.Instance, Logger: opts.Logger, LeaseTTL: opts.LeaseTTL, CheckTimeout: opts.CheckTimeout,
 			MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
 		}); err != nil {
 			return nil, err
@@ -103,9 +124,17 @@ func (in *Instance) Share() *ProbeShare { return in.share }
 // server's Options.DemandShare when not nil.
 func (in *Instance) Demand() *DemandShare { return in.demand }
 
+// RateLimits returns the instance's rate limit share (nil without
+// RateLimits): the server's Options.RateLimitShare when not nil.
+func (in *Instance) RateLimits() *RateLimitShare { return in.limits }
+
 // Overlay returns the instance's share of the fleet's runtime overlay:
 // the server's Options.OverlayStore.
 func (in *Instance) Overlay() *OverlayShare { return in.ov }
+
+// Cache returns the instance's share of the fleet's cache
+// invalidations: the server's Options.CacheInvalidations.
+func (in *Instance) Cache() *CacheShare { return in.cache }
 
 // Loop returns the instance's control loop.
 func (in *Instance) Loop() *ControlLoop { return in.loop }
@@ -126,7 +155,11 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	if err != nil {
 		return err
 	}
-	srv.SetFleetSources(Sources(in.loop, in.share, in.demand))
+	src := Sources(in.loop, in.share, in.demand)
+	if in.limits != nil {
+		src.RateLimits = in.limits.status
+	}
+	srv.SetFleetSources(src)
 	members := []member{ag}
 	if in.share != nil {
 		in.share.srv = srv
@@ -135,9 +168,13 @@ func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control
 	if in.demand != nil {
 		members = append(members, in.demand)
 	}
+	if in.limits != nil {
+		members = append(members, in.limits)
+	}
 	in.loop.host = srv
 	in.ov.host = srv
-	members = append(members, in.loop, in.ov)
+	in.cache.host = srv
+	members = append(members, in.loop, in.ov, in.cache)
 	in.store.runSession(ctx, ag.sessionOptions(), members...)
 	return nil
 }

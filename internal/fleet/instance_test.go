@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/serve"
@@ -18,7 +19,7 @@ import (
 
 // fullInstance is one instance as `spillway serve --fleet` runs it:
 // fleet.NewInstance with every component (agent, probe share, demand
-// share, control loop) next to a real server.
+// share, rate limit share, control loop) next to a real server.
 type fullInstance struct {
 	name string
 	srv  *serve.Server
@@ -34,10 +35,24 @@ func startFullInstance(t *testing.T, e *fleettest.Etcd, name string, ws ...clien
 }
 
 // startFullInstanceOpts is startFullInstance with tweak applied to the
-// instance's options (region us-east1, one prober per target, shared
-// demand by default) and the server's (its overlay store is the
-// instance's; its role and region the instance's).
-func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak func(*fleet.InstanceOptions, *serve.Options), ws ...clientv3.Watcher) *fullInstance {
+// server's options (its overlay store is the instance's).
+func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak func(*serve.Options), ws ...clientv3.Watcher) *fullInstance {
+	t.Helper()
+	return startFullInstanceWith(t, e, name, instanceTweaks{opts: tweak}, ws...)
+}
+
+// instanceTweaks change what startFullInstanceWith starts: the config the
+// fleet gave (before the server is made from it), the fleet options
+// (region us-east1, one prober per target, shared demand and rate
+// limits; the server takes their role and region) and the server's
+// options.
+type instanceTweaks struct {
+	cfg  func(*config.Config)
+	inst func(*fleet.InstanceOptions)
+	opts func(*serve.Options)
+}
+
+func startFullInstanceWith(t *testing.T, e *fleettest.Etcd, name string, tw instanceTweaks, ws ...clientv3.Watcher) *fullInstance {
 	t.Helper()
 	cl := dial(t, e)
 	if len(ws) > 0 {
@@ -49,27 +64,36 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tw.cfg != nil {
+		tw.cfg(cfg)
+	}
 	io := fleet.InstanceOptions{
-		Instance: name, Region: "us-east1", Probers: 1, Rate: true, Logger: log,
+		Instance: name, Region: "us-east1", Probers: 1, Rate: true, RateLimits: true, Logger: log,
 		LeaseTTL: 2 * time.Second, CheckInterval: 200 * time.Millisecond, CheckTimeout: checkTimeout,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 	}
-	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1}
-	if tweak != nil {
-		tweak(&io, &opts)
+	if tw.inst != nil {
+		tw.inst(&io)
 	}
-	opts.Role, opts.Region = io.Role, io.Region
 	inst, err := fleet.NewInstance(st, io)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1, Role: io.Role, Region: io.Region}
 	if sh := inst.Share(); sh != nil {
 		opts.ProbeShare = sh
 	}
 	if d := inst.Demand(); d != nil {
 		opts.DemandShare = d
 	}
+	if rl := inst.RateLimits(); rl != nil {
+		opts.RateLimitShare = rl
+	}
 	opts.OverlayStore = inst.Overlay()
+	opts.CacheInvalidations = inst.Cache()
+	if tw.opts != nil {
+		tw.opts(&opts)
+	}
 	srv, err := serve.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +146,8 @@ func fleetKeys(t *testing.T, cl *clientv3.Client) map[string]map[string]clientv3
 			owner = k[strings.LastIndexByte(k, '/')+1:]
 		case strings.HasPrefix(k, "demand/"):
 			owner = strings.TrimPrefix(k, "demand/")
+		case strings.HasPrefix(k, "ratelimits/"):
+			owner = strings.TrimPrefix(k, "ratelimits/")
 		case strings.HasPrefix(k, "control/election/"), k == "control/leader":
 			owner = string(kv.Value)
 		default:

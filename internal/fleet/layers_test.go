@@ -141,18 +141,20 @@ func TestLayersShareHealthThroughFleet(t *testing.T) {
 	regUS, regEU := freeAddr(t, "127.0.0.63"), freeAddr(t, "127.0.0.64")
 	push(t, st, layersFleetConfig(us, eu, regUS, regEU))
 
-	role := func(region, role string, tr http.RoundTripper) func(*fleet.InstanceOptions, *serve.Options) {
-		return func(io *fleet.InstanceOptions, o *serve.Options) {
-			io.Region, io.Role, io.Probers = region, role, 2
-			if tr != nil {
-				o.Transport = tr
-			}
+	role := func(region, role string, tr http.RoundTripper) instanceTweaks {
+		return instanceTweaks{
+			inst: func(io *fleet.InstanceOptions) { io.Region, io.Role, io.Probers = region, role, 2 },
+			opts: func(o *serve.Options) {
+				if tr != nil {
+					o.Transport = tr
+				}
+			},
 		}
 	}
 	direct := &noEndpoints{}
-	edge := startFullInstanceOpts(t, e, "edge", role("us-east1", config.LayerEdge, direct))
-	rus := startFullInstanceOpts(t, e, "reg-us", role("us-east1", config.LayerRegional, nil))
-	reu := startFullInstanceOpts(t, e, "reg-eu", role("europe-west1", config.LayerRegional, nil))
+	edge := startFullInstanceWith(t, e, "edge", role("us-east1", config.LayerEdge, direct))
+	rus := startFullInstanceWith(t, e, "reg-us", role("us-east1", config.LayerRegional, nil))
+	reu := startFullInstanceWith(t, e, "reg-eu", role("europe-west1", config.LayerRegional, nil))
 
 	// Each instance serves its own layer's frontends only.
 	if edge.srv.FrontendAddr("reg-us") != "" || rus.srv.FrontendAddr("edge") != "" || rus.srv.FrontendAddr("reg-eu") != "" || reu.srv.FrontendAddr("reg-eu") != regEU {
@@ -337,12 +339,12 @@ frontends:
 - {name: reg-us, address: "%s", layer: REGIONAL, region: us-east1, trustedEdges: [127.0.0.0/8]}
 - {name: reg-eu, address: "%s", layer: REGIONAL, region: europe-west1, trustedEdges: [127.0.0.0/8]}
 `, port, portEU, regUS, regEU, regUS, regEU))
-	role := func(region, role string) func(*fleet.InstanceOptions, *serve.Options) {
-		return func(io *fleet.InstanceOptions, _ *serve.Options) { io.Region, io.Role = region, role }
+	role := func(region, role string) instanceTweaks {
+		return instanceTweaks{inst: func(io *fleet.InstanceOptions) { io.Region, io.Role = region, role }}
 	}
-	edge := startFullInstanceOpts(t, e, "edge", role("us-east1", config.LayerEdge))
-	startFullInstanceOpts(t, e, "reg-us", role("us-east1", config.LayerRegional))
-	startFullInstanceOpts(t, e, "reg-eu", role("europe-west1", config.LayerRegional))
+	edge := startFullInstanceWith(t, e, "edge", role("us-east1", config.LayerEdge))
+	startFullInstanceWith(t, e, "reg-us", role("us-east1", config.LayerRegional))
+	startFullInstanceWith(t, e, "reg-eu", role("europe-west1", config.LayerRegional))
 	front := edge.srv.FrontendAddr("edge")
 	eventually(t, "the edge sharing demand with both regional instances", func() (bool, string) {
 		st := edge.inst.Demand().Stats()

@@ -11,9 +11,10 @@ import (
 // for leases, checks and probe intervals (9 s of CPU in 131 s when they
 // ran one at a time).
 //
-// Five tests are not parallel, so go test runs them first, alone:
-// TestFleetSizing, TestFleetRateServers, TestShardedProbing and
-// TestDemandShareSeed001 count etcd writes, requests or probes over time,
+// Six tests are not parallel, so go test runs them first, alone:
+// TestFleetSizing, TestFleetRateServers, TestFleetRateLimits,
+// TestShardedProbing and TestDemandShareSeed001 count etcd writes,
+// requests or probes over time,
 // and TestControlLoopServers drains a zone on probe results. Their health
 // checks time out after 150 ms; under CPU load, with 8 fleet tests at
 // once, such probes failed, flipped verdicts and added writes to counts.

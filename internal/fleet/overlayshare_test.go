@@ -26,7 +26,7 @@ func TestFleetOverlay(t *testing.T) {
 	bs := []*hcBackend{newHCBackend(t, "127.0.0.32"), newHCBackend(t, "127.0.0.33")}
 	push(t, st, shardedConfig(bs))
 	var skew atomic.Int64
-	clock := func(_ *fleet.InstanceOptions, o *serve.Options) {
+	clock := func(o *serve.Options) {
 		o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		o.OverlayCheckInterval = 50 * time.Millisecond
 	}

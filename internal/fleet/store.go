@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -90,6 +91,10 @@ type Store struct {
 	cl     *clientv3.Client
 	prefix string
 	now    func() time.Time
+	// firstRead is the etcd revision of the process's first successful
+	// read of config/current (Start's, before the server and its cache
+	// exist): what happened in etcd up to it predates them.
+	firstRead atomic.Int64
 }
 
 // NewStore returns the store of the fleet under prefix ("" = DefaultPrefix).
@@ -128,6 +133,7 @@ func (s *Store) Current(ctx context.Context) (*Record, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("fleet: read %s: %w", s.CurrentKey(), err)
 	}
+	s.firstRead.CompareAndSwap(0, resp.Header.Revision)
 	if len(resp.Kvs) == 0 {
 		return nil, resp.Header.Revision, ErrNoConfig
 	}

@@ -110,6 +110,7 @@ func collections() []collection {
 		{"networkEndpointGroups", reflect.TypeFor[config.NetworkEndpointGroup]()},
 		{"instanceGroups", reflect.TypeFor[config.InstanceGroup]()},
 		{"backendServices", reflect.TypeFor[config.BackendService]()},
+		{"backendBuckets", reflect.TypeFor[config.BackendBucket]()},
 		{"urlMaps", reflect.TypeFor[config.URLMap]()},
 		{"securityPolicies", reflect.TypeFor[config.SecurityPolicy]()},
 	}
@@ -287,7 +288,7 @@ func (im *importer) item(src, where string, n *yaml.Node) error {
 	case "networkEndpoint", "member":
 		return fmt.Errorf("%s: a group member list does not say which group it lists; pass it as --endpoints GROUP[@ZONE]=%s", where, src)
 	case "":
-		return fmt.Errorf("%s: cannot tell which resource this is (no kind, and none of the fields that identify a URL map, backend service, health check, service LB policy, network endpoint group, instance group or instance); give gcloud's export or describe output, or add kind: compute#backendService (or compute#urlMap, compute#healthCheck, ...)", where)
+		return fmt.Errorf("%s: cannot tell which resource this is (no kind, and none of the fields that identify a URL map, backend service, backend bucket, health check, service LB policy, network endpoint group, instance group or instance); give gcloud's export or describe output, or add kind: compute#backendService (or compute#urlMap, compute#healthCheck, ...)", where)
 	case "ignore":
 		im.note(src, where, "kind %s is not a resource Spillway imports; skipped", scalar(get(n, "kind")))
 	default:
@@ -320,6 +321,8 @@ func kindCollection(kind string) (string, bool) {
 		return "serviceLbPolicies", true
 	case "compute#securityPolicy":
 		return "securityPolicies", true
+	case "compute#backendBucket":
+		return "backendBuckets", true
 	}
 	return "", false
 }
@@ -337,6 +340,7 @@ func signatures() []signature {
 		{"instance", []string{"networkInterfaces"}},
 		{"serviceLbPolicies", []string{"loadBalancingAlgorithm", "autoCapacityDrain", "failoverConfig", "isolationConfig"}},
 		{"securityPolicies", []string{"rules", "adaptiveProtectionConfig", "advancedOptionsConfig"}},
+		{"backendBuckets", []string{"bucketName"}},
 		{"backendServices", []string{"backends", "loadBalancingScheme", "healthChecks", "sessionAffinity", "localityLbPolicy", "enableCDN", "connectionDraining"}},
 		{"urlMaps", []string{"defaultService", "hostRules", "pathMatchers", "defaultRouteAction", "defaultUrlRedirect"}},
 		{"healthChecks", []string{"httpHealthCheck", "httpsHealthCheck", "http2HealthCheck", "tcpHealthCheck", "sslHealthCheck", "grpcHealthCheck", "grpcTlsHealthCheck", "checkIntervalSec", "healthyThreshold", "unhealthyThreshold"}},
@@ -384,6 +388,9 @@ func (im *importer) resource(src, coll string, n *yaml.Node, tf bool) *resource 
 	}
 	if nm := get(out, "name"); nm != nil {
 		nm.Value = name
+	}
+	if coll == "backendServices" || coll == "backendBuckets" {
+		im.cdn(src, path, out)
 	}
 	if coll == "networkEndpointGroups" || coll == "instanceGroups" {
 		for _, k := range []string{"zone", "region"} {

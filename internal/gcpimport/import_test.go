@@ -171,6 +171,26 @@ func terraformServerlessOptions(t testing.TB) gcpimport.Options {
 		Files: []gcpimport.Source{read(t, filepath.Join("testdata", "terraform-serverless", "state.json"))}}
 }
 
+// cdnOptions imports a CDN-enabled backend service (export), one with
+// Cloud CDN off, a CDN-enabled backend bucket (describe) and the URL map
+// that routes /static/* to the bucket, with the NEG's endpoints.
+func cdnOptions(t testing.TB) gcpimport.Options {
+	dir := filepath.Join("testdata", "cdn")
+	o := gcpimport.Options{Frontend: "127.0.0.1:8080", Region: "us-east1",
+		Endpoints: []gcpimport.Endpoints{{Group: "neg-web-us-east1-b", Source: read(t, filepath.Join(dir, "neg-web-us-east1-b.json"))}}}
+	for _, f := range []string{"url-map.yaml", "backend-service.yaml", "backend-bucket.yaml"} {
+		o.Files = append(o.Files, read(t, filepath.Join(dir, f)))
+	}
+	return o
+}
+
+// terraformCDNOptions is the same as a terraform state, with the
+// bucket's compression and edge security policy on.
+func terraformCDNOptions(t testing.TB) gcpimport.Options {
+	return gcpimport.Options{Frontend: "127.0.0.1:8080", Region: "us-east1",
+		Files: []gcpimport.Source{read(t, filepath.Join("testdata", "terraform-cdn", "state.json"))}}
+}
+
 // The imported configs are golden files: a change in what is carried
 // shows up in review. Each validates and compiles, as spillway validate
 // would check it.
@@ -182,6 +202,7 @@ func TestImportGolden(t *testing.T) {
 		{"gcloud", "", gcloudOptions}, {"terraform", "", terraformOptions},
 		{"serverless", "", serverlessOptions}, {"internet", "", internetOptions},
 		{"terraform-serverless", "", terraformServerlessOptions},
+		{"cdn", "", cdnOptions}, {"terraform-cdn", "", terraformCDNOptions},
 		{"winticket", filepath.Join("..", "..", "examples", "winticket", "config.yaml"), winticketOptions},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +250,6 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 	res := mustImport(t, uncarriedOptions(t))
 	want := []struct{ path, reason string }{
 		{"backendServices[bs-static].compressionMode", "does not support this field"},
-		{"backendServices[bs-static].enableCDN", "does not carry enableCDN"},
 		{"backendServices[bs-static].iap", "Spillway has no IAP"},
 		{"healthChecks[hc-static].logConfig", "writes no health check logs"},
 		// Policies the input does not hold (checked once every file is read).
@@ -245,15 +265,15 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 			t.Errorf("note %d = %v, want %s: …%s…", i, n, w.path, w.reason)
 		}
 	}
-	if res.Dropped["cdnPolicy"] != 1 || res.Dropped["id"] != 2 {
-		t.Errorf("dropped %v, want cdnPolicy ×1 and id ×2", res.Dropped)
+	if res.Dropped["id"] != 2 {
+		t.Errorf("dropped %v, want id ×2", res.Dropped)
 	}
 	c, err := config.Parse(res.Config, "uncarried.yaml")
 	if err != nil {
 		t.Fatalf("does not validate: %v\n%s", err, res.Config)
 	}
 	bs := c.BackendServices[0]
-	if bs.EnableCDN || bs.Iap != nil || bs.CdnPolicy != nil || len(c.Frontends) != 0 {
+	if bs.Iap != nil || len(c.Frontends) != 0 {
 		t.Errorf("carried a feature it reported: %+v", bs)
 	}
 	if len(c.NetworkEndpointGroups) != 1 || c.NetworkEndpointGroups[0].Zone != "us-central1-b" || len(c.NetworkEndpointGroups[0].Endpoints) != 2 {
@@ -263,6 +283,78 @@ func TestUncarriedFeaturesAreReported(t *testing.T) {
 		if !strings.Contains(string(res.Config), s) {
 			t.Errorf("output lacks %q:\n%s", s, res.Config)
 		}
+	}
+}
+
+// Cloud CDN is carried from gcloud's and terraform's output alike:
+// enableCDN and every cdnPolicy field on services, backend buckets with
+// their policy, and the URL map's routes to buckets; a policy with Cloud
+// CDN off is dropped, and what Spillway reads differently (bucketName, a
+// bucket's compression or security policy, signed URL keys) is noted.
+func TestCDNCarried(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		opts  func(testing.TB) gcpimport.Options
+		notes []string // note paths, in order
+	}{
+		{"gcloud", cdnOptions, []string{"backendServices[bs-web].cdnPolicy.signedUrlKeyNames", "backendBuckets[bb-static].bucketName"}},
+		{"terraform", terraformCDNOptions, []string{"backendBuckets[bb-static].bucketName", "backendBuckets[bb-static].compressionMode", "backendBuckets[bb-static].edgeSecurityPolicy"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustImport(t, tt.opts(t))
+			var paths []string
+			for _, n := range res.Notes {
+				paths = append(paths, n.Path)
+			}
+			if strings.Join(paths, " ") != strings.Join(tt.notes, " ") {
+				t.Errorf("notes %v, want paths %v", res.Notes, tt.notes)
+			}
+			if res.Dropped["cdnPolicy (Cloud CDN off)"] != 1 {
+				t.Errorf("dropped %v, want the policy of bs-api (CDN off) once", res.Dropped)
+			}
+			c, err := config.Parse(res.Config, tt.name+".yaml")
+			if err != nil {
+				t.Fatalf("does not validate: %v\n%s", err, res.Config)
+			}
+			var web, api *config.BackendService
+			for i := range c.BackendServices {
+				switch c.BackendServices[i].Name {
+				case "bs-web":
+					web = &c.BackendServices[i]
+				case "bs-api":
+					api = &c.BackendServices[i]
+				}
+			}
+			if web == nil || api == nil {
+				t.Fatalf("services: %+v", c.BackendServices)
+			}
+			p := web.CdnPolicy
+			if !web.EnableCDN || p == nil || p.CacheMode != "USE_ORIGIN_HEADERS" || p.SignedURLCacheMaxAgeSec == nil || *p.SignedURLCacheMaxAgeSec != 3600 ||
+				p.ServeWhileStale == nil || *p.ServeWhileStale != 86400 || p.RequestCoalescing == nil || !*p.RequestCoalescing ||
+				p.NegativeCaching == nil || !*p.NegativeCaching || len(p.NegativeCachingPolicy) == 0 || p.NegativeCachingPolicy[0].Code != 404 ||
+				len(p.BypassCacheOnRequestHeaders) != 1 || p.CacheKeyPolicy == nil || len(p.CacheKeyPolicy.IncludeNamedCookies) != 1 ||
+				len(p.CacheKeyPolicy.IncludeHTTPHeaders) != 1 || len(p.CacheKeyPolicy.QueryStringWhitelist) != 1 {
+				t.Errorf("bs-web's Cloud CDN: enableCDN %v, %+v", web.EnableCDN, p)
+			}
+			if api.EnableCDN || api.CdnPolicy != nil {
+				t.Errorf("bs-api (CDN off) carried a policy: %+v", api.CdnPolicy)
+			}
+			if len(c.BackendBuckets) != 1 {
+				t.Fatalf("buckets: %+v", c.BackendBuckets)
+			}
+			b := c.BackendBuckets[0]
+			if b.Name != "bb-static" || b.BucketName != "static-assets-prod" || !b.EnableCdn || b.CdnPolicy == nil ||
+				b.CdnPolicy.CacheMode != "CACHE_ALL_STATIC" || b.CdnPolicy.DefaultTTL == nil || *b.CdnPolicy.DefaultTTL != 3600 ||
+				b.EdgeSecurityPolicy != "" || (b.CompressionMode != "" && b.CompressionMode != "DISABLED") {
+				t.Errorf("bucket: %+v %+v", b, b.CdnPolicy)
+			}
+			if !strings.Contains(string(res.Config), "service: https://www.googleapis.com/compute/v1/projects/my-gcp-project/global/backendBuckets/bb-static") {
+				t.Errorf("the URL map's route to the bucket is lost:\n%s", res.Config)
+			}
+			if _, err := plan.Compile(c); err != nil {
+				t.Errorf("does not compile: %v", err)
+			}
+		})
 	}
 }
 

@@ -89,8 +89,18 @@ func (p *pruner) prune(n *yaml.Node, t reflect.Type, path string, top bool) *yam
 		}
 		return n
 	}
-	if p.tf && zero(n) && !strings.HasSuffix(path, ".capacityScaler") && !strings.HasSuffix(path, ".priority") {
+	if p.tf && zero(n) && !strings.HasSuffix(path, ".capacityScaler") && !strings.HasSuffix(path, ".priority") &&
+		!strings.HasSuffix(path, ".requestCoalescing") {
 		return nil // terraform writes every unset attribute
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && isInt(t.Kind()) && strings.Contains(path, ".cdnPolicy.") {
+		// Google's int64 fields are strings in JSON: gcloud writes
+		// signedUrlCacheMaxAgeSec: '3600', which config reads as an int.
+		if _, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+			c := *n
+			c.Tag, c.Style = "!!int", 0
+			return &c
+		}
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "" {
 		return nil // gcloud writes description: '' for "not set"
@@ -169,16 +179,6 @@ func (p *pruner) special(out *yaml.Node, t reflect.Type, key string, val *yaml.N
 				p.im.dropped["iap (enabled: false)"]++
 			}
 			return true
-		case "enableCdn", "enableCDN":
-			if truthy(val) {
-				p.im.note(p.src, path+".enableCDN", "Cloud CDN is on: spillway import does not carry enableCDN and cdnPolicy yet, so every request goes to the backends uncached until you add them (docs/cdn.md)")
-			}
-			return true
-		case "cdnPolicy":
-			if !isNull(val) {
-				p.im.dropped["cdnPolicy"]++
-			}
-			return true
 		case "securityPolicy", "edgeSecurityPolicy":
 			// Carried by name; render drops it, with a note, when the
 			// input does not hold the policy.
@@ -203,6 +203,8 @@ func (p *pruner) special(out *yaml.Node, t reflect.Type, key string, val *yaml.N
 			}
 			return true
 		}
+	case reflect.TypeFor[config.BackendBucket]():
+		return p.bucketField(out, key, val, path)
 	case reflect.TypeFor[config.HealthCheck]():
 		if key == "logConfig" {
 			p.logConfig(block, val, path)
@@ -367,4 +369,68 @@ func intValue(n *yaml.Node) (int, bool) {
 		return 0, false
 	}
 	return int(f), true
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// bucketField handles the backend bucket fields Spillway reads
+// differently: bucketName (a Cloud Storage bucket in Google Cloud, a
+// local directory in Spillway: carried, with a note), an edge security
+// policy (not supported on buckets) and compressionMode other than
+// DISABLED. It reports whether it handled key.
+func (p *pruner) bucketField(out *yaml.Node, key string, val *yaml.Node, path string) bool {
+	switch key {
+	case "bucketName":
+		if b := scalar(val); b != "" {
+			set(out, key, str(b))
+			p.im.note(p.src, path+".bucketName", "%q is a Cloud Storage bucket; Spillway serves a backend bucket from a local directory: copy the objects there (gcloud storage rsync -r gs://%s DIR) and set bucketName to DIR (docs/cdn.md)", b, b)
+		}
+		return true
+	case "edgeSecurityPolicy":
+		if !zero(val) {
+			p.im.note(p.src, path+".edgeSecurityPolicy", "security policies on backend buckets are not supported yet: the bucket is served without %s", config.RefName(scalar(val)))
+		}
+		return true
+	case "compressionMode":
+		if m := scalar(val); m != "" && m != "DISABLED" {
+			p.im.note(p.src, path+".compressionMode", "%s: Spillway does not compress responses; served uncompressed", m)
+		}
+		return true
+	}
+	return false
+}
+
+// cdn finishes a backend service's or bucket's Cloud CDN fields: a
+// cdnPolicy with Cloud CDN off is dropped (it does nothing), and signed
+// URL key names, which gcloud lists but never exports the keys of, get a
+// note saying where the keys go.
+func (im *importer) cdn(src, path string, out *yaml.Node) {
+	on := truthy(get(out, "enableCDN")) || truthy(get(out, "enableCdn"))
+	if !on {
+		del(out, "enableCDN") // false: Cloud CDN off, as when unset
+		del(out, "enableCdn")
+	}
+	pol := get(out, "cdnPolicy")
+	if pol == nil {
+		return
+	}
+	if !on {
+		del(out, "cdnPolicy")
+		im.dropped["cdnPolicy (Cloud CDN off)"]++
+		return
+	}
+	if keys := seq(get(pol, "signedUrlKeyNames")); len(keys) > 0 {
+		var names []string
+		for _, k := range keys {
+			names = append(names, scalar(k))
+		}
+		im.note(src, path+".cdnPolicy.signedUrlKeyNames", "signed URL keys %s are not in any export: add each under spillway.signedUrlKeys (backend, keyName, keyFile) or signed requests are refused with 403 (docs/cdn.md)", strings.Join(names, ", "))
+	}
 }

@@ -93,8 +93,6 @@ func (im *importer) tfResource(src string, r *yaml.Node) {
 		im.note(src, addr, "a regional load balancer's resource: Spillway implements the global external Application Load Balancer; not imported")
 	case "google_compute_global_forwarding_rule", "google_compute_target_http_proxy", "google_compute_target_https_proxy", "google_compute_global_address":
 		im.note(src, addr, "Spillway's frontends[] take the place of forwarding rules, target proxies and addresses: use --frontend ADDRESS; not imported")
-	case "google_compute_backend_bucket":
-		im.note(src, addr, "backend buckets (Cloud Storage) are not supported; not imported")
 	case "google_compute_managed_ssl_certificate", "google_compute_ssl_certificate", "google_certificate_manager_certificate":
 		im.note(src, addr, "certificates are PEM files in Spillway (frontends[].certificates); not imported")
 	case "google_compute_ssl_policy":
@@ -121,6 +119,8 @@ func tfCollection(typ string) string {
 		return "instanceGroups"
 	case "google_compute_security_policy":
 		return "securityPolicies"
+	case "google_compute_backend_bucket":
+		return "backendBuckets"
 	}
 	return ""
 }

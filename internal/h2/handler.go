@@ -26,7 +26,7 @@ func (c *conn) start(st *stream) error {
 	}
 	if c.handlers < int(c.maxStreams) {
 		c.handlers++
-		go c.runHandler(st)
+		c.s.workers.run(c, st)
 		return nil
 	}
 	if len(c.queued) > 4*int(c.maxStreams) {
@@ -49,7 +49,7 @@ func (c *conn) handlerDone() {
 			continue // reset before it started
 		}
 		c.handlers++
-		go c.runHandler(st)
+		c.s.workers.run(c, st)
 	}
 	if len(c.queued) == 0 {
 		c.queued = nil
@@ -59,7 +59,7 @@ func (c *conn) handlerDone() {
 	}
 }
 
-// runHandler serves one request (its own goroutine).
+// runHandler serves one request (on a worker: see workerPool).
 func (c *conn) runHandler(st *stream) {
 	defer c.handlerDone()
 	w := &st.rw

@@ -59,7 +59,8 @@ type Server struct {
 	fieldsOnce sync.Once
 	fields     *fieldTables
 
-	bufs connBuffers
+	bufs    connBuffers
+	workers workerPool
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}

@@ -1,6 +1,7 @@
 package h2
 
 import (
+	"runtime"
 	"strconv"
 
 	"golang.org/x/net/http2"
@@ -194,13 +195,21 @@ func (c *conn) writeHeaderBlock(id uint32, endStream bool) error {
 func (c *conn) writeFrames(st *stream, h *respHead, data []byte, end bool) error {
 	c.lockWrite()
 	err := c.writeFramesLocked(st, h, data, end)
+	others := false
 	if err == nil && end {
 		c.mu.Lock()
 		st.sentEnd = true
 		if st.recvEnd {
 			c.closeStream(st)
 		}
+		others = c.handlers > 1
 		c.mu.Unlock()
+	}
+	if others && c.pending.Load() == 1 {
+		// Other streams' handlers run: let those the same poll woke
+		// queue their frames behind this lock, so that one write
+		// carries them all (the last writer flushes).
+		runtime.Gosched()
 	}
 	c.unlockWrite(false)
 	return err

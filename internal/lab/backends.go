@@ -40,6 +40,11 @@ type Backends struct {
 	tlsCert *tls.Certificate // shared self-signed cert for HTTPS backends
 }
 
+// ListenFunc opens a backend's listener on addr (host:port). The default
+// listens in the lab process's network namespace; the global lab opens
+// each listener inside the namespace of the backend's site.
+type ListenFunc func(ctx context.Context, addr string) (net.Listener, error)
+
 // backend is one address.
 type backend struct {
 	addr     string
@@ -49,6 +54,7 @@ type backend struct {
 	// health maps health-check paths to the body a passing check answers.
 	health map[string]string
 	tlsCfg *tls.Config
+	listen ListenFunc
 
 	failHealth   atomic.Bool
 	failRequests atomic.Bool
@@ -78,6 +84,18 @@ const MaxPad = 4 << 20
 // need no setup; on other systems binding them fails with an error that
 // says so. Close stops everything.
 func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
+	return StartBackendsWith(ctx, p, nil)
+}
+
+// StartBackendsWith is StartBackends with each listener opened by listen
+// (nil: in this process's network namespace).
+func StartBackendsWith(ctx context.Context, p *plan.Plan, listen ListenFunc) (*Backends, error) {
+	if listen == nil {
+		listen = func(ctx context.Context, addr string) (net.Listener, error) {
+			var lc net.ListenConfig
+			return lc.Listen(ctx, "tcp", addr)
+		}
+	}
 	set := backendSet{byAddr: map[string]*backend{}}
 	for _, svc := range p.Services {
 		for _, be := range svc.Backends {
@@ -95,6 +113,7 @@ func StartBackends(ctx context.Context, p *plan.Plan) (*Backends, error) {
 	bs := &Backends{}
 	for _, addr := range order {
 		b := byAddr[addr]
+		b.listen = listen
 		if usesTLS(b.proto) {
 			if bs.tlsCert == nil {
 				cert, _, _, err := SelfSigned()
@@ -193,8 +212,7 @@ func (b *backend) start(ctx context.Context) error {
 	if b.srv != nil {
 		return nil
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", b.addr)
+	ln, err := b.listen(ctx, b.addr)
 	if err != nil {
 		hint := "another process may use the port; stop it or change the named port"
 		if strings.Contains(err.Error(), "assign requested address") {

@@ -2,7 +2,9 @@ package route
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -149,6 +151,44 @@ func (t *Table) Name() string { return t.name }
 
 // Default is the URL map default action, used when no host rule matches.
 func (t *Table) Default() *Action { return t.def }
+
+// Services returns the names of every backend service (or backend
+// bucket) some rule of the URL map can send a request to, sorted: the
+// services a frontend serving it depends on.
+func (t *Table) Services() []string {
+	seen := map[string]bool{}
+	add := func(a *Action) {
+		if a != nil {
+			for _, s := range a.Services {
+				seen[s.Name] = true
+			}
+		}
+	}
+	add(t.def)
+	pms := []*pathMatcher{t.star}
+	for _, pm := range t.exact {
+		pms = append(pms, pm)
+	}
+	for _, w := range append(slices.Clone(t.wild), t.wildPort...) {
+		pms = append(pms, w.pm)
+	}
+	for _, pm := range pms {
+		if pm == nil {
+			continue
+		}
+		add(pm.def)
+		for _, a := range pm.exact {
+			add(a)
+		}
+		for _, r := range pm.prefixes {
+			add(r.action)
+		}
+		for _, r := range pm.routes {
+			add(r.action)
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
 
 func compilePathMatcher(base string, pm *config.PathMatcher, urlMapHA []*config.HTTPHeaderAction, urlMapDef *Action) (*pathMatcher, error) {
 	has := urlMapHA

@@ -436,3 +436,40 @@ func TestNextDrawSplitsEvenly(t *testing.T) {
 		}
 	}
 }
+
+// TestServices: every service a rule of the URL map can pick, at every
+// level (URL map default, path matcher defaults, path rules, route rules,
+// weighted splits), and none of a redirect.
+func TestServices(t *testing.T) {
+	got := mustCompile(t, goldenURLMap()).Services()
+	want := map[string]bool{}
+	m := goldenURLMap()
+	add := func(s string, ra *config.HTTPRouteAction) {
+		if s != "" {
+			want[config.RefName(s)] = true
+		}
+		if ra != nil {
+			for _, w := range ra.WeightedBackendServices {
+				want[config.RefName(w.BackendService)] = true
+			}
+		}
+	}
+	add(m.DefaultService, m.DefaultRouteAction)
+	for _, pm := range m.PathMatchers {
+		add(pm.DefaultService, pm.DefaultRouteAction)
+		for _, pr := range pm.PathRules {
+			add(pr.Service, pr.RouteAction)
+		}
+		for _, rr := range pm.RouteRules {
+			add(rr.Service, rr.RouteAction)
+		}
+	}
+	if len(got) != len(want) || len(got) < 10 {
+		t.Fatalf("Services() = %v (%d), want the %d of the config: %v", got, len(got), len(want), want)
+	}
+	for i, s := range got {
+		if !want[s] || i > 0 && got[i-1] >= s {
+			t.Errorf("Services() = %v: %q unexpected or out of order", got, s)
+		}
+	}
+}

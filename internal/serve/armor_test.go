@@ -387,3 +387,89 @@ spillway: {geoDatabase: %s}
 		t.Errorf("reload with a missing database: %v", err)
 	}
 }
+
+// advancedOptionsConfig.jsonParsing STANDARD inspects a JSON body value
+// by value: a SQL injection inside a value that the body inspected
+// whole (the default) lets through at sensitivity 1 is denied, also for
+// a jsonCustomConfig content type, while ordinary JSON goes through;
+// logLevel VERBOSE puts where the signature matched in the access log.
+func TestSecurityPolicyJSONParsing(t *testing.T) {
+	var hits atomic.Int64
+	be := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go be.Serve(ln)
+	t.Cleanup(func() { be.Close() })
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	y := fmt.Sprintf(`
+networkEndpointGroups: [{name: neg, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}]
+backendServices:
+- {name: bs-whole, securityPolicy: whole, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 100000}]}
+- {name: bs-parsed, securityPolicy: parsed, backends: [{group: neg, balancingMode: RATE, maxRatePerEndpoint: 100000}]}
+securityPolicies:
+- name: whole
+  rules: &rules
+  - {priority: 1000, action: deny(403), match: {expr: {expression: "evaluatePreconfiguredWaf('sqli-v33-stable', {'sensitivity': 1})"}}}
+  - {priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}
+- name: parsed
+  advancedOptionsConfig: {jsonParsing: STANDARD, jsonCustomConfig: {contentTypes: [text/x-shop]}, logLevel: VERBOSE}
+  rules: *rules
+urlMaps:
+- name: um
+  defaultService: bs-whole
+  hostRules: [{hosts: ['*'], pathMatcher: pm}]
+  pathMatchers: [{name: pm, defaultService: bs-whole, pathRules: [{paths: ['/parsed/*'], service: bs-parsed}]}]
+frontends: [{name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}]
+spillway: {accessLog: {enable: true, path: %s, format: JSON}}
+`, host, port, logPath)
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{WatchInterval: -1, WAF: waf.ForArmor(waf.Options{})})
+	front := "http://" + s.FrontendAddr("fe")
+	const injected = `{"customer_id":"1' or '1'='1","items":[]}`
+	const ordinary = `{"customer_id":123,"items":[{"sku":"AB-1234","qty":2}],"note":"Please leave it at the front door","gift":false}`
+	for _, tc := range []struct {
+		path, typ, body string
+		want            int
+	}{
+		{"/whole/orders", "application/json", injected, 200},
+		{"/parsed/orders", "application/json", injected, 403},
+		{"/parsed/orders", "application/json; charset=utf-8", injected, 403},
+		{"/parsed/orders", "text/x-shop", injected, 403},
+		{"/parsed/orders", "application/json", ordinary, 200},
+		{"/whole/orders", "application/json", ordinary, 200},
+	} {
+		before := hits.Load()
+		resp, err := http.Post(front+tc.path, tc.typ, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		reached := hits.Load() - before
+		if resp.StatusCode != tc.want || reached != int64(b2i(tc.want == 200)) {
+			t.Errorf("POST %s (%s) %s: %d, %d backend hits; want %d", tc.path, tc.typ, tc.body, resp.StatusCode, reached, tc.want)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Count(string(b), `"matchedFieldName":"json.customer_id"`) == 3 {
+			if !strings.Contains(string(b), `"matchedFieldType":"ARGS"`) || !strings.Contains(string(b), `"matchedFieldLength":12`) {
+				t.Errorf("verbose fields:\n%s", b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the access log lacks the verbose fields of 3 denials:\n%s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

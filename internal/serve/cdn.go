@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -20,8 +21,10 @@ import (
 // backend's current cdnPolicy), and closed when Run returns.
 type cdnCache struct{ cache *cdn.Cache }
 
-func newCache(cfg *config.Config, log *slog.Logger) (cdnCache, error) {
-	o := cdn.Options{Logger: log}
+// In fleet mode (hold) the disk tier is not read until the fleet's
+// invalidations have been caught up on (CacheCaughtUp).
+func newCache(cfg *config.Config, log *slog.Logger, hold bool) (cdnCache, error) {
+	o := cdn.Options{Logger: log, HoldDisk: hold}
 	if cfg.Spillway != nil && cfg.Spillway.CDN != nil {
 		c := cfg.Spillway.CDN
 		if c.MemoryBytes != nil {
@@ -87,10 +90,21 @@ type InvalidateResponse struct {
 	Path    string `json:"path"`
 	Host    string `json:"host,omitempty"`
 	Removed int    `json:"removed"`
+	// Fleet is true when the invalidation was also written for the
+	// other instances of the fleet.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
-// invalidateHandler serves POST /cache/invalidate.
-func (c cdnCache) invalidateHandler(log *slog.Logger) http.Handler {
+// CacheInvalidations carries an invalidation applied on this instance to
+// the others (fleet.CacheShare).
+type CacheInvalidations interface {
+	Publish(ctx context.Context, host, path string) error
+}
+
+// invalidateHandler serves POST /cache/invalidate: the invalidation
+// applies here, then (fleet mode) is published for the other instances;
+// when that fails the answer is 503, saying it applied here only.
+func (c cdnCache) invalidateHandler(log *slog.Logger, fleet CacheInvalidations) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req InvalidateRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
@@ -103,9 +117,61 @@ func (c cdnCache) invalidateHandler(log *slog.Logger) http.Handler {
 			return
 		}
 		log.Info("cache invalidated", "path", req.Path, "host", req.Host, "removed", n, "from", r.RemoteAddr)
+		resp := InvalidateResponse{Path: req.Path, Host: req.Host, Removed: n}
+		if fleet != nil {
+			if err := fleet.Publish(r.Context(), req.Host, req.Path); err != nil {
+				log.Error("cache invalidation not published to the fleet", "path", req.Path, "host", req.Host, "err", err)
+				http.Error(w, fmt.Sprintf("invalidated on this instance only (%d objects removed); the other instances were not told: %v (fix: check etcd, then run it again)", n, err), http.StatusServiceUnavailable)
+				return
+			}
+			resp.Fleet = true
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(InvalidateResponse{Path: req.Path, Host: req.Host, Removed: n})
+		_ = json.NewEncoder(w).Encode(resp)
 	})
+}
+
+// InvalidateCache removes the objects of path (and host) from the
+// cache: an invalidation from the fleet (fleet.CacheHost).
+func (s *Server) InvalidateCache(host, path string) (int, error) {
+	if s.cache.cache == nil {
+		return 0, nil
+	}
+	return s.cache.cache.Invalidate(host, path)
+}
+
+// ClearCache removes every object from the cache (fleet.CacheHost).
+func (s *Server) ClearCache() int {
+	if s.cache.cache == nil {
+		return 0
+	}
+	return s.cache.cache.Clear()
+}
+
+// CacheMark returns the fleet's invalidation mark saved beside the disk
+// tier, and whether there is one (fleet.CacheHost).
+func (s *Server) CacheMark() (string, bool) {
+	if s.cache.cache == nil {
+		return "", false
+	}
+	return s.cache.cache.Mark()
+}
+
+// CacheCaughtUp lets the disk tier be read once the fleet's
+// invalidations have been applied to it (fleet.CacheHost).
+func (s *Server) CacheCaughtUp() {
+	if s.cache.cache != nil {
+		s.cache.cache.ReleaseDisk()
+	}
+}
+
+// SetCacheMark saves the fleet's invalidation mark beside the disk tier
+// (fleet.CacheHost).
+func (s *Server) SetCacheMark(mark string) error {
+	if s.cache.cache == nil {
+		return nil
+	}
+	return s.cache.cache.SetMark(mark)
 }
 
 // cdnMetrics collects the cache's metrics: per backend (a label bounded

@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
@@ -8,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,6 +178,19 @@ spillway:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// An unsafe method through the proxy (answered 200) removes the
+	// URI's object: the next GET goes to the backend.
+	get("/u")
+	get("/u")
+	n := hits.Load()
+	pr, err := http.Post(front+"/u", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Body.Close()
+	if resp, _ := get("/u"); hits.Load() != n+2 || strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+		t.Errorf("GET after POST /u: %q, %d backend requests since, want the POST and the GET", resp.Header.Get("Cache-Status"), hits.Load()-n)
+	}
 }
 
 func grepLines(s, sub string) string {
@@ -185,4 +201,95 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A miss storm through the real proxy: 1,000 clients, each on its own
+// connection, ask at once for one cold key. The origin holds its answer
+// until every client has written its request (bounded), so that all of
+// them are at the proxy while the one fill is in flight; it must see
+// exactly one request, and every client gets the whole object.
+func TestCDNMissStorm(t *testing.T) {
+	const clients = 1000
+	body := strings.Repeat("s", 4096)
+	var originReqs, written atomic.Int64
+	be := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		originReqs.Add(1)
+		deadline := time.Now().Add(20 * time.Second)
+		for written.Load() < clients && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		io.WriteString(w, body)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go be.Serve(ln)
+	t.Cleanup(func() { be.Close() })
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	y := fmt.Sprintf(`
+networkEndpointGroups:
+- {name: neg, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}
+backendServices:
+- name: bs
+  backends: [{group: neg}]
+  enableCDN: true
+  cdnPolicy: {cacheMode: USE_ORIGIN_HEADERS, requestCoalescing: true}
+urlMaps:
+- {name: um, defaultService: bs}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}
+`, host, port)
+	s := servetest.Run(t, servetest.Parse(t, y), serve.Options{Admin: "", WatchInterval: -1})
+	url := "http://" + s.FrontendAddr("fe") + "/storm/cold.bin"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var (
+		wg                   sync.WaitGroup
+		ok, collapsed, fails atomic.Int64
+		firstErr             atomic.Value
+		start                = make(chan struct{})
+	)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := &http.Transport{DisableKeepAlives: true}
+			defer tr.CloseIdleConnections()
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { written.Add(1) }}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), "GET", url, nil)
+			<-start
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				fails.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+				written.Add(1) // do not keep the origin waiting for it
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || string(b) != body {
+				fails.Add(1)
+				firstErr.CompareAndSwap(nil, fmt.Sprintf("status %d, %d bytes, %v", resp.StatusCode, len(b), err))
+				return
+			}
+			ok.Add(1)
+			if strings.Contains(resp.Header.Get("Cache-Status"), "collapsed") {
+				collapsed.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("%d clients: %d ok (%d collapsed onto the fill), %d failed; origin requests %d", clients, ok.Load(), collapsed.Load(), fails.Load(), originReqs.Load())
+	if ok.Load() != clients {
+		t.Fatalf("%d of %d clients failed, first: %v", fails.Load(), clients, firstErr.Load())
+	}
+	if n := originReqs.Load(); n != 1 {
+		t.Fatalf("the origin received %d requests, want 1", n)
+	}
+	if collapsed.Load() == 0 {
+		t.Fatalf("no response waited on the fill: the storm was not concurrent")
+	}
 }

@@ -128,7 +128,7 @@ func (s *Server) adminRoutes() admin.Routes {
 		Overlay: s.overlayHandler(),
 	}
 	if s.cache.cache != nil {
-		r.CacheInvalidate = s.cache.invalidateHandler(s.log)
+		r.CacheInvalidate = s.cache.invalidateHandler(s.log, s.opts.CacheInvalidations)
 	}
 	if s.opts.ConfigPath != "" {
 		r.Reload = func(ctx context.Context) error { return s.ReloadFile(ctx, s.opts.ConfigPath) }
@@ -163,6 +163,7 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 		},
 		Endpoints:     s.dashEndpoints,
 		Frontends:     s.dashFrontends,
+		CDN:           s.dashCDN,
 		Info:          func() dashboard.Info { return s.dashInfo(version) },
 		LatencyBounds: dashLatencyBounds(),
 		Now:           s.now,

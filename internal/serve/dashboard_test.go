@@ -377,3 +377,88 @@ func TestDashboardControlsNeedToken(t *testing.T) {
 		t.Errorf("the page stored something (cookie or storage): %v %v", stored, err)
 	}
 }
+
+// TestDashboardCDNHitRatio: the page's Cloud CDN section shows each
+// CDN-enabled backend's hit ratio. Three of every four requests ask for
+// one cached object and the fourth for a new one, so the service's ratio
+// is about 75%; the CDN-enabled bucket, never asked, shows no ratio.
+func TestDashboardCDNHitRatio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	browser := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	origin := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		io.WriteString(w, "object")
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go origin.Serve(ln)
+	defer origin.Close()
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	srv := servetest.Run(t, servetest.Parse(t, fmt.Sprintf(`
+networkEndpointGroups:
+- {name: neg, zone: us-east1-b, endpoints: [{ipAddress: %s, port: %s}]}
+backendServices:
+- {name: bs-web, backends: [{group: neg}], enableCDN: true, cdnPolicy: {cacheMode: USE_ORIGIN_HEADERS}}
+backendBuckets:
+- {name: bb-static, bucketName: %s, enableCdn: true}
+urlMaps:
+- name: um
+  defaultService: bs-web
+  hostRules: [{hosts: ['*'], pathMatcher: pm}]
+  pathMatchers:
+  - {name: pm, defaultService: bs-web, pathRules: [{paths: ['/static/*'], service: global/backendBuckets/bb-static}]}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}
+`, host, port, t.TempDir())), serve.Options{Admin: "127.0.0.1:0", WatchInterval: -1})
+	front := "http://" + srv.FrontendAddr("fe")
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	wg.Go(func() {
+		client := &http.Client{Timeout: 5 * time.Second}
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-tick.C:
+			}
+			path := "/hot"
+			if i%4 == 3 {
+				path = "/cold/" + strconv.Itoa(i)
+			}
+			if resp, err := client.Get(front + path); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	})
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if _, err := chromedp.Run(bctx, chromedp.Navigate("http://"+srv.AdminAddr()+"/ui/")); err != nil {
+		t.Fatalf("open the dashboard: %v", err)
+	}
+	shown := `(() => { const r = document.querySelector('#cdn tr[data-cdn-backend="bs-web"]'); const b = document.querySelector('#cdn tr[data-cdn-backend="bb-static"]');
+		if (document.getElementById("cdn-section").hidden || !r || !b) return false;
+		const ratio = parseFloat(r.querySelector(".hit-ratio").dataset.ratio || "-1");
+		return ratio > 0.6 && ratio < 0.9 && parseInt(r.querySelector(".hits").textContent) > 20 &&
+			b.dataset.kind === "bucket" && b.querySelector(".hit-ratio").dataset.ratio === "" })()`
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](shown, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("hit ratio never shown: %v\n%s", err, page(bctx))
+	}
+}

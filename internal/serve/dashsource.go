@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/cdn"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
@@ -33,11 +34,12 @@ func detailTokens() [nDetails]string {
 		"backend_connection_closed_before_data_sent_to_client", "backend_connection_closed_after_partial_response_sent",
 		"backend_timeout_after_partial_response_sent", "client_disconnected_before_any_response",
 		"client_disconnected_after_partial_response", "denied_by_security_policy", "handled_by_url_map_redirect",
+		"response_from_cache", "response_from_cache_validated",
 		"other",
 	}
 }
 
-const nDetails = 11
+const nDetails = 13
 
 // detailIndex returns the index of a statusDetails token in
 // detailTokens.
@@ -221,5 +223,17 @@ func (m *requestMetrics) frontendServiceCounts() map[[2]string]uint64 {
 		}
 		out[[2]string{s.frontend, s.service}] += n
 	}
+	return out
+}
+
+// dashCDN returns the cache's lookups per backend for the dashboard.
+func (s *Server) dashCDN() map[string]dashboard.CDNCounts {
+	out := map[string]dashboard.CDNCounts{}
+	if s.cache.cache == nil {
+		return out
+	}
+	s.cache.cache.EachCounters(func(backend string, k *cdn.Counters) {
+		out[backend] = dashboard.CDNCounts{Hits: k.Hits.Load(), Misses: k.Misses.Load()}
+	})
 	return out
 }

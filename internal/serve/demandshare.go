@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/proxy"
@@ -122,4 +123,27 @@ func (s *Server) measureLoad(p *plan.Plan, loads *proxy.LoadReports, remote cont
 		}
 	}
 	return local, changed
+}
+
+// RateLimitShare counts the security policies' throttle and
+// rate_based_ban rules across a fleet (package fleet's RateLimitShare):
+// the Server's rate limits add Source's counts and bans, the other
+// instances', to their own on every request, and the share calls the
+// function given to Follow every interval for this instance's, to
+// publish. Without it (standalone) each instance counts alone.
+type RateLimitShare interface {
+	// Source holds the other instances' counts and bans.
+	Source() *armor.RemoteSource
+	// Follow gives the share the function that exports this instance's
+	// counts (armor.Set.Export), called from the share's goroutine.
+	Follow(export func(now time.Time, instances int) armor.RateShare)
+}
+
+// exportRateLimits is this instance's rate limit counts for the fleet.
+func (s *Server) exportRateLimits(now time.Time, instances int) armor.RateShare {
+	snap := s.snap.Load()
+	if snap == nil {
+		return armor.RateShare{}
+	}
+	return snap.Armor.Export(now, instances)
 }

@@ -36,6 +36,10 @@ func (f *fleetStatus) snapshot() *control.FleetStatus {
 			d := src.Demand()
 			out.Demand = &d
 		}
+		if src.RateLimits != nil {
+			r := src.RateLimits()
+			out.RateLimits = &r
+		}
 	}
 	return &out
 }

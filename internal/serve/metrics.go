@@ -47,6 +47,10 @@ type metrics struct {
 	fleetLeader     *prometheus.Desc
 	fleetProbing    *prometheus.Desc
 	fleetPeers      *prometheus.Desc
+	// bgp are the anycast metrics (bgpmetrics.go).
+	bgp           bgpDescs
+	fleetRLPeers  *prometheus.Desc
+	fleetRLWrites *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -72,15 +76,21 @@ func newMetrics(s *Server) *metrics {
 		fleetLeader:     prometheus.NewDesc("spillway_fleet_control_leader", "Fleet mode only: 1 on the instance elected to decide drains, else 0 (summed over the fleet: 1).", nil, nil),
 		fleetProbing:    prometheus.NewDesc("spillway_fleet_probe_targets", "Fleet mode only: the probe targets this instance probes (sharded probing).", nil, nil),
 		fleetPeers:      prometheus.NewDesc("spillway_fleet_demand_peers", "Fleet mode only: the other instances whose offered rates this instance counts against RATE capacity (fleet-wide RATE).", nil, nil),
+		bgp:             newBGPDescs(),
+		fleetRLPeers:    prometheus.NewDesc("spillway_fleet_rate_limit_peers", "Fleet mode only: the other instances whose rate limit counts and bans this instance's security policies add to their own (fleet-wide rate limits).", nil, nil),
+		fleetRLWrites:   prometheus.NewDesc("spillway_fleet_rate_limit_writes_total", "Fleet mode only: the writes of this instance's rate limit record to etcd.", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.offeredRate, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing, m.fleetPeers} {
+	for _, d := range []*prometheus.Desc{m.endpointHealthy, m.endpointEjected, m.backendHealthy, m.backendMembers, m.backendDrained, m.backendBlocked, m.backendShare, m.offeredRate, m.reloadsDesc, m.reloadFailDesc, m.stateVersion, m.certReloadsDesc, m.certFailDesc, m.fleetStale, m.fleetRevision, m.fleetLeader, m.fleetProbing, m.fleetPeers, m.fleetRLPeers, m.fleetRLWrites} {
 		ch <- d
 	}
 	for _, d := range m.d.all() {
+		ch <- d
+	}
+	for _, d := range m.bgp.all() {
 		ch <- d
 	}
 	for _, d := range m.s.dnstel.descs() {
@@ -123,6 +133,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
+		m.bgp.collect(ch, r.BGP)
 	}
 	if f := m.s.FleetStatus(); f != nil {
 		gauge(m.fleetStale, b01(f.Stale))
@@ -135,6 +146,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		if f.Demand != nil {
 			gauge(m.fleetPeers, float64(len(f.Demand.Peers)))
+		}
+		if r := f.RateLimits; r != nil {
+			gauge(m.fleetRLPeers, float64(len(r.Peers)))
+			ch <- prometheus.MustNewConstMetric(m.fleetRLWrites, prometheus.CounterValue, float64(r.Writes))
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.reloadsDesc, prometheus.CounterValue, float64(m.reloads.Load()))

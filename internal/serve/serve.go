@@ -24,6 +24,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -39,6 +40,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/armor"
+	"github.com/spillwaylb/spillway/internal/bgp"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
@@ -108,10 +110,19 @@ type Options struct {
 	// is counted across the fleet (see DemandShare). Nil: this
 	// instance's demand alone (standalone).
 	DemandShare DemandShare
+	// RateLimitShare, in fleet mode, adds the other instances' counts
+	// and bans to the security policies' rate limits (see
+	// RateLimitShare). Nil: this instance's counts alone (standalone).
+	RateLimitShare RateLimitShare
 	// OverlayStore, in fleet mode, shares the runtime overlay (spillway
 	// ctl; overlay.go) through etcd. Nil: the overlay is this
 	// instance's.
 	OverlayStore OverlayStore
+	// CacheInvalidations, in fleet mode, carries each cache invalidation
+	// asked of this instance (POST /cache/invalidate) to every other
+	// instance through etcd (fleet.CacheShare). Nil: it applies here
+	// only.
+	CacheInvalidations CacheInvalidations
 	// AuditLog receives one JSON line per overlay change (nil: the
 	// process log only). OverlayCheckInterval is how often expired
 	// overlay entries are looked for (0 = 1 s).
@@ -172,6 +183,9 @@ type Server struct {
 	admin *admin.Server
 	dash  *dashboard.Dashboard
 	probe *probing
+	// anycast announces the frontends' anycast prefixes over BGP
+	// (bgp.go); idle without spillway.bgp.
+	anycast *anycastRunner
 
 	transport http.RoundTripper
 	// layers are the EDGE frontends' pools of HTTP/2 connections to
@@ -250,21 +264,24 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		transport:  opts.Transport,
 		reqMetrics: newRequestMetrics(),
 		started:    opts.Now(),
+		layers:     proxy.NewLayers(),
 	}
-	s.layers = proxy.NewLayers()
+	if sh := opts.RateLimitShare; sh != nil {
+		sh.Follow(s.exportRateLimits)
+	}
 	if s.transport == nil {
 		s.transport = h1.NewTransport(proxy.NewTransport())
 	}
-	stdout := opts.Stdout
-	if stdout == nil {
-		stdout = os.Stdout
-	}
+	stdout := cmp.Or[io.Writer](opts.Stdout, os.Stdout)
 	s.names = newNames(cfg, opts.Resolver, s.now)
+	if s.anycast, err = newAnycast(s, bgpOf(cfg)); err != nil {
+		return nil, err
+	}
 	p, err := s.compile(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	if s.cache, err = newCache(cfg, s.log); err != nil {
+	if s.cache, err = newCache(cfg, s.log, opts.CacheInvalidations != nil); err != nil {
 		return nil, err
 	}
 	s.alog = accesslog.New(stdout, s.log)
@@ -291,16 +308,22 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.dns = &dnsRunner{first: first, sockets: opts.Sockets}
-	if err := s.alog.Configure(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.dnstel.configure(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.tracing.Configure(cfg); err != nil {
+	if err := s.configureTelemetry(cfg); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// configureTelemetry applies cfg's access log, DNS telemetry and
+// tracing (at start; a reload logs each failure and carries on).
+func (s *Server) configureTelemetry(cfg *config.Config) error {
+	if err := s.alog.Configure(cfg); err != nil {
+		return err
+	}
+	if err := s.dnstel.configure(cfg); err != nil {
+		return err
+	}
+	return s.tracing.Configure(cfg)
 }
 
 // ListenerFiles returns duplicates of every listening socket (HTTP(S)
@@ -338,7 +361,7 @@ func (s *Server) ListenerFiles() ([]*os.File, error) {
 func (s *Server) Snapshot() *proxy.Snapshot { return s.snap.Load() }
 
 // Health returns the current health report.
-func (s *Server) Health() *report.Health { return s.withKeys(s.health.Load()) }
+func (s *Server) Health() *report.Health { return s.withBGP(s.withKeys(s.health.Load())) }
 
 // Ready is closed once every listener is bound.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -432,8 +455,18 @@ func (s *Server) swapIn(ctx context.Context, cfg *config.Config, sum [32]byte) e
 	if err != nil {
 		return err
 	}
+	pw, err := bgp.Passwords(bgpOf(cfg))
+	if err != nil {
+		return err
+	}
 	lns, err := s.front.prepare(p)
 	if err != nil {
+		return err
+	}
+	// The BGP sessions take the new neighbors now; a change they refuse
+	// rejects the reload, the speaker keeping the old ones.
+	if err := s.anycast.configure(ctx, bgpOf(cfg), pw); err != nil {
+		closeListeners(lns)
 		return err
 	}
 	req := &reloadReq{cfg: cfg, sum: sum, p: p, edge: ec, dns: g, listeners: lns, tls: tlsStates, errc: make(chan error, 1)}
@@ -514,6 +547,9 @@ func (s *Server) compileEdge(p *plan.Plan) (*edgeConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sh := s.opts.RateLimitShare; sh != nil && policies != nil {
+		policies.UseRemote(sh.Source())
+	}
 	ec := &edgeConfig{routes: routes, armor: policies}
 	if t := p.Config.Spillway; t != nil && t.GeoDatabase != "" {
 		if ec.geo, err = geoip.Open(t.GeoDatabase); err != nil {
@@ -546,6 +582,7 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 		snap.Routes, snap.Armor, snap.Geo, snap.Demand, snap.Loads = old.Routes, old.Armor, old.Geo, old.Demand, old.Loads
 	}
 	s.snap.Store(snap)
+	s.anycast.measure(s.state, snap)
 	h := report.Build(s.state, snap.View, s.now())
 	h.Resolutions = resolutions(s.names.Status())
 	s.health.Store(h)
@@ -601,13 +638,14 @@ type component interface {
 
 // components returns the Server's components in start order: the access
 // log (stopped last, after the frontends' last requests), the frontends
-// and the DNS server, so that every listener is bound before Ready; the
+// and the DNS server, so that every listener is bound before Ready and
+// before the anycast prefixes are first announced (BGP); the
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
 	// The regional layers' checks stop, and their pools close, after
 	// the frontends' last requests.
-	cs := []component{s.alog, s.dnstel.tap, s.tracing, &task{run: s.layers.Run}, s.front, s.dns}
+	cs := []component{s.alog, s.dnstel.tap, s.tracing, &task{run: s.layers.Run}, s.front, s.dns, s.anycast}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}
@@ -620,8 +658,10 @@ func (s *Server) components() []component {
 }
 
 // Run starts the components, runs the loop until ctx is done, then stops
-// the components in reverse order. Shutdown is graceful: listeners
-// close, in-flight requests get up to 10 s.
+// the components in reverse order. Shutdown is graceful: with
+// spillway.bgp the anycast prefixes are withdrawn first and the instance
+// serves on for drainSec (lame duck); then listeners close, in-flight
+// requests get up to 10 s.
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -641,6 +681,7 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 	s.loop(ctx)
 	close(s.stopped)
+	s.anycast.lameDuck()
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	stopAll(shutdownCtx)

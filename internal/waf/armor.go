@@ -32,17 +32,22 @@ type armorWAF struct {
 	err  error
 }
 
-// Compile compiles one call's rule set.
-func (w *armorWAF) Compile(set string, sensitivity int, optOut []string) (armor.WAFMatcher, error) {
+// Compile compiles one call's rule set, with its policy's JSON parsing.
+func (w *armorWAF) Compile(c armor.WAFCall) (armor.WAFMatcher, error) {
 	w.once.Do(func() { w.c, w.err = NewCompiler() })
 	if w.err != nil {
 		return nil, w.err
 	}
-	ref, err := ParseWaf(set, map[string]any{keySensitivity: sensitivity, keyOptOut: optOut})
+	ref, err := ParseWaf(c.Set, map[string]any{keySensitivity: c.Sensitivity, keyOptOut: c.OptOut})
 	if err != nil {
 		return nil, err
 	}
-	e, err := w.c.Compile([]SetRef{ref}, w.opts)
+	opts := w.opts
+	opts.JSONParsing = c.JSONParsing
+	if c.JSONParsing {
+		opts.JSONContentTypes = c.JSONContentTypes
+	}
+	e, err := w.c.Compile([]SetRef{ref}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +58,7 @@ func (w *armorWAF) Compile(set string, sensitivity int, optOut []string) (armor.
 type armorMatcher struct{ e *Engine }
 
 // Match runs the set over the request and its body prefix.
-func (m armorMatcher) Match(r *armor.Request) ([]string, bool) {
+func (m armorMatcher) Match(r *armor.Request) armor.WAFMatch {
 	target := r.Target
 	if target == "" {
 		target = (&url.URL{Path: r.Path, RawQuery: r.Query}).RequestURI()
@@ -65,7 +70,16 @@ func (m armorMatcher) Match(r *armor.Request) ([]string, bool) {
 	}
 	res := m.e.Evaluate(hr, r.Body)
 	if len(res.Sets) == 0 {
-		return nil, false
+		return armor.WAFMatch{}
 	}
-	return res.Sets[0].IDs, res.Sets[0].Matched
+	s := &res.Sets[0]
+	out := armor.WAFMatch{Matched: s.Matched, IDs: s.IDs}
+	if d := s.First; d != nil {
+		v := d.Value
+		if len(v) > armor.MaxMatchedValueBytes {
+			v = v[:armor.MaxMatchedValueBytes]
+		}
+		out.Field = &armor.MatchedField{Type: d.Variable, Name: d.Key, Value: v, Length: len(d.Value)}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package waf
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +19,11 @@ func TestForArmorBodySize(t *testing.T) {
 	body := []byte("pad=" + strings.Repeat("a", 20<<10) + "&" + attack)
 	form := map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}}
 	w := ForArmor(Options{})
-	m, err := w.Compile("xss-v33-stable", 1, nil)
+	m, err := w.Compile(armor.WAFCall{Set: "xss-v33-stable", Sensitivity: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, hit := m.Match(&armor.Request{Method: "POST", Path: "/comment", Host: "shop.example", Header: form, Body: body}); !hit {
+	if !m.Match(&armor.Request{Method: "POST", Path: "/comment", Host: "shop.example", Header: form, Body: body}).Matched {
 		t.Errorf("the adapter did not see an attack 20 KiB into the body")
 	}
 	y := `
@@ -52,5 +53,22 @@ securityPolicies:
 		if d.Enforced.Result != want {
 			t.Errorf("policy %s: %s, want %s", p.Name, d.Enforced.Result, want)
 		}
+	}
+}
+
+// jsonCustomConfig's content types match a Content-Type's media type
+// exactly, in any case, with or without parameters.
+func TestJSONTypesPattern(t *testing.T) {
+	re := regexp.MustCompile(jsonTypesPattern([]string{"text/x-shop", "Application/Vnd.A+B"}))
+	for ct, want := range map[string]bool{
+		"text/x-shop": true, "text/x-shop; charset=utf-8": true, "text/x-shop ;v=1": true,
+		"application/vnd.a+b": true, "text/x-shopping": false, "text/x-sho": false, "xtext/x-shop": false, "application/vnd_a+b": false,
+	} {
+		if got := re.MatchString(strings.ToLower(ct)); got != want {
+			t.Errorf("%q: %v, want %v (pattern %s)", ct, got, want, re)
+		}
+	}
+	if p := jsonTypesPattern(nil); p != "" {
+		t.Errorf("no types: %q", p)
 	}
 }

@@ -51,6 +51,10 @@ type Options struct {
 	// inspected as CRS inspects any body of a type it does not parse:
 	// whole, and split at & and = as a form would be.
 	JSONParsing bool
+	// JSONContentTypes are further media types (type/subtype, any case)
+	// whose bodies JSONParsing reads as JSON (Google's
+	// jsonCustomConfig.contentTypes).
+	JSONContentTypes []string
 }
 
 func (o Options) normalized() (Options, error) {
@@ -209,6 +213,9 @@ func (c *Compiler) waf(levels map[int]int, opts Options) (coraza.WAF, string, er
 		fmt.Fprintf(&key, "%d:%d,", p, levels[p])
 	}
 	fmt.Fprintf(&key, "body=%d,head=%d,values=%d,json=%t", opts.MaxBodyBytes, opts.MaxHeadBytes, opts.MaxValues, opts.JSONParsing)
+	if opts.JSONParsing && len(opts.JSONContentTypes) > 0 {
+		fmt.Fprintf(&key, "%q", opts.JSONContentTypes)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w, ok := c.wafs[key.String()]; ok {
@@ -259,6 +266,9 @@ SecRule REQBODY_PROCESSOR "@streq MULTIPART" "id:900011,phase:1,pass,nolog,ctl:r
 	if opts.JSONParsing {
 		b.WriteString(`SecRule REQUEST_HEADERS:Content-Type "@rx ^application/(?:[a-z0-9.-]+[+])?json" "id:900010,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON"
 `)
+		if re := jsonTypesPattern(opts.JSONContentTypes); re != "" {
+			fmt.Fprintf(&b, "SecRule REQUEST_HEADERS:Content-Type \"@rx %s\" \"id:900012,phase:1,t:none,t:lowercase,pass,nolog,ctl:requestBodyProcessor=JSON\"\n", re)
+		}
 	}
 	b.WriteString("Include @owasp_crs/REQUEST-901-INITIALIZATION.conf\n")
 	for _, p := range prefixes {
@@ -268,6 +278,30 @@ SecRule REQBODY_PROCESSOR "@streq MULTIPART" "id:900011,phase:1,pass,nolog,ctl:r
 		fmt.Fprintf(&b, "Include @owasp_crs/%s\n", fileOf(p))
 	}
 	return b.String()
+}
+
+// jsonTypesPattern is the regular expression of a Content-Type whose
+// media type is one of types ("" for none): the type, then parameters
+// or the end.
+func jsonTypesPattern(types []string) string {
+	var alts []string
+	for _, t := range types {
+		var q strings.Builder
+		for _, c := range strings.ToLower(strings.TrimSpace(t)) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+				fmt.Fprintf(&q, "\\x%02x", c) // any other byte of a token, escaped
+				continue
+			}
+			q.WriteRune(c)
+		}
+		if q.Len() > 0 {
+			alts = append(alts, q.String())
+		}
+	}
+	if len(alts) == 0 {
+		return ""
+	}
+	return `^(?:` + strings.Join(alts, "|") + `)\s*(?:;|$)`
 }
 
 func fileOf(prefix int) string {

@@ -67,6 +67,18 @@ type SetResult struct {
 	// IDs are the signatures that matched, in Google's form, in the
 	// order the CRS ran them: the log's preconfiguredExprIds.
 	IDs []string
+	// First is where the first of them matched.
+	First *MatchDetail
+}
+
+// MatchDetail is the value a signature matched.
+type MatchDetail struct {
+	// Variable is the CRS's name of the kind of value (ARGS_GET,
+	// REQUEST_HEADERS, REQUEST_COOKIES, REQUEST_BODY, ...) and Key its
+	// name within it ("" for a whole value).
+	Variable, Key string
+	// Value is the value after the rule's transformations.
+	Value string
 }
 
 // Matched reports whether set i matched; false for an index out of range.
@@ -234,6 +246,9 @@ func (e *Engine) collect(tx types.Transaction, res *Result) {
 			s := &res.Sets[i]
 			if !containsString(s.IDs, gid) {
 				s.IDs = append(s.IDs, gid)
+			}
+			if md := m.MatchedDatas(); s.First == nil && len(md) > 0 {
+				s.First = &MatchDetail{Variable: md[0].Variable().Name(), Key: md[0].Key(), Value: md[0].Value()}
 			}
 			s.Matched = true
 		}

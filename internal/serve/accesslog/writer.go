@@ -492,6 +492,17 @@ func appendPolicyOutcome(b []byte, field string, o *armor.Outcome) []byte {
 		}
 		b = append(b, ']')
 	}
+	if f := o.WAFField; f != nil {
+		// Google's verbose logging (the policy's logLevel VERBOSE).
+		b = append(b, `,"matchedFieldType":`...)
+		b = appendJSONString(b, f.Type)
+		b = append(b, `,"matchedFieldName":`...)
+		b = appendJSONString(b, f.Name)
+		b = append(b, `,"matchedFieldValue":`...)
+		b = appendJSONString(b, f.Value)
+		b = append(b, `,"matchedFieldLength":`...)
+		b = strconv.AppendInt(b, int64(f.Length), 10)
+	}
 	return append(b, '}')
 }
 

@@ -72,6 +72,9 @@ type Source struct {
 	Frontends func() []FrontendCounts
 	// Info is the header's instance facts (nil: none shown).
 	Info func() Info
+	// CDN are the cumulative cache lookups per CDN-enabled backend
+	// (nil: no cache).
+	CDN func() map[string]CDNCounts
 	// LatencyBounds are the upper bounds of BackendCounts.Latency's
 	// buckets (the last bucket, one more, has no bound).
 	LatencyBounds []time.Duration
@@ -105,6 +108,7 @@ type dashSample struct {
 	counts    map[string]BackendCounts // by service name
 	endpoints map[endpointKey]EndpointCounts
 	frontends []FrontendCounts
+	cdn       map[string]CDNCounts // by backend service or bucket
 }
 
 // BackendCounts are cumulative counts of one service: requests answered
@@ -156,6 +160,9 @@ type DashState struct {
 	// Overlay is the runtime overlay in force (spillway ctl), absent
 	// when none.
 	Overlay *report.Overlay `json:"overlay,omitempty"`
+	// BGP is the anycast view (as in /health), absent without
+	// spillway.bgp.
+	BGP *report.BGP `json:"bgp,omitempty"`
 	// Step is the spacing of the rate series.
 	Step string `json:"step"`
 	// Info is the header's instance facts (absent when unknown).
@@ -164,6 +171,9 @@ type DashState struct {
 	Frontends []DashFrontend `json:"frontends,omitempty"`
 	// Endpoints are every endpoint's request rate over the last 10 s.
 	Endpoints []DashEndpoint `json:"endpoints,omitempty"`
+	// CDN are the CDN-enabled backend services and buckets and their
+	// cache hit ratio.
+	CDN []DashCDN `json:"cdn,omitempty"`
 }
 
 // DashService is one backend service on the dashboard.
@@ -291,6 +301,9 @@ func (d *Dashboard) sample() {
 	if d.src.Frontends != nil {
 		smp.frontends = d.src.Frontends()
 	}
+	if d.src.CDN != nil {
+		smp.cdn = d.src.CDN()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.prev != nil {
@@ -306,10 +319,11 @@ func (d *Dashboard) sample() {
 	}
 }
 
-// thinned returns s with the request and 5xx counts only. It makes new
-// maps: state reads the old ones without the lock.
+// thinned returns s with the request and 5xx counts (and the cache
+// lookups, which the hit ratio series needs) only. It makes new maps:
+// state reads the old ones without the lock.
 func thinned(s dashSample) dashSample {
-	out := dashSample{at: s.at, counts: make(map[string]BackendCounts, len(s.counts))}
+	out := dashSample{at: s.at, counts: make(map[string]BackendCounts, len(s.counts)), cdn: s.cdn}
 	for k, c := range s.counts {
 		out.counts[k] = BackendCounts{ByBackend: c.ByBackend, ErrByBackend: c.ErrByBackend, LBErrors: c.LBErrors}
 	}
@@ -437,7 +451,7 @@ func (d *Dashboard) state() *DashState {
 	if h == nil || p == nil {
 		return st
 	}
-	st.Version, st.Overlay = h.Version, h.Overlay
+	st.Version, st.Overlay, st.BGP = h.Version, h.Overlay, h.BGP
 	d.mu.Lock()
 	samples := slices.Clone(d.samples) // sample thins old elements in place
 	st.Transitions = slices.Clone(d.transitions)
@@ -495,6 +509,7 @@ func (d *Dashboard) state() *DashState {
 	st.DNS = d.dnsAnswers()
 	st.SecurityRules = topRules(d.src.Security)
 	st.Frontends, st.Endpoints = frontendViews(samples), endpointViews(samples)
+	st.CDN = cdnViews(samples, p)
 	return st
 }
 

@@ -8,6 +8,7 @@ package report
 import (
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/anycast"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/overlay"
@@ -43,6 +44,10 @@ type Health struct {
 	// forwards to (filled in by the server, like Fleet); absent on an
 	// instance without EDGE frontends.
 	RegionalLayers []RegionalLayer `json:"regionalLayers,omitempty"`
+	// BGP is the anycast announcements (spillway.bgp): each session with
+	// a router and each prefix's state with its reason. Absent without
+	// spillway.bgp.
+	BGP *BGP `json:"bgp,omitempty"`
 }
 
 // RegionalLayer is one region's regional layer as an edge sees it
@@ -64,6 +69,36 @@ type RegionalEndpoint struct {
 	// result ("ok", or why it failed).
 	Checked time.Time `json:"checked,omitzero"`
 	Detail  string    `json:"detail,omitempty"`
+}
+
+// BGP is the anycast view: sessions and prefixes.
+type BGP struct {
+	LocalASN int64  `json:"localAsn"`
+	RouterID string `json:"routerId"`
+	// Sessions are the neighbors' sessions, by address.
+	Sessions []BGPSession `json:"sessions"`
+	// Prefixes are the frontends' anycast prefixes and how each is
+	// announced (package anycast decides).
+	Prefixes []anycast.Prefix `json:"prefixes"`
+	// Error is the last error applying the decisions (empty: none).
+	Error string `json:"error,omitempty"`
+}
+
+// BGPSession is one neighbor's session.
+type BGPSession struct {
+	// Neighbor is the router's address:port.
+	Neighbor string `json:"neighbor"`
+	PeerASN  uint32 `json:"peerAsn"`
+	// State is IDLE, CONNECT, ACTIVE, OPENSENT, OPENCONFIRM or
+	// ESTABLISHED.
+	State string    `json:"state"`
+	Since time.Time `json:"since,omitzero"`
+	// Flaps counts the times the session went down.
+	Flaps uint32 `json:"flaps"`
+	// Advertised and Received count the prefixes sent and received on
+	// the session (received ones are never used).
+	Advertised uint64 `json:"advertised"`
+	Received   uint64 `json:"received"`
 }
 
 // Overlay is the runtime changes (package overlay) an instance applies

@@ -162,6 +162,23 @@ function renderEndpoints(eps) {
       el("td", { class: "num", text: String(e.inFlight) }))));
 }
 
+// renderCDN lists the CDN-enabled backend services and buckets with
+// their cache hit ratio (hits over hits and misses; "—" without lookups).
+function renderCDN(rows) {
+  const sec = document.getElementById("cdn-section");
+  sec.hidden = !rows || rows.length === 0;
+  if (sec.hidden) return;
+  document.querySelector("#cdn tbody").replaceChildren(...rows.map((c) =>
+    el("tr", { "data-cdn-backend": c.backend, "data-kind": c.kind },
+      el("td", { text: c.backend }),
+      el("td", { text: c.kind }),
+      el("td", { class: "num hit-ratio", "data-ratio": c.hitRatio < 0 ? "" : c.hitRatio.toFixed(4), text: c.hitRatio < 0 ? "—" : pct(c.hitRatio) }),
+      el("td", { class: "num", text: c.lookups.toFixed(1) }),
+      el("td", { class: "num hits", text: String(c.hits) }),
+      el("td", { class: "num misses", text: String(c.misses) }),
+      el("td", {}, spark((c.series || []).map((v) => (v < 0 ? 0 : v)), 200, 24, 1, "#2ca02c")))));
+}
+
 // setOptions replaces a select's options (after its first, "any") when
 // they changed, keeping the selection.
 function setOptions(sel, values) {
@@ -290,6 +307,38 @@ function renderFleet(f) {
   box.textContent = parts.join(" · ");
 }
 
+// renderBGP shows the anycast view (spillway.bgp): each session with a
+// router and each prefix's state with its reason (docs/global.md).
+function renderBGP(b) {
+  const sec = document.getElementById("bgp-section");
+  sec.hidden = !b;
+  if (!b) return;
+  const when = (t) => t ? new Date(t).toLocaleTimeString() : "-";
+  document.getElementById("bgp-meta").textContent = `local AS ${b.localAsn} · router ID ${b.routerId}` + (b.error ? ` · error: ${b.error}` : "");
+  document.querySelector("#bgp-sessions tbody").replaceChildren(...(b.sessions || []).map((s) =>
+    el("tr", { "data-neighbor": s.neighbor },
+      el("td", { text: s.neighbor }),
+      el("td", { class: "num", text: String(s.peerAsn) }),
+      el("td", {}, el("span", { class: "badge", "data-state": s.state === "ESTABLISHED" ? "serving" : "unhealthy", text: s.state })),
+      el("td", { text: when(s.since) }),
+      el("td", { class: "num", text: String(s.flaps) }),
+      el("td", { class: "num", text: String(s.advertised) }))));
+  const badge = { ANNOUNCED: "serving", DEGRADED: "degraded", WITHDRAWN: "unhealthy" };
+  document.querySelector("#bgp-prefixes tbody").replaceChildren(...(b.prefixes || []).map((p) => {
+    let state = p.state;
+    if (p.state === "DEGRADED" && p.asPathPrepend) state += ` (prepend ${p.asPathPrepend})`;
+    if (p.state === "DEGRADED" && p.med != null) state += ` (MED ${p.med})`;
+    return el("tr", { "data-prefix": p.prefix, "data-state": p.state, "data-reason": p.reason },
+      el("td", { text: p.prefix }),
+      el("td", { text: (p.frontends || []).join(", ") }),
+      el("td", {}, el("span", { class: "badge", "data-state": badge[p.state] || "unhealthy", text: state })),
+      el("td", { text: p.reason }),
+      el("td", { class: "num", text: p.healthyPercent.toFixed(1) + "%" }),
+      el("td", { text: when(p.since) }),
+      el("td", { class: "details", text: p.detail }));
+  }));
+}
+
 for (const id of ["filter-kind", "filter-text"]) document.getElementById(id).addEventListener("input", () => renderTransitions(lastTransitions));
 
 async function tick() {
@@ -304,10 +353,12 @@ async function tick() {
     renderControlTargets(st);
     renderRegions(st.regions || []);
     renderServices(st.backendServices || [], st.step);
+    renderCDN(st.cdn);
     renderDNS(st.dns);
     renderSecurity(st.securityRules);
     renderTransitions(st.transitions || []);
     renderFleet(st.fleet);
+    renderBGP(st.bgp);
     renderOverlay(st.overlay);
     status.dataset.state = "live";
     status.textContent = `state version ${st.version} · ${new Date(st.time).toLocaleTimeString()}`;

@@ -1,0 +1,211 @@
+//go:build linux
+
+package globallab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/spillwaylb/spillway/internal/netlab"
+)
+
+// birdPeer is one eBGP session of a site router to another site's.
+type birdPeer struct {
+	name  string
+	local string
+	addr  string
+	asn   int
+	delay time.Duration
+}
+
+// router is one site's BIRD.
+type router struct {
+	site *Site
+	sock string
+	proc *netlab.Proc
+}
+
+// birdConf is a site router's BIRD 2 config: the LAN and client link
+// announced to the other routers, the edge's anycast prefix accepted
+// from the edge (and nothing else from it), and the anycast prefix
+// preferred, when the local edge withdraws it, from the peer with the
+// shortest link (local preference 1000 minus the one-way delay in ms; the
+// local edge 1000): the lab's stand-in for a network that sends traffic
+// to the nearest healthy site. Other routes use BGP's default (shortest
+// AS path). After a session fails BIRD waits "error wait time" before
+// it accepts the peer again (default 60 to 300 s); the lab's is 1 to 2 s,
+// so an edge that comes back is heard at once.
+var birdConf = template.Must(template.New("bird").Parse(`# {{.Site.City}} ({{.Site.Region}}), written by spillway lab --global
+log stderr { info, remote, warning, error, auth, fatal, bug };
+router id {{.Site.RouterLAN}};
+protocol device { scan time 1; }
+protocol direct { ipv4; interface "-lo", "*"; }
+protocol kernel { ipv4 { export where source = RTS_BGP; }; scan time 2; }
+
+protocol bgp edge {
+	description "the {{.Site.City}} edge (spillway serve)";
+	local {{.Site.RouterLAN}} as {{.Site.ASN}};
+	neighbor {{.Site.EdgeUnicast}} as {{.EdgeASN}};
+	passive on;
+	hold time {{.HoldTime}}; keepalive time 1; connect retry time 1; error wait time 1, 2;
+	ipv4 {
+		import filter { if net ~ [ {{.Anycast}}+ ] then { bgp_local_pref = 1000; accept; } reject; };
+		export none;
+	};
+}
+{{range .Peers}}
+protocol bgp {{.Name}} {
+	local {{.Local}} as {{$.Site.ASN}};
+	neighbor {{.Addr}} as {{.ASN}};
+	hold time 6; keepalive time 2; connect retry time 1; error wait time 1, 2;
+	ipv4 {
+		import filter { if net ~ [ {{$.Anycast}}+ ] then bgp_local_pref = {{.Preference}}; accept; };
+		export where source ~ [ RTS_BGP, RTS_DEVICE ];
+	};
+}
+{{end}}`))
+
+// startRouters writes every router's config and starts BIRD in its
+// namespace.
+func (t *topology) startRouters(ctx context.Context, holdTime int) ([]*router, error) {
+	var rs []*router
+	for i, s := range t.sites {
+		dir := filepath.Join(t.net.Dir(), "bird-"+s.Key)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		type peer struct {
+			Name, Local, Addr string
+			ASN, Preference   int
+		}
+		var peers []peer
+		for _, p := range t.peers[i] {
+			peers = append(peers, peer{p.name, p.local, p.addr, p.asn, 1000 - int(p.delay/time.Millisecond)})
+		}
+		var b bytes.Buffer
+		err := birdConf.Execute(&b, map[string]any{"Site": s, "EdgeASN": edgeASN, "Anycast": AnycastPrefix, "Peers": peers, "HoldTime": holdTime})
+		if err != nil {
+			return nil, err
+		}
+		conf := filepath.Join(dir, "bird.conf")
+		if err := os.WriteFile(conf, b.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
+		r := &router{site: s, sock: filepath.Join(dir, "bird.ctl")}
+		r.proc, err = t.net.Start(s.Router, "bird-"+s.Key, []string{"bird", "-f", "-c", conf, "-s", r.sock, "-P", filepath.Join(dir, "bird.pid")})
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// birdc runs a birdc command against r.
+func (r *router) birdc(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "birdc", append([]string{"-s", r.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("birdc %s (%s): %w: %s", strings.Join(args, " "), r.site.Key, err, out)
+	}
+	return string(out), nil
+}
+
+// protocols returns the state of each BGP session ("Established",
+// "Active", ...), by protocol name.
+func (r *router) protocols(ctx context.Context) (map[string]string, error) {
+	out, err := r.birdc(ctx, "show", "protocols")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "BGP" {
+			m[f[0]] = f[len(f)-1]
+		}
+	}
+	return m, nil
+}
+
+// bestVia returns the protocol of the best route to addr ("edge",
+// "site_euw", ...) or "" when there is none.
+func (r *router) bestVia(ctx context.Context, addr string) (string, error) {
+	out, err := r.birdc(ctx, "show", "route", "for", addr)
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(out) {
+		if i := strings.Index(line, "["); i >= 0 && strings.Contains(line, "*") {
+			rest := line[i+1:]
+			if j := strings.IndexAny(rest, " ]"); j > 0 {
+				return rest[:j], nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// waitRouters waits until every router's sessions to the other routers
+// are established and its best route to every other site's LAN is the
+// direct link (shortest AS path).
+func waitRouters(ctx context.Context, rs []*router, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for _, r := range rs {
+		for {
+			ok, why := routerReady(ctx, r, rs)
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("router %s not converged after %s: %s (log: %s)", r.site.Key, limit, why, r.proc.Log)
+			}
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func routerReady(ctx context.Context, r *router, rs []*router) (bool, string) {
+	ps, err := r.protocols(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	for name, st := range ps {
+		if strings.HasPrefix(name, "site_") && st != "Established" {
+			return false, name + " " + st
+		}
+	}
+	for _, o := range rs {
+		if o == r {
+			continue
+		}
+		via, err := r.bestVia(ctx, o.site.RouterLAN())
+		if err != nil || via != "site_"+o.site.Key {
+			return false, fmt.Sprintf("route to %s via %q, not yet the direct link", o.site.LANPrefix(), via)
+		}
+	}
+	return true, ""
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

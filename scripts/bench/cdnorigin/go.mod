@@ -1,0 +1,3 @@
+module cdnorigin
+
+go 1.26
