@@ -84,6 +84,10 @@ func (s *Server) measureDemand(p *plan.Plan) {
 // capacity again once it is less busy.
 const minLoadRPS = 1
 
+// loadForget is how many demand windows without a report a measured
+// capacity outlives: then the backend has its configured capacity again.
+const loadForget = 30
+
 // measureLoad ends a window of load reports (docs/global.md, "Capacity
 // between the layers"). Each UTILIZATION backend's reports, this
 // instance's (read and reset from loads) and the other instances'
@@ -91,7 +95,8 @@ const minLoadRPS = 1
 // then r × its target utilisation / u (at least minLoadRPS), the rate at
 // which it would reach the target if utilisation grows with the rate,
 // and the engine's waterfall spills what the demand offers above it. A
-// window without reports leaves it as it was. It returns this
+// window without reports leaves it as it was; loadForget of them in a
+// row forget it. It returns this
 // instance's own loads, for the fleet, and whether the control state
 // changed.
 func (s *Server) measureLoad(p *plan.Plan, loads *proxy.LoadReports, remote control.LoadRates, now time.Time) (control.LoadRates, bool) {
@@ -109,10 +114,21 @@ func (s *Server) measureLoad(p *plan.Plan, loads *proxy.LoadReports, remote cont
 			all := control.LoadRates{}
 			all.Add(svc.Name, b.Group.Name, own)
 			all.Add(svc.Name, b.Group.Name, remote[svc.Name][b.Group.Name])
+			key := svc.Name + "\x00" + b.Group.Name
 			g, ok := all[svc.Name][b.Group.Name]
 			if !ok {
-				continue // no report: the measured capacity stays as it was
+				// No report: the measured capacity stays as it was,
+				// until none has come for loadForget windows.
+				if seen, known := s.loadSeen[key]; known && now.Sub(seen) >= loadForget*p.DemandWindow {
+					delete(s.loadSeen, key)
+					changed = s.state.SetMeasuredCapacity(svc.ID, b.Index, 0, now) || changed
+				}
+				continue
 			}
+			if s.loadSeen == nil {
+				s.loadSeen = map[string]time.Time{}
+			}
+			s.loadSeen[key] = now
 			c := math.Inf(1) // nothing reported busy: the configured capacity
 			if g.Utilization > 0 {
 				c = max(g.RPS*b.TargetUtilization/g.Utilization, minLoadRPS)

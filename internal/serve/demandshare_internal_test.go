@@ -188,3 +188,28 @@ func TestMeasuredCapacity(t *testing.T) {
 		}
 	}
 }
+
+// A measured capacity outlives windows without reports (a quiet
+// backend keeps the capacity it was measured at) for loadForget
+// windows; then the backend has its configured capacity again.
+func TestMeasuredCapacityForgotten(t *testing.T) {
+	share := &fakeDemandShare{remoteLoad: control.LoadRates{"web-bs": {"web-europe-west1": {RPS: 1000, Utilization: 1.0}}}}
+	s, _ := utilizationWindow(t, share, 1000)
+	if got := s.state.Measured(0, 0); got != 800 {
+		t.Fatalf("measured %v, want 800", got)
+	}
+	share.remoteLoad = nil
+	start := time.Now()
+	p := s.snap.Load().Plan
+	for i := 1; i <= loadForget; i++ {
+		s.now = func() time.Time { return start.Add(time.Duration(i) * p.DemandWindow) }
+		s.measureDemand(p)
+		want := 800.0
+		if i == loadForget {
+			want = 0
+		}
+		if got := s.state.Measured(0, 0); got != want {
+			t.Fatalf("after %d windows without reports: measured %v, want %v", i, got, want)
+		}
+	}
+}

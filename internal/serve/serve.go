@@ -191,6 +191,9 @@ type Server struct {
 	// layers are the EDGE frontends' pools of HTTP/2 connections to
 	// regional layers, kept across reloads.
 	layers *proxy.Layers
+	// loadSeen is when each UTILIZATION backend (service and group name)
+	// last had a load report, for measureLoad (the loop's).
+	loadSeen map[string]time.Time
 	// Observability: the metrics registry, the per-request counters
 	// (reqmetrics.go) and the access log (package accesslog).
 	metrics    *metrics
