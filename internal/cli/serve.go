@@ -156,6 +156,15 @@ every instance); --fleet-rate-limits=false counts per instance. Health
 checks are sharded (--fleet-probers) and auto-capacity drain is decided by
 one elected instance; see docs/fleet.md.
 
+Two layers: --role edge serves every frontend but the REGIONAL ones and
+probes no endpoint behind a regional layer (in a fleet, the regional
+instances of the endpoint's region do, and the edge follows their
+verdicts); --role regional --region R serves every frontend but the EDGE
+ones, and of the REGIONAL ones those of R. One fleet config can then hold
+both layers. UTILIZATION backends get their capacity from the utilisation
+their endpoints report in the endpoint-load-metrics header, shared
+through the fleet; see docs/global.md.
+
 Embedded etcd: with --fleet-embedded the instances run etcd themselves, one
 member each, so trying fleet mode needs no separate etcd. Give every instance
 the same initial cluster, NAME=http://HOST:PORT for each member's peer
@@ -227,7 +236,7 @@ type serveCmd struct {
 	watch                                                        time.Duration
 	pprof                                                        bool
 	ff                                                           *fleetFlags
-	instance, region                                             string
+	instance, region, role                                       string
 	fleetTimeout, fleetLease                                     time.Duration
 	fleetProbers                                                 int
 	fleetRate, fleetRateLimits                                   bool
@@ -267,7 +276,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := c.loadConfig(ctx); err != nil {
 		return err
 	}
-	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF(), Instance: c.instance}
+	opts := serve.Options{Admin: c.admin, AdminToken: c.token, Pprof: c.pprof, Logger: c.log, ConfigPath: c.watchPath, WatchInterval: c.wi, MaxConnections: c.conns, WAF: newWAF(), Instance: c.instance, Role: c.role, Region: c.region}
 	if err := c.openAuditLog(&opts); err != nil {
 		return err
 	}
@@ -316,7 +325,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveCmd, error) {
 	c.ff = addFleetFlags(fs, "run in fleet mode: the config comes from etcd at `ENDPOINTS`, etcd://host:2379,host:2379 (default $"+fleetEnv+")")
 	host, _ := os.Hostname()
 	fs.StringVar(&c.instance, "instance", host, "this instance's `NAME` (the dashboard shows it; in fleet mode, unique in the fleet) (default the host name)")
-	fs.StringVar(&c.region, "region", "", "fleet mode: the `REGION` this instance runs in, e.g. us-east1")
+	fs.StringVar(&c.region, "region", "", "the `REGION` this instance runs in, e.g. us-east1 (fleet mode: registered with the instance; with --role regional: the REGIONAL frontends it serves)")
+	fs.StringVar(&c.role, "role", "all", "the proxy `LAYER` this instance runs (docs/global.md): all (every frontend), edge (every frontend but the REGIONAL ones; probes no endpoint behind a regional layer) or regional (every frontend but the EDGE ones; of the REGIONAL ones, those of --region)")
 	fs.DurationVar(&c.fleetTimeout, "fleet-timeout", 5*time.Second, "fleet mode: how long to wait for etcd at start before falling back to --config")
 	fs.IntVar(&c.fleetProbers, "fleet-probers", fleet.DefaultProbers, "fleet mode: how many instances probe each endpoint (sharded probing; 0: every instance probes every endpoint)")
 	fs.DurationVar(&c.fleetLease, "fleet-lease", 10*time.Second, "fleet mode: the TTL of this instance's leases (registration, verdicts, offered rate, election): how long after a crash the fleet moves its probes and elects a new leader. Whole seconds, at least 2s")
@@ -437,6 +447,9 @@ func (c *serveCmd) checkFlags(stderr io.Writer) error {
 		}
 	}
 	c.fleetMode = c.ff.given() || c.member != nil
+	if c.role, err = parseRole(c.role); err != nil {
+		return err
+	}
 	if err := checkFleetLease(c.fleetLease); err != nil {
 		return err
 	}
@@ -445,6 +458,20 @@ func (c *serveCmd) checkFlags(stderr io.Writer) error {
 		return errUsage
 	}
 	return nil
+}
+
+// parseRole turns --role into serve.Options.Role: "" for all,
+// config.LayerEdge or config.LayerRegional.
+func parseRole(s string) (string, error) {
+	switch strings.ToLower(s) {
+	case "all", "":
+		return "", nil
+	case "edge":
+		return config.LayerEdge, nil
+	case "regional":
+		return config.LayerRegional, nil
+	}
+	return "", fmt.Errorf("--role %q: want all, edge or regional", s)
 }
 
 // setupProcess builds the logger and applies --procs, --watch and
@@ -564,7 +591,7 @@ func watchMember(ctx context.Context, m *embedded.Member, name string, log *slog
 // fleetInstance builds the fleet side of the instance and sets the
 // shares it runs in opts.
 func (c *serveCmd) fleetInstance(opts *serve.Options) (*fleet.Instance, error) {
-	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Probers: c.fleetProbers, Rate: c.fleetRate, RateLimits: c.fleetRateLimits, LeaseTTL: c.fleetLease, Logger: c.log})
+	inst, err := fleet.NewInstance(c.store, fleet.InstanceOptions{Instance: c.instance, Region: c.region, Role: c.role, Probers: c.fleetProbers, Rate: c.fleetRate, RateLimits: c.fleetRateLimits, LeaseTTL: c.fleetLease, Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
@@ -848,6 +875,7 @@ func PrintHealth(w io.Writer, r *report.Health) {
 		printOverlay(w, r.Overlay)
 	}
 	printCertificates(w, r.SslCertificates)
+	printRegionalLayers(w, r.RegionalLayers)
 	printBGP(w, r.BGP)
 }
 

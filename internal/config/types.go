@@ -729,7 +729,31 @@ type RegionalLayer struct {
 	// MaxConnections bounds the HTTP/2 connections kept to each regional
 	// endpoint (default 4); requests share them as streams.
 	MaxConnections int `json:"maxConnections,omitempty"`
+	// HealthCheck tunes the edge's active check of each regional
+	// endpoint (defaults: LayerHealthCheck's).
+	HealthCheck *LayerHealthCheck `json:"healthCheck,omitempty"`
 }
+
+// LayerHealthCheck is how an edge checks each endpoint of a regional
+// layer: an HTTP/2 PING on a pooled connection (a new connection when
+// none is open) every CheckIntervalMs, answered within TimeoutMs;
+// UnhealthyThreshold failures in a row set the endpoint aside,
+// HealthyThreshold successes in a row bring it back. Zero fields take
+// the defaults (DefaultLayerCheck*).
+type LayerHealthCheck struct {
+	CheckIntervalMs    int `json:"checkIntervalMs,omitempty"`
+	TimeoutMs          int `json:"timeoutMs,omitempty"`
+	HealthyThreshold   int `json:"healthyThreshold,omitempty"`
+	UnhealthyThreshold int `json:"unhealthyThreshold,omitempty"`
+}
+
+// Defaults of a regional layer's health check (LayerHealthCheck).
+const (
+	DefaultLayerCheckIntervalMs    = 2000
+	DefaultLayerCheckTimeoutMs     = 1000
+	DefaultLayerHealthyThreshold   = 2
+	DefaultLayerUnhealthyThreshold = 2
+)
 
 // Frontend layers (Frontend.Layer).
 const (

@@ -3,6 +3,7 @@ package config
 import (
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // DefaultLayerConnections is how many HTTP/2 connections an edge keeps to
@@ -54,6 +55,30 @@ func (v *validator) regionalLayer(p string, l *RegionalLayer) {
 	if l.MaxConnections < 0 || l.MaxConnections > 64 {
 		v.add(p+".maxConnections", "use 1 to 64 (default 4)", "%d is out of range", l.MaxConnections)
 	}
+	v.layerHealthCheck(p+".healthCheck", l.HealthCheck)
+}
+
+// layerHealthCheck validates a regional layer's healthCheck (p is its
+// path; h may be nil).
+func (v *validator) layerHealthCheck(hp string, h *LayerHealthCheck) {
+	if h == nil {
+		return
+	}
+	if h.CheckIntervalMs < 0 || (h.CheckIntervalMs > 0 && h.CheckIntervalMs < 100) || h.CheckIntervalMs > 300000 {
+		v.add(hp+".checkIntervalMs", "use 100 to 300000 (default 2000)", "%d is out of range", h.CheckIntervalMs)
+	}
+	interval, _, _, _ := h.Values()
+	if h.TimeoutMs < 0 || time.Duration(h.TimeoutMs)*time.Millisecond > interval {
+		v.add(hp+".timeoutMs", "use 1 up to checkIntervalMs (default 1000, or the interval when shorter)", "%d is out of range", h.TimeoutMs)
+	}
+	for _, t := range []struct {
+		name string
+		n    int
+	}{{"healthyThreshold", h.HealthyThreshold}, {"unhealthyThreshold", h.UnhealthyThreshold}} {
+		if t.n < 0 || t.n > 10 {
+			v.add(hp+"."+t.name, "use 1 to 10 (default 2)", "%d is out of range", t.n)
+		}
+	}
 }
 
 // frontendLayer validates a frontend's layer and trustedEdges (p is its
@@ -103,4 +128,24 @@ func ParseTrustedEdge(s string) (netip.Prefix, bool) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), true
+}
+
+// Values returns the check's interval, timeout and thresholds with the
+// defaults applied (h may be nil; the default timeout is the interval
+// when that is shorter).
+func (h *LayerHealthCheck) Values() (interval, timeout time.Duration, healthy, unhealthy int) {
+	var c LayerHealthCheck
+	if h != nil {
+		c = *h
+	}
+	or := func(v, d int) int {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	iv := or(c.CheckIntervalMs, DefaultLayerCheckIntervalMs)
+	to := or(c.TimeoutMs, min(DefaultLayerCheckTimeoutMs, iv)) // the default fits a shorter interval
+	return time.Duration(iv) * time.Millisecond, time.Duration(to) * time.Millisecond,
+		or(c.HealthyThreshold, DefaultLayerHealthyThreshold), or(c.UnhealthyThreshold, DefaultLayerUnhealthyThreshold)
 }

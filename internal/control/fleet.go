@@ -111,3 +111,32 @@ func (d DemandRates) Add(service, region string, rps float64) {
 	}
 	m[region] += rps
 }
+
+// GroupLoad is what one instance measured of one backend with
+// balancingMode UTILIZATION over a demand window: the rate of its
+// endpoints' responses that carried a load report (ORCA's
+// endpoint-load-metrics header), and the mean utilisation they reported.
+type GroupLoad struct {
+	RPS         float64 `json:"rps"`
+	Utilization float64 `json:"utilization"`
+}
+
+// LoadRates are GroupLoads by backend service name and then backend
+// group name (names, as for DemandRates).
+type LoadRates map[string]map[string]GroupLoad
+
+// Add combines g into (service, group): the rates add up and the
+// utilisation is the rate-weighted mean of the reports.
+func (l LoadRates) Add(service, group string, g GroupLoad) {
+	if !(g.RPS > 0) {
+		return
+	}
+	m := l[service]
+	if m == nil {
+		m = map[string]GroupLoad{}
+		l[service] = m
+	}
+	old := m[group]
+	sum := old.RPS + g.RPS
+	m[group] = GroupLoad{RPS: sum, Utilization: (old.Utilization*old.RPS + g.Utilization*g.RPS) / sum}
+}

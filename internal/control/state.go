@@ -7,6 +7,7 @@
 package control
 
 import (
+	"math"
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/health"
@@ -60,7 +61,11 @@ type State struct {
 	ejected []bool
 	drain   [][]DrainState // [service][backend]
 	demand  [][]float64    // [service][client region] offered rps; the last column is "no region"
-	version uint64
+	// measured is a UTILIZATION backend's capacity (rps) estimated from
+	// the utilisation its endpoints report; 0: none (the configured
+	// capacity).
+	measured [][]float64 // [service][backend]
+	version  uint64
 	// evaluated is the time of the last Evaluate: the "now" that ramp
 	// shares are read at.
 	evaluated time.Time
@@ -72,15 +77,17 @@ type State struct {
 // New returns a State for p in which every endpoint is unknown (healthy).
 func New(p *plan.Plan) *State {
 	s := &State{
-		plan:    p,
-		health:  make([]health.State, len(p.Endpoints)),
-		ejected: make([]bool, len(p.Endpoints)),
-		drain:   make([][]DrainState, len(p.Services)),
-		demand:  make([][]float64, len(p.Services)),
+		plan:     p,
+		health:   make([]health.State, len(p.Endpoints)),
+		ejected:  make([]bool, len(p.Endpoints)),
+		drain:    make([][]DrainState, len(p.Services)),
+		demand:   make([][]float64, len(p.Services)),
+		measured: make([][]float64, len(p.Services)),
 	}
 	for i, svc := range p.Services {
 		s.drain[i] = make([]DrainState, len(svc.Backends))
 		s.demand[i] = make([]float64, len(p.Regions)+1)
+		s.measured[i] = make([]float64, len(svc.Backends))
 	}
 	return s
 }
@@ -110,6 +117,9 @@ func (s *State) Rebase(p *plan.Plan) *State {
 			for _, ob := range os.Backends {
 				if ob.Group.Name == b.Group.Name {
 					n.drain[svc.ID][b.Index] = s.drain[os.ID][ob.Index]
+					if b.Mode == ob.Mode {
+						n.measured[svc.ID][b.Index] = s.measured[os.ID][ob.Index]
+					}
 				}
 			}
 		}
@@ -224,6 +234,43 @@ func (s *State) SetDemand(service, region int, rps float64, now time.Time) bool 
 	s.version++
 	return true
 }
+
+// SetMeasuredCapacity sets the capacity, in requests per second, that a
+// backend with balancingMode UTILIZATION is measured to have: the rate it
+// served times its target utilisation over the utilisation its endpoints
+// reported (docs/global.md, "Capacity between the layers"); 0 (or less,
+// or not finite) forgets it. Like SetDemand it ignores moves within 5%
+// of the value views were last built with, and reports whether it
+// changed anything. Backends of other modes ignore it.
+func (s *State) SetMeasuredCapacity(service, backend int, rps float64, now time.Time) bool {
+	if s.plan.Services[service].Backends[backend].Mode != "UTILIZATION" {
+		return false
+	}
+	if !(rps > 0) || math.IsInf(rps, 0) {
+		rps = 0
+	}
+	old := s.measured[service][backend]
+	if old == rps || (old != 0 && rps != 0 && rps <= old*1.05 && rps >= old*0.95) {
+		return false
+	}
+	s.measured[service][backend] = rps
+	s.version++
+	return true
+}
+
+// Capacity returns a backend's RATE capacity in requests per second:
+// the configured one (+Inf when none), or the measured one
+// (SetMeasuredCapacity) when that is lower.
+func (s *State) Capacity(service, backend int) float64 {
+	c := s.plan.Services[service].Backends[backend].Capacity
+	if m := s.measured[service][backend]; m > 0 && m < c {
+		return m
+	}
+	return c
+}
+
+// Measured returns a backend's measured capacity (rps), 0 when none.
+func (s *State) Measured(service, backend int) float64 { return s.measured[service][backend] }
 
 // Tick re-evaluates time-based rules (undrain holds). It reports whether
 // anything changed.

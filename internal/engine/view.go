@@ -87,7 +87,7 @@ func NextView(s *control.State, prev *View) *View {
 			if prev == nil || !bv.reuse(prev.services[svc.ID].backends[b.Index]) {
 				bv.build(sv.policy, svc.MinRingSize)
 			}
-			remaining[b.Index] = b.Capacity * s.Ramp(svc.ID, b.Index)
+			remaining[b.Index] = s.Capacity(svc.ID, b.Index) * s.Ramp(svc.ID, b.Index)
 			sv.backends = append(sv.backends, bv)
 		}
 		sv.splits = make([]Split, len(p.Regions)+1)

@@ -27,8 +27,10 @@ type Target interface {
 
 // AgentOptions configure an Agent.
 type AgentOptions struct {
-	// Instance (required) and Region name this instance in the fleet.
-	Instance, Region string
+	// Instance (required) and Region name this instance in the fleet;
+	// Role is its --role ("" for every layer, config.LayerEdge or
+	// config.LayerRegional), registered with it (see ProbeOwners).
+	Instance, Region, Role string
 	// Initial is the status at start: the revision the target was built
 	// with (0 for the --config file) and whether etcd was unreachable
 	// then (Stale). Start returns it.
@@ -140,7 +142,7 @@ func (a *Agent) up(ctx context.Context, s *session) (connected bool, err error) 
 	leaseID := s.Lease()
 	a.warnNameInUse(ctx)
 	a.lastLease = leaseID
-	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "since": a.opts.Now().UTC()})
+	reg, _ := json.Marshal(map[string]any{"instance": a.opts.Instance, "region": a.opts.Region, "role": a.opts.Role, "since": a.opts.Now().UTC()})
 	if err := a.put(ctx, a.store.instanceKey(a.opts.Instance), string(reg), leaseID); err != nil {
 		return false, err
 	}

@@ -85,7 +85,7 @@ func TestDemandKeptOnTransientError(t *testing.T) {
 	defer cancel()
 	go a.Run(ctx)
 	b := startDemander(t, e, "b")
-	a.Publish(time.Now(), time.Second, map[string]map[string]float64{"web-bs": {"europe-west1": 1500}})
+	a.Publish(time.Now(), time.Second, map[string]map[string]float64{"web-bs": {"europe-west1": 1500}}, nil)
 	remoteIs(t, "seeing a's 1500", 1500, b)
 
 	admin := dial(t, e)
@@ -153,8 +153,8 @@ func TestDemandRejoinKeepsPeerInBackoff(t *testing.T) {
 	a := startBareDemand(t, e, "a", 2*time.Second, 0)
 	b := startBareDemand(t, e, "b", 2*time.Second, 0)
 	rates := func(v float64) control.DemandRates { return control.DemandRates{"web-bs": {"europe-west1": v}} }
-	a.Publish(time.Now(), time.Second, rates(1000))
-	b.Publish(time.Now(), time.Second, rates(1000))
+	a.Publish(time.Now(), time.Second, rates(1000), nil)
+	b.Publish(time.Now(), time.Second, rates(1000), nil)
 	eventually(t, "a sees b", func() (bool, string) { return a.Remote()["web-bs"]["europe-west1"] == 1000, "" })
 	e.Stop()
 	time.Sleep(4 * time.Second) // the backoffs grow
@@ -162,8 +162,8 @@ func TestDemandRejoinKeepsPeerInBackoff(t *testing.T) {
 	back := time.Now()
 	minA, dropAt := 1000.0, time.Duration(0)
 	for time.Since(back) < 7*time.Second {
-		a.Publish(time.Now(), time.Second, rates(1000))
-		b.Publish(time.Now(), time.Second, rates(1000))
+		a.Publish(time.Now(), time.Second, rates(1000), nil)
+		b.Publish(time.Now(), time.Second, rates(1000), nil)
 		if v := a.Remote()["web-bs"]["europe-west1"]; v < minA {
 			minA = v
 			if dropAt == 0 {

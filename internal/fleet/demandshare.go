@@ -36,6 +36,11 @@ type DemandRecord struct {
 	At        time.Time           `json:"at"`
 	WindowSec float64             `json:"windowSec"`
 	Rates     control.DemandRates `json:"rates"`
+	// Load is what this instance measured of the UTILIZATION backends
+	// it forwards to: the rate of their reported responses and the
+	// utilisation reported (docs/global.md, "Capacity between the
+	// layers"). Absent when it measured none.
+	Load control.LoadRates `json:"load,omitempty"`
 }
 
 // DemandShareOptions configure a DemandShare.
@@ -98,16 +103,17 @@ type DemandShare struct {
 
 	windows, writes atomic.Int64
 	remote          atomic.Pointer[control.DemandRates]
+	remoteLoad      atomic.Pointer[control.LoadRates]
 
 	mu     sync.Mutex
 	latest *DemandRecord // the newest window from the server; nil until one
 	stats  DemandShareStats
 
 	// Owned by Run's goroutine.
-	peers      map[string]control.DemandRates // other instances' records
-	gone       map[string]time.Time           // peers whose record left etcd, counted until then
-	written    control.DemandRates            // the rates last written this session; nil: none
-	writtenRev int64                          // the etcd revision of that write
+	peers      map[string]DemandRecord // other instances' records
+	gone       map[string]time.Time    // peers whose record left etcd, counted until then
+	written    *DemandRecord           // the record last written this session; nil: none
+	writtenRev int64                   // the etcd revision of that write
 	connected  bool
 	warned     bool // about a foreign write of this instance's record, this session
 	told       bool // that this instance cannot share demand, since it last could
@@ -126,15 +132,19 @@ func NewDemandShare(store *Store, opts DemandShareOptions) (*DemandShare, error)
 	}
 	connDefaults(&opts.LeaseTTL, &opts.CheckTimeout, &opts.MinBackoff, &opts.MaxBackoff, &opts.Logger)
 	return &DemandShare{store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
-		peers: map[string]control.DemandRates{}, gone: map[string]time.Time{}}, nil
+		peers: map[string]DemandRecord{}, gone: map[string]time.Time{}}, nil
 }
 
-// Publish implements serve.DemandShare: it keeps the window's rates for
-// Run, which writes them when they moved enough. It never waits for etcd.
-func (d *DemandShare) Publish(at time.Time, window time.Duration, rates control.DemandRates) {
+// Publish implements serve.DemandShare: it keeps the window's rates and
+// loads for Run, which writes them when they moved enough. It never
+// waits for etcd.
+func (d *DemandShare) Publish(at time.Time, window time.Duration, rates control.DemandRates, load control.LoadRates) {
 	d.windows.Add(1)
+	if len(load) == 0 {
+		load = nil
+	}
 	d.mu.Lock()
-	d.latest = &DemandRecord{At: at.UTC(), WindowSec: window.Seconds(), Rates: rates}
+	d.latest = &DemandRecord{At: at.UTC(), WindowSec: window.Seconds(), Rates: rates, Load: load}
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -146,6 +156,15 @@ func (d *DemandShare) Publish(at time.Time, window time.Duration, rates control.
 // published rates (nil before any is seen).
 func (d *DemandShare) Remote() control.DemandRates {
 	if r := d.remote.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
+
+// RemoteLoad implements serve.DemandShare: the other instances'
+// published loads, combined (nil before any is seen).
+func (d *DemandShare) RemoteLoad() control.LoadRates {
+	if r := d.remoteLoad.Load(); r != nil {
 		return *r
 	}
 	return nil
@@ -305,7 +324,7 @@ func (d *DemandShare) applyKV(key string, val []byte, del bool, modRev int64) {
 		d.forget(name)
 		return
 	}
-	d.peers[name] = r.Rates
+	d.peers[name] = r
 	delete(d.gone, name)
 }
 
@@ -337,19 +356,25 @@ func (d *DemandShare) expire() {
 	}
 }
 
-// sum recomputes the remote rates from the peers' records.
+// sum recomputes the remote rates and loads from the peers' records.
 func (d *DemandShare) sum() {
-	total := control.DemandRates{}
-	for _, rates := range d.peers {
-		for svc, byRegion := range rates {
+	total, load := control.DemandRates{}, control.LoadRates{}
+	for _, r := range d.peers {
+		for svc, byRegion := range r.Rates {
 			for region, rps := range byRegion {
 				if rps > 0 {
 					total.Add(svc, region, rps)
 				}
 			}
 		}
+		for svc, byGroup := range r.Load {
+			for group, g := range byGroup {
+				load.Add(svc, group, g)
+			}
+		}
 	}
 	d.remote.Store(&total)
+	d.remoteLoad.Store(&load)
 	d.setStats()
 }
 
@@ -360,7 +385,7 @@ func (d *DemandShare) flush(ctx context.Context, lease clientv3.LeaseID) error {
 	d.mu.Lock()
 	rec := d.latest
 	d.mu.Unlock()
-	if rec == nil || (d.written != nil && !moved(d.written, rec.Rates, d.opts.Change, rec.WindowSec)) {
+	if rec == nil || (d.written != nil && !moved(d.written.Rates, rec.Rates, d.opts.Change, rec.WindowSec) && !loadMoved(d.written.Load, rec.Load, d.opts.Change, rec.WindowSec)) {
 		return nil
 	}
 	b, err := json.Marshal(rec)
@@ -374,8 +399,37 @@ func (d *DemandShare) flush(ctx context.Context, lease clientv3.LeaseID) error {
 	if err != nil {
 		return fmt.Errorf("fleet: publish the demand record: %w", err)
 	}
-	d.written, d.writtenRev = rec.Rates, resp.Header.Revision
+	d.written, d.writtenRev = rec, resp.Header.Revision
 	return nil
+}
+
+// loadUtilChange is how far a reported utilisation may move (absolute)
+// before an instance publishes its load again.
+const loadUtilChange = 0.02
+
+// loadMoved is moved for loads: a backend's rate moved past moved's
+// rule, or its utilisation by more than loadUtilChange.
+func loadMoved(a, b control.LoadRates, change, windowSec float64) bool {
+	rates := func(l control.LoadRates) control.DemandRates {
+		r := control.DemandRates{}
+		for svc, byGroup := range l {
+			for g, x := range byGroup {
+				r.Add(svc, g, x.RPS)
+			}
+		}
+		return r
+	}
+	if moved(rates(a), rates(b), change, windowSec) {
+		return true
+	}
+	for svc, byGroup := range b {
+		for g, x := range byGroup {
+			if math.Abs(x.Utilization-a[svc][g].Utilization) > loadUtilChange {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // moved reports whether any rate of b differs from a's (a rate absent is

@@ -95,7 +95,7 @@ func startDemander(t *testing.T, e *fleettest.Etcd, name string) *demander {
 // window hands the share one window of rps from European clients to
 // web-bs.
 func (d *demander) window(rps float64) {
-	d.share.Publish(time.Now(), time.Second, control.DemandRates{"web-bs": {"europe-west1": rps}})
+	d.share.Publish(time.Now(), time.Second, control.DemandRates{"web-bs": {"europe-west1": rps}}, nil)
 }
 
 func (d *demander) remoteEU() float64 { return d.share.Remote()["web-bs"]["europe-west1"] }

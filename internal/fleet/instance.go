@@ -26,8 +26,11 @@ type InstanceServer interface {
 // InstanceOptions configure the fleet side of one instance: what
 // `spillway serve --fleet` runs next to its server.
 type InstanceOptions struct {
-	// Instance (required) and Region name this instance in the fleet.
-	Instance, Region string
+	// Instance (required) and Region name this instance in the fleet;
+	// Role is its --role: "" (every layer), config.LayerEdge (an edge:
+	// it never probes endpoints behind a regional layer) or
+	// config.LayerRegional (see ProbeOwners).
+	Instance, Region, Role string
 	// Probers is --fleet-probers: how many instances probe each target;
 	// 0 runs no ProbeShare (every instance probes every endpoint, as in
 	// standalone).
@@ -88,7 +91,7 @@ func NewInstance(store *Store, opts InstanceOptions) (*Instance, error) {
 	var err error
 	if opts.Probers != 0 {
 		if in.share, err = NewProbeShare(store, ProbeShareOptions{
-			Instance: opts.Instance, Probers: opts.Probers, Logger: opts.Logger,
+			Instance: opts.Instance, Region: opts.Region, Role: opts.Role, Probers: opts.Probers, Logger: opts.Logger,
 			LeaseTTL: opts.LeaseTTL, CheckInterval: opts.CheckInterval, CheckTimeout: opts.CheckTimeout,
 			MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
 		}); err != nil {
@@ -161,7 +164,7 @@ func (in *Instance) Loop() *ControlLoop { return in.loop }
 // at once.
 func (in *Instance) Run(ctx context.Context, srv InstanceServer, initial control.FleetStatus) error {
 	ag, err := NewAgent(in.store, srv, AgentOptions{
-		Instance: in.opts.Instance, Region: in.opts.Region, Initial: initial, Logger: in.opts.Logger,
+		Instance: in.opts.Instance, Region: in.opts.Region, Role: in.opts.Role, Initial: initial, Logger: in.opts.Logger,
 		LeaseTTL: in.opts.LeaseTTL, CheckInterval: in.opts.CheckInterval, CheckTimeout: in.opts.CheckTimeout,
 		MinBackoff: in.opts.MinBackoff, MaxBackoff: in.opts.MaxBackoff,
 	})

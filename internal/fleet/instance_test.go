@@ -42,8 +42,10 @@ func startFullInstanceOpts(t *testing.T, e *fleettest.Etcd, name string, tweak f
 }
 
 // instanceTweaks change what startFullInstanceWith starts: the config the
-// fleet gave (before the server is made from it), the fleet options and
-// the server's options.
+// fleet gave (before the server is made from it), the fleet options
+// (region us-east1, one prober per target, shared demand and rate
+// limits; the server takes their role and region) and the server's
+// options.
 type instanceTweaks struct {
 	cfg  func(*config.Config)
 	inst func(*fleet.InstanceOptions)
@@ -77,7 +79,7 @@ func startFullInstanceWith(t *testing.T, e *fleettest.Etcd, name string, tw inst
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1}
+	opts := serve.Options{Admin: "127.0.0.1:0", Logger: log, WatchInterval: -1, Role: io.Role, Region: io.Region}
 	if sh := inst.Share(); sh != nil {
 		opts.ProbeShare = sh
 	}

@@ -18,6 +18,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/health"
 	"github.com/spillwaylb/spillway/internal/probe"
 )
@@ -45,6 +46,10 @@ type ProbeShareOptions struct {
 	// Probers is how many live instances probe each target (default
 	// DefaultProbers).
 	Probers int
+	// Region and Role are this instance's (--region, --role): see
+	// ProbeOwners. Role is "" (every layer), config.LayerEdge or
+	// config.LayerRegional.
+	Region, Role string
 	// LeaseTTL is the TTL of the lease the published results live under
 	// (default 10 s); CheckInterval and CheckTimeout as for the Agent
 	// (defaults 2 s and 3 s); MinBackoff and MaxBackoff bound the wait
@@ -103,7 +108,7 @@ type ProbeShare struct {
 	srv       ShareServer
 	all       map[string]probe.SharedTarget // the plan's targets by key
 	byTarget  map[probe.Target]string       // key of each target
-	live      map[string]bool               // registered instances
+	live      map[string]Member             // registered instances
 	connected bool
 	// everConnected: etcd has answered once. Until then (etcd down at
 	// start) the instance probes every target, as standalone.
@@ -138,7 +143,7 @@ func NewProbeShare(store *Store, opts ProbeShareOptions) (*ProbeShare, error) {
 	return &ProbeShare{
 		store: store, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
 		all: map[string]probe.SharedTarget{}, byTarget: map[probe.Target]string{},
-		live: map[string]bool{}, owned: map[string]bool{}, own: map[string]*ownVerdict{},
+		live: map[string]Member{}, owned: map[string]bool{}, own: map[string]*ownVerdict{},
 		peers: map[string]map[string]Verdict{}, shown: map[string]Verdict{},
 	}, nil
 }
@@ -211,6 +216,50 @@ func Owners(key string, live []string, k int) []string {
 	return out
 }
 
+// Member is one live instance of the fleet as its registration under
+// instances/ describes it: its name, --region and --role ("" for every
+// layer, config.LayerEdge, config.LayerRegional).
+type Member struct {
+	Name   string `json:"instance"`
+	Region string `json:"region,omitempty"`
+	Role   string `json:"role,omitempty"`
+}
+
+// ProbeOwners returns the k members that probe target t. A target in a
+// region without a regional layer is reached by every instance that
+// forwards there, edges included, so its owners are Owners over every
+// member, as in a fleet of one layer. A target behind a regional layer
+// (t.Layered) is reached by that layer's instances, not by edges: its
+// owners are the members that are not EDGE, those registered in t's
+// region first (Owners among them), then, when they are fewer than k,
+// the others (Owners among those). None when every member is an edge:
+// the target then keeps the health it last had.
+func ProbeOwners(t probe.SharedTarget, members []Member, k int) []string {
+	var local, other []string
+	for _, m := range members {
+		switch {
+		case !t.Layered:
+			other = append(other, m.Name)
+		case m.Role == config.LayerEdge:
+		case t.Region != "" && m.Region == t.Region:
+			local = append(local, m.Name)
+		default:
+			other = append(other, m.Name)
+		}
+	}
+	out := Owners(t.Key, local, k)
+	if len(out) < k {
+		out = append(out, Owners(t.Key, other, k-len(out))...)
+	}
+	return out
+}
+
+// mayProbe reports whether an instance of role could ever own t: an
+// edge never probes a target behind a regional layer.
+func mayProbe(t probe.SharedTarget, role string) bool {
+	return !t.Layered || role != config.LayerEdge
+}
+
 func (ps *ProbeShare) healthPrefix() string { return ps.store.prefix + "health/" }
 
 func (ps *ProbeShare) healthKey(key, instance string) string {
@@ -271,17 +320,17 @@ func (ps *ProbeShare) follow(ctx context.Context, leaseID clientv3.LeaseID) erro
 	cl := ps.store.cl
 	tctx, tcancel := context.WithTimeout(ctx, ps.opts.CheckTimeout)
 	resp, err := cl.Txn(tctx).Then(
-		clientv3.OpGet(ps.store.instancesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(ps.store.instancesPrefix(), clientv3.WithPrefix()),
 		clientv3.OpGet(ps.healthPrefix(), clientv3.WithPrefix()),
 	).Commit()
 	tcancel()
 	if err != nil {
 		return fmt.Errorf("fleet: read instances and health: %w", err)
 	}
-	live := map[string]bool{}
+	live := map[string]Member{}
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		if n, ok := ps.instanceName(string(kv.Key)); ok {
-			live[n] = true
+			live[n] = readMember(n, kv.Value)
 		}
 	}
 	peers := map[string]map[string]Verdict{}
@@ -301,7 +350,7 @@ func (ps *ProbeShare) follow(ctx context.Context, leaseID clientv3.LeaseID) erro
 	wchc := make(chan [2]clientv3.WatchChan, 1)
 	go func() {
 		wchc <- [2]clientv3.WatchChan{
-			cl.Watch(wctx, ps.store.instancesPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithKeysOnly()),
+			cl.Watch(wctx, ps.store.instancesPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)),
 			cl.Watch(wctx, ps.healthPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)),
 		}
 	}()
@@ -353,7 +402,7 @@ func (ps *ProbeShare) watched(wr clientv3.WatchResponse, ok bool) error {
 		k := string(ev.Kv.Key)
 		if n, ok := ps.instanceName(k); ok {
 			if ev.Type == clientv3.EventTypePut {
-				ps.live[n] = true
+				ps.live[n] = readMember(n, ev.Kv.Value)
 			} else {
 				delete(ps.live, n)
 			}
@@ -362,6 +411,15 @@ func (ps *ProbeShare) watched(wr clientv3.WatchResponse, ok bool) error {
 		ps.applyHealthKV(ps.peers, k, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
 	}
 	return nil
+}
+
+// readMember reads instance name's registration; one that does not parse
+// (or predates roles) counts as an instance of every layer in no region.
+func readMember(name string, val []byte) Member {
+	var m Member
+	_ = json.Unmarshal(val, &m)
+	m.Name = name
+	return m
 }
 
 func sameVerdict(a, b Verdict) bool {
@@ -480,19 +538,14 @@ func (ps *ProbeShare) refresh(ctx context.Context, lease *clientv3.LeaseID) erro
 // when they changed, and returns the keys no longer owned (whose
 // verdicts to withdraw).
 func (ps *ProbeShare) reown(force bool) []string {
-	live := slices.Sorted(maps.Keys(ps.live))
-	if !ps.live[ps.opts.Instance] {
-		// An instance always counts itself: its registration may not be
-		// in etcd yet.
-		live = append(live, ps.opts.Instance)
-	}
+	live := ps.members()
 	owned := map[string]bool{}
-	for k := range ps.all {
+	for k, t := range ps.all {
 		if ps.connected {
-			if slices.Contains(Owners(k, live, ps.opts.Probers), ps.opts.Instance) {
+			if slices.Contains(ProbeOwners(t, live, ps.opts.Probers), ps.opts.Instance) {
 				owned[k] = true
 			}
-		} else if ps.owned[k] || !ps.everConnected {
+		} else if ps.owned[k] || (!ps.everConnected && mayProbe(t, ps.opts.Role)) {
 			owned[k] = true
 		}
 	}
@@ -521,12 +574,25 @@ func (ps *ProbeShare) reown(force bool) []string {
 	return dels
 }
 
+// members lists the live instances in name order. An instance always
+// counts itself, as its options say: its registration may not be in
+// etcd yet.
+func (ps *ProbeShare) members() []Member {
+	live := make([]Member, 0, len(ps.live)+1)
+	for _, n := range slices.Sorted(maps.Keys(ps.live)) {
+		if n != ps.opts.Instance {
+			live = append(live, ps.live[n])
+		}
+	}
+	return append(live, Member{Name: ps.opts.Instance, Region: ps.opts.Region, Role: ps.opts.Role})
+}
+
 // verdict is the fleet's verdict for key, false when there is none to
 // act on (keep what is shown). Connected: Combine over the current
 // probers of key, this instance's own verdict taken before etcd echoes
 // it. Offline: this instance's own verdict for the keys it probes; the
 // others as last seen.
-func (ps *ProbeShare) verdict(key string, live []string) (Verdict, bool) {
+func (ps *ProbeShare) verdict(key string, live []Member) (Verdict, bool) {
 	o := ps.own[key]
 	if o != nil && !o.h.Known() {
 		o = nil
@@ -545,7 +611,7 @@ func (ps *ProbeShare) verdict(key string, live []string) (Verdict, bool) {
 		}
 		vs[ps.opts.Instance] = o.verdict()
 	}
-	return Combine(Owners(key, live, ps.opts.Probers), vs)
+	return Combine(ProbeOwners(ps.all[key], live, ps.opts.Probers), vs)
 }
 
 // Combine is the fleet's verdict for one target from its probers' (in
@@ -580,10 +646,7 @@ func (o *ownVerdict) verdict() Verdict {
 
 // show hands the server every verdict that changed.
 func (ps *ProbeShare) show(ctx context.Context) error {
-	live := slices.Sorted(maps.Keys(ps.live))
-	if !ps.live[ps.opts.Instance] {
-		live = append(live, ps.opts.Instance)
-	}
+	live := ps.members()
 	for k := range ps.shown {
 		if _, ok := ps.all[k]; !ok {
 			delete(ps.shown, k)

@@ -19,6 +19,7 @@ import (
 	"github.com/spillwaylb/spillway/internal/fleet"
 	"github.com/spillwaylb/spillway/internal/fleet/fleettest"
 	"github.com/spillwaylb/spillway/internal/netcut"
+	"github.com/spillwaylb/spillway/internal/probe"
 	"github.com/spillwaylb/spillway/internal/serve"
 )
 
@@ -57,6 +58,74 @@ func TestOwnersRendezvous(t *testing.T) {
 	t.Logf("ownership of %d keys × 2 over 4 instances: %v; %d keys moved when d left", n, count, moved)
 	if got := fleet.Owners("k", []string{"a"}, 2); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("one live instance: owners %v, want [a]", got)
+	}
+}
+
+func TestProbeOwnersByRole(t *testing.T) {
+	members := []fleet.Member{
+		{Name: "edge-a", Region: "us-east1", Role: "EDGE"},
+		{Name: "edge-b", Region: "europe-west1", Role: "EDGE"},
+		{Name: "reg-us-1", Region: "us-east1", Role: "REGIONAL"},
+		{Name: "reg-us-2", Region: "us-east1", Role: "REGIONAL"},
+		{Name: "reg-eu", Region: "europe-west1", Role: "REGIONAL"},
+		{Name: "all-asia", Region: "asia-east1"},
+	}
+	names := func(ms []fleet.Member) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		target  probe.SharedTarget
+		members []fleet.Member
+		k       int
+		want    []string // sorted
+	}{
+		{"no regional layer: every instance, as in one layer", probe.SharedTarget{Key: "10.0.0.1:80/hc", Region: "us-east1"}, members, 6, names(members)},
+		{"behind a regional layer: the region's own instances", probe.SharedTarget{Key: "10.0.0.1:80/hc", Region: "us-east1", Layered: true}, members, 2, []string{"reg-us-1", "reg-us-2"}},
+		{"one local instance, then one elsewhere that is not an edge", probe.SharedTarget{Key: "10.0.0.1:80/hc", Region: "europe-west1", Layered: true}, members, 2, nil},
+		{"never an edge, however many are asked for", probe.SharedTarget{Key: "10.0.0.1:80/hc", Region: "europe-west1", Layered: true}, members, 6, []string{"all-asia", "reg-eu", "reg-us-1", "reg-us-2"}},
+		{"only edges live: nobody", probe.SharedTarget{Key: "10.0.0.1:80/hc", Region: "us-east1", Layered: true}, members[:2], 2, []string{}},
+	} {
+		got := fleet.ProbeOwners(c.target, c.members, c.k)
+		if c.want == nil { // one local, then one of the others
+			if len(got) != 2 || got[0] != "reg-eu" || !slices.Contains([]string{"reg-us-1", "reg-us-2", "all-asia"}, got[1]) {
+				t.Errorf("%s: %v, want reg-eu then one of reg-us-1, reg-us-2, all-asia", c.name, got)
+			}
+			continue
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Region-local ownership moves as little as Owners does: a third
+	// us-east1 regional instance takes over only the keys it now ranks
+	// first for, and an edge that joins moves nothing.
+	moved := 0
+	for i := range 500 {
+		tg := probe.SharedTarget{Key: fmt.Sprintf("10.1.%d.%d:80/hc", i/250, i%250), Region: "us-east1", Layered: true}
+		before := fleet.ProbeOwners(tg, members, 2)
+		withEdge := fleet.ProbeOwners(tg, append(slices.Clone(members), fleet.Member{Name: "edge-c", Region: "us-east1", Role: "EDGE"}), 2)
+		if !slices.Equal(before, withEdge) {
+			t.Fatalf("%s: an edge joining moved %v to %v", tg.Key, before, withEdge)
+		}
+		after := fleet.ProbeOwners(tg, append(slices.Clone(members), fleet.Member{Name: "reg-us-3", Region: "us-east1", Role: "REGIONAL"}), 2)
+		if !slices.Equal(before, after) {
+			moved++
+			if !slices.Contains(after, "reg-us-3") {
+				t.Fatalf("%s: %v to %v without the new instance", tg.Key, before, after)
+			}
+		}
+	}
+	// 2 slots of 3 instances: the new one takes one slot of about 2/3
+	// of the keys.
+	if moved < 250 || moved > 420 {
+		t.Errorf("%d of 500 keys moved when a third local instance joined, want about 333", moved)
 	}
 }
 

@@ -235,6 +235,11 @@ type Backend struct {
 	// the scaled target capacity in the backend's own unit (rps,
 	// utilization × members, or connections).
 	Weight float64
+	// TargetUtilization is a UTILIZATION backend's maxUtilization (0.8
+	// by default) times its capacity scaler: the utilisation its
+	// measured capacity is computed at (control.State.SetMeasuredCapacity).
+	// 0 for other modes.
+	TargetUtilization float64
 }
 
 // ZeroCapacity reports whether the backend can never take traffic
@@ -277,6 +282,28 @@ type Options struct {
 	// SignedKeys holds the signed URL keys read from
 	// spillway.signedUrlKeys[].keyFile, by backend and key name.
 	SignedKeys map[string]map[string][]byte
+	// Role and Region select the frontends of an instance that runs one
+	// proxy layer (spillway serve --role, --region; see ServesFrontend).
+	// "" keeps every frontend.
+	Role, Region string
+}
+
+// ServesFrontend reports whether an instance of role (config.LayerEdge,
+// config.LayerRegional, or "" for every layer) in region serves f: an
+// edge serves every frontend but the REGIONAL ones; a regional instance
+// every one but the EDGE ones, and of the REGIONAL ones those of its
+// region (all when region is "").
+func ServesFrontend(f *config.Frontend, role, region string) bool {
+	switch role {
+	case config.LayerEdge:
+		return f.Layer != config.LayerRegional
+	case config.LayerRegional:
+		if f.Layer == config.LayerRegional {
+			return region == "" || config.RefName(f.Region) == region
+		}
+		return f.Layer != config.LayerEdge
+	}
+	return true
 }
 
 // CompileWith is Compile with the DNS names' addresses.
@@ -301,7 +328,7 @@ func CompileWith(c *config.Config, o Options) (*Plan, error) {
 		}
 	}
 	cc.compileCDN(c, o.SignedKeys)
-	if err := p.compileFrontends(c); err != nil {
+	if err := p.compileFrontends(c, o.Role, o.Region); err != nil {
 		return nil, err
 	}
 	p.compileRetryPolicies(c)
@@ -554,6 +581,12 @@ func (cc *compiler) backend(s *Service, j int, be *config.Backend, portName stri
 		b.Mode = orDefault(be.BalancingMode, "UTILIZATION")
 	}
 	b.Capacity, b.Weight = capacity(be, b.Mode, len(b.Endpoints), b.Scaler)
+	if b.Mode == "UTILIZATION" {
+		b.TargetUtilization = 0.8 * b.Scaler
+		if be.MaxUtilization != nil {
+			b.TargetUtilization = *be.MaxUtilization * b.Scaler
+		}
+	}
 	return b, nil
 }
 
@@ -572,14 +605,18 @@ func namedPort(ig *config.InstanceGroup, portName string) int {
 	return port
 }
 
-// compileFrontends compiles c's URL maps and frontends into p.
-func (p *Plan) compileFrontends(c *config.Config) error {
+// compileFrontends compiles c's URL maps, and the frontends an instance
+// of role in region serves, into p.
+func (p *Plan) compileFrontends(c *config.Config, role, region string) error {
 	for i := range c.URLMaps {
 		m := &c.URLMaps[i]
 		p.URLMaps[m.Name] = &URLMap{Name: m.Name, Config: m}
 	}
 	for i := range c.Frontends {
 		f := &c.Frontends[i]
+		if !ServesFrontend(f, role, region) {
+			continue
+		}
 		fe := &Frontend{Name: f.Name, Address: f.Address, Protocol: orDefault(f.Protocol, "HTTP"), Region: config.RefName(f.Region), RegionID: -1, Config: f}
 		if f.URLMap != "" {
 			fe.URLMap = p.URLMaps[config.RefName(f.URLMap)]

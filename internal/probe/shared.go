@@ -10,4 +10,10 @@ type SharedTarget struct {
 	// Healthy and Unhealthy are the check's healthyThreshold and
 	// unhealthyThreshold.
 	Healthy, Unhealthy int
+	// Region is the region of the target's endpoints; Layered is true
+	// when that region has a regional layer (regions[].regionalLayer):
+	// its endpoints are then reached by the instances of the regional
+	// layer, not by edges, and only those probe it (fleet.ProbeOwners).
+	Region  string
+	Layered bool
 }

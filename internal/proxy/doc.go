@@ -151,7 +151,11 @@
 //     retries in another region (engine PickAvoiding). A REGIONAL
 //     frontend believes the internal headers from trustedEdges or a
 //     verified client certificate only, picks inside its region (engine
-//     PickInRegion) and retries there.
+//     PickInRegion) and retries there. The edge checks each regional
+//     endpoint with HTTP/2 PINGs (layercheck.go), re-reads its TLS files
+//     when they change (layertls.go), and sends a WebSocket upgrade to
+//     the regional layer over an HTTP/1.1 connection of its own
+//     (layerupgrade.go).
 //
 // Left out: lower-casing header names towards HTTP/1.1 backends (Go's
 // transport writes the map keys as given and inspects canonical names),

@@ -522,6 +522,9 @@ func (x *exchange) forward(at *attempt, ep *plan.Endpoint) {
 	for n := 0; ; n++ {
 		*at = x.try(ep, x.policy.PerTry)
 		x.lastEP = at.out.Endpoint
+		if at.resp != nil && at.out.Endpoint != nil {
+			x.observeLoad(at)
+		}
 		x.h.observe(at.out)
 		if x.rec != nil {
 			x.rec.noteAttempt(&at.out)
@@ -537,6 +540,19 @@ func (x *exchange) forward(at *attempt, ep *plan.Endpoint) {
 		at.discard(*bp)
 		x.h.bufs.Put(bp)
 		ep = next
+	}
+}
+
+// observeLoad counts the load report of at's response, if it carries
+// one, for its backend's measured capacity.
+func (x *exchange) observeLoad(at *attempt) {
+	if _, ok := at.resp.Header[hdrLoadMetrics]; !ok {
+		return
+	}
+	if snap := x.h.cfg.Snapshot(); snap != nil && snap.Plan != nil {
+		if svc := at.out.Service; svc != nil && svc.ID < len(snap.Plan.Services) && snap.Plan.Services[svc.ID] == svc {
+			snap.Loads.observe(svc, at.out.Endpoint, at.resp.Header)
+		}
 	}
 }
 

@@ -31,6 +31,9 @@ type Snapshot struct {
 	View   *engine.View
 	Routes map[string]*route.Table // by URL map name
 	Demand *Demand                 // offered-rate counters, one per plan
+	// Loads counts the load reports of UTILIZATION backends' endpoints
+	// (nil: not counted).
+	Loads *LoadReports
 	// Armor is the plan's security policies, nil when no backend
 	// service has one; Geo places clients for them (nil: no
 	// spillway.geoDatabase).
@@ -584,9 +587,7 @@ func (h *handler) forward(m *matched, ep *plan.Endpoint, th traceHeaders, w http
 	if x.upgrade != "" {
 		x.policy.Retries = 0
 	}
-	if x.edgeMode && x.upgrade == "" {
-		// An upgrade cannot cross the HTTP/2 hop: it goes to the
-		// endpoint the edge picked.
+	if x.edgeMode {
 		x.setLayer(m.layer, m.snap.Plan, m.layerRID)
 	}
 	if a.Mirror != nil && bodyless && x.upgrade == "" && hit(h.rand, a.Mirror.MirrorPercent) {

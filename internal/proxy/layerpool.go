@@ -3,11 +3,10 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,61 +18,60 @@ import (
 	"github.com/spillwaylb/spillway/internal/h1"
 )
 
-// layerSetAside is how long an edge sets a regional-layer endpoint aside
-// after failing to connect to it; a region whose endpoints are all set
-// aside is avoided by the edge's picks (View.PickAvoiding) until one
-// comes back.
-const layerSetAside = 5 * time.Second
-
 // Layers holds the connection pools of the regional layers EDGE frontends
-// forward to, one per distinct regionalLayer config, so that they
-// outlive reloads that keep the config: serve makes one and gives it to
-// every handler (Config.Layers).
+// forward to, one per region and distinct regionalLayer config, so that
+// they outlive reloads that keep the config: serve makes one and gives it
+// to every handler (Config.Layers).
 type Layers struct {
 	mu    sync.Mutex
 	pools map[string]*layerPool // by layerKey
+	// wake tells Run that a pool was made; checks counts the checks in
+	// flight (layercheck.go).
+	wake   chan struct{}
+	checks sync.WaitGroup
 }
 
 // NewLayers returns an empty set of regional-layer pools.
-func NewLayers() *Layers { return &Layers{pools: map[string]*layerPool{}} }
+func NewLayers() *Layers {
+	return &Layers{pools: map[string]*layerPool{}, wake: make(chan struct{}, 1)}
+}
 
-// layerKey identifies a regional layer's pool: everything that shapes
-// its connections.
-func layerKey(l *config.RegionalLayer) string {
+// layerKey identifies a region's regional-layer pool: the region, and
+// everything that shapes its connections.
+func layerKey(region string, l *config.RegionalLayer) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%s|%s|%s", l.Protocol, l.MaxConnections, l.CAFile, l.ServerName, strings.Join(l.Endpoints, ","))
+	fmt.Fprintf(&b, "%s|%s|%d|%s|%s|%s", region, l.Protocol, l.MaxConnections, l.CAFile, l.ServerName, strings.Join(l.Endpoints, ","))
 	if c := l.ClientCertificate; c != nil {
 		fmt.Fprintf(&b, "|%s|%s", c.CertificateFile, c.PrivateKeyFile)
 	}
+	iv, to, h, u := l.HealthCheck.Values()
+	fmt.Fprintf(&b, "|%v|%v|%d|%d", iv, to, h, u)
 	return b.String()
 }
 
-// pool returns the pool of l, making it on first use (reading its
+// pool returns region's pool for l, making it on first use (reading its
 // certificate files).
-func (ls *Layers) pool(l *config.RegionalLayer) (*layerPool, error) {
-	key := layerKey(l)
+func (ls *Layers) pool(region string, l *config.RegionalLayer) (*layerPool, error) {
+	key := layerKey(region, l)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if p := ls.pools[key]; p != nil {
 		return p, nil
 	}
-	p, err := newLayerPool(l)
+	p, err := newLayerPool(region, l)
 	if err != nil {
 		return nil, err
 	}
 	ls.pools[key] = p
+	select {
+	case ls.wake <- struct{}{}:
+	default:
+	}
 	return p, nil
 }
 
-// Retain closes, gracefully, the pools of regional layers that are no
-// longer in use (keep lists those of the config in force).
-func (ls *Layers) Retain(keep []*config.RegionalLayer) {
-	want := map[string]bool{}
-	for _, l := range keep {
-		if l != nil {
-			want[layerKey(l)] = true
-		}
-	}
+// retain closes, gracefully, the pools whose keys are not in want.
+func (ls *Layers) retain(want map[string]bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for k, p := range ls.pools {
@@ -85,18 +83,31 @@ func (ls *Layers) Retain(keep []*config.RegionalLayer) {
 }
 
 // Close closes every pool's connections.
-func (ls *Layers) Close() { ls.Retain(nil) }
+func (ls *Layers) Close() { ls.retain(nil) }
 
 // layerPool is an edge's connections to one region's regional layer: up
 // to max long-lived HTTP/2 connections per regional endpoint, requests
 // multiplexed on them as streams.
 type layerPool struct {
-	tls  bool
-	max  int
-	tr   *http2.Transport
-	tcfg *tls.Config // nil for h2c
-	eps  []*layerEndpoint
-	next atomic.Uint32
+	region string
+	tls    bool
+	max    int
+	check  layerCheck
+	// downs counts the requests that found every endpoint set aside.
+	downs atomic.Uint64
+	// closed: the pool was retired (close); it opens nothing more.
+	closed atomic.Bool
+	tr     *http2.Transport
+	// cfg is the regionalLayer the pool was made from; tcfg its TLS
+	// client config (nil for h2c), replaced when its files change
+	// (layertls.go).
+	cfg  *config.RegionalLayer
+	tcfg atomic.Pointer[tls.Config]
+	tlsf tlsFiles
+	// upgrades carries WebSocket upgrades (layerupgrade.go).
+	upgrades layerUpgrades
+	eps      []*layerEndpoint
+	next     atomic.Uint32
 }
 
 // layerEndpoint is one regional-layer address and its connections.
@@ -107,10 +118,38 @@ type layerEndpoint struct {
 	dial    sync.Mutex // one dial at a time
 	dialled atomic.Int64
 	aside   atomic.Int64 // set aside until this Unix nanosecond
+	// health is the active check's state (layercheck.go).
+	health layerHealth
+	// outcomes counts the requests sent to the endpoint by outcome
+	// (layerOutcome).
+	outcomes [nLayerOutcomes]atomic.Uint64
 }
 
-func newLayerPool(l *config.RegionalLayer) (*layerPool, error) {
-	p := &layerPool{tls: l.Protocol == "HTTP2", max: l.MaxConnections}
+// Outcomes of a request to a regional-layer endpoint, the outcome label
+// of spillway_regional_layer_requests_total: a response by status class,
+// or why there was none.
+const (
+	layer1xx = iota
+	layer2xx
+	layer3xx
+	layer4xx
+	layer5xx
+	layerConnectFailure
+	layerTimeout
+	layerError
+	layerCancelled
+	nLayerOutcomes
+)
+
+// layerOutcomeNames are the outcome labels, by layerOutcome; the label
+// of a request that found every endpoint set aside is "layer_down".
+func layerOutcomeName(i int) string {
+	return [nLayerOutcomes]string{"1xx", "2xx", "3xx", "4xx", "5xx", "connect_failure", "timeout", "error", "cancelled"}[i]
+}
+
+func newLayerPool(region string, l *config.RegionalLayer) (*layerPool, error) {
+	p := &layerPool{region: region, tls: l.Protocol == "HTTP2", max: l.MaxConnections, cfg: l}
+	p.check.interval, p.check.timeout, p.check.healthy, p.check.unhealthy = l.HealthCheck.Values()
 	if p.max <= 0 {
 		p.max = config.DefaultLayerConnections
 	}
@@ -123,43 +162,17 @@ func newLayerPool(l *config.RegionalLayer) (*layerPool, error) {
 		MaxHeaderListSize:  h1.MaxResponseHeaderBytes,
 	}
 	if p.tls {
+		p.tlsf.sum = tlsFilesSum(l)
 		cfg, err := layerTLS(l)
 		if err != nil {
 			return nil, err
 		}
-		p.tcfg = cfg
+		p.tcfg.Store(cfg)
 	}
 	for _, a := range l.Endpoints {
 		p.eps = append(p.eps, &layerEndpoint{addr: a})
 	}
 	return p, nil
-}
-
-// layerTLS is the TLS client config towards a regional layer: the edge's
-// client certificate, and verification against caFile when given (else
-// none, as for backends).
-func layerTLS(l *config.RegionalLayer) (*tls.Config, error) {
-	cfg := &tls.Config{NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12, ServerName: l.ServerName}
-	if c := l.ClientCertificate; c != nil {
-		cert, err := tls.LoadX509KeyPair(c.CertificateFile, c.PrivateKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("regional layer client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	if l.CAFile == "" {
-		cfg.InsecureSkipVerify = true // like backends: not verified
-		return cfg, nil
-	}
-	pem, err := os.ReadFile(l.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("regional layer CA file: %w", err)
-	}
-	cfg.RootCAs = x509.NewCertPool()
-	if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("regional layer CA file %s: no PEM certificate", l.CAFile)
-	}
-	return cfg, nil
 }
 
 // errLayerDown is the error of an attempt for a region whose regional
@@ -202,21 +215,39 @@ func (p *layerPool) conn(ctx context.Context, e *layerEndpoint) (*http2.ClientCo
 	if best, busy, n = e.least(); best != nil && (!busy || n >= p.max) {
 		return best, nil // another request dialled meanwhile
 	}
-	cc, err := p.dial(ctx, e.addr)
+	cc, err := p.open(ctx, e)
 	if err != nil {
 		if best != nil {
 			return best, nil // the open ones still work
 		}
-		e.aside.Store(time.Now().Add(layerSetAside).UnixNano())
+		p.failed(e, time.Now())
+		return nil, err
+	}
+	return cc, nil
+}
+
+// open dials one more connection to e and adds it to e's (with e.dial
+// held).
+func (p *layerPool) open(ctx context.Context, e *layerEndpoint) (*http2.ClientConn, error) {
+	cc, err := p.dial(ctx, e.addr)
+	if err != nil {
 		return nil, err
 	}
 	e.dialled.Add(1)
-	e.aside.Store(0)
 	e.mu.Lock()
+	if p.closed.Load() {
+		e.mu.Unlock()
+		cc.Close()
+		return nil, errLayerClosed
+	}
 	e.conns = append(e.conns, cc)
 	e.mu.Unlock()
 	return cc, nil
 }
+
+// errLayerClosed is the error of a connection opened as its pool was
+// retired by a reload.
+var errLayerClosed = errors.New("the regional layer's pool was retired by a reload")
 
 // least returns e's least busy usable connection (nil if none), whether
 // it has a stream in flight, and how many usable connections there are.
@@ -227,11 +258,13 @@ func (e *layerEndpoint) least() (best *http2.ClientConn, busy bool, n int) {
 	live := e.conns[:0]
 	bestLoad := -1
 	for _, cc := range e.conns {
-		if !cc.CanTakeNewRequest() {
+		// A closed connection that never carried a request still says
+		// it can take one (to report its error): State tells.
+		st := cc.State()
+		if st.Closed || st.Closing || !cc.CanTakeNewRequest() {
 			continue
 		}
 		live = append(live, cc)
-		st := cc.State()
 		load := st.StreamsActive + st.StreamsReserved + st.StreamsPending
 		if bestLoad < 0 || load < bestLoad {
 			best, bestLoad = cc, load
@@ -251,8 +284,8 @@ func (p *layerPool) dial(ctx context.Context, addr string) (*http2.ClientConn, e
 	if err != nil {
 		return nil, err
 	}
-	if p.tcfg != nil {
-		cfg := p.tcfg.Clone()
+	if tc := p.tcfg.Load(); tc != nil {
+		cfg := tc.Clone()
 		if cfg.ServerName == "" {
 			cfg.ServerName, _, _ = net.SplitHostPort(addr)
 		}
@@ -276,8 +309,15 @@ func (p *layerPool) dial(ctx context.Context, addr string) (*http2.ClientConn, e
 }
 
 // close shuts every connection down gracefully (streams in flight
-// finish), in the background.
+// finish), in the background, and opens no more.
 func (p *layerPool) close() {
+	p.closed.Store(true)
+	p.retire()
+}
+
+// retire shuts every open connection down gracefully, in the
+// background: new requests open new ones.
+func (p *layerPool) retire() {
 	for _, e := range p.eps {
 		e.mu.Lock()
 		conns := e.conns
@@ -295,17 +335,59 @@ func (p *layerPool) close() {
 	}
 }
 
-// Dialled returns how many connections the pool of l has opened to each
-// of its endpoints (for tests and the connection-reuse figures).
-func (ls *Layers) Dialled(l *config.RegionalLayer) map[string]int64 {
+// LayerStats is what an edge knows of one region's regional layer, for
+// /metrics and get-health.
+type LayerStats struct {
+	Region string
+	// Down counts the requests that found every endpoint set aside.
+	Down      uint64
+	Endpoints []LayerEndpointStats
+}
+
+// LayerEndpointStats is one regional-layer endpoint.
+type LayerEndpointStats struct {
+	Address string
+	// Connections is how many HTTP/2 connections are open to it now;
+	// Dialled how many were opened since the pool was made.
+	Connections int
+	Dialled     int64
+	// SetAside: the edge sends it nothing now. Checked is the time of
+	// its last active check (zero before the first) and Detail that
+	// check's result ("ok", or why it failed).
+	SetAside bool
+	Checked  time.Time
+	Detail   string
+	// Requests counts the requests sent to it by outcome: "1xx" … "5xx"
+	// (its answer's status class), "connect_failure", "timeout",
+	// "error" or "cancelled" (the client left).
+	Requests map[string]uint64
+}
+
+// Stats returns every pool's state, by region.
+func (ls *Layers) Stats() []LayerStats {
 	ls.mu.Lock()
-	p := ls.pools[layerKey(l)]
+	pools := make([]*layerPool, 0, len(ls.pools))
+	for _, p := range ls.pools {
+		pools = append(pools, p)
+	}
 	ls.mu.Unlock()
-	out := map[string]int64{}
-	if p != nil {
+	slices.SortFunc(pools, func(a, b *layerPool) int { return strings.Compare(a.region, b.region) })
+	now := time.Now().UnixNano()
+	out := make([]LayerStats, 0, len(pools))
+	for _, p := range pools {
+		st := LayerStats{Region: p.region, Down: p.downs.Load()}
 		for _, e := range p.eps {
-			out[e.addr] = e.dialled.Load()
+			_, _, n := e.least()
+			es := LayerEndpointStats{Address: e.addr, Connections: n, Dialled: e.dialled.Load(), SetAside: e.aside.Load() > now, Requests: map[string]uint64{}}
+			es.Checked, es.Detail = e.health.last()
+			for i := range nLayerOutcomes {
+				if v := e.outcomes[i].Load(); v > 0 {
+					es.Requests[layerOutcomeName(i)] = v
+				}
+			}
+			st.Endpoints = append(st.Endpoints, es)
 		}
+		out = append(out, st)
 	}
 	return out
 }

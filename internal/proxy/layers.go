@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/engine"
 	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/plan"
@@ -247,6 +246,9 @@ func (h *handler) forwardRegional(snap *Snapshot, svc *plan.Service, ei *edgeInf
 	if ei.hasPolicy {
 		x.policy = retryPolicy(ei.policy)
 	}
+	if x.upgrade = upgradeType(r.Header); x.upgrade != "" {
+		x.policy.Retries = 0 // upgrades are never retried
+	}
 	x.serve(ep)
 }
 
@@ -274,7 +276,7 @@ func (h *handler) edgeLayer(p *plan.Plan, d engine.Decision) *layerPool {
 	if rid < 0 || rid >= len(p.RegionalLayers) || p.RegionalLayers[rid] == nil {
 		return nil
 	}
-	pool, err := h.layers.pool(p.RegionalLayers[rid])
+	pool, err := h.layers.pool(p.Regions[rid], p.RegionalLayers[rid])
 	if err != nil {
 		h.log.Warn("regional layer unusable", "region", p.Regions[rid], "err", err)
 		return nil
@@ -352,11 +354,13 @@ func (x *exchange) tryLayer(at *attempt) {
 	now := time.Now()
 	e := pool.endpoint(now)
 	if e == nil {
+		pool.downs.Add(1)
 		at.out.Err, at.out.ConnectFailure = errLayerDown, true
 		return
 	}
 	if x.rec != nil {
 		x.rec.Layer = LayerOutcome{Address: e.addr, Region: x.layerRegion}
+		x.rec.Endpoint = nil // until the regional layer names one
 	}
 	ctx := x.context()
 	hd := x.edgeHeader()
@@ -379,15 +383,42 @@ func (x *exchange) tryLayer(at *attempt) {
 		return
 	}
 	start := time.Now()
-	resp, err := x.roundTripLayer(ctx, pool, e, req)
+	var resp *http.Response
+	var err error
+	if x.upgrade != "" {
+		// An upgrade cannot cross the pooled HTTP/2 connections: it
+		// goes over an HTTP/1.1 connection of its own (layerupgrade.go).
+		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
+		resp, err = pool.upgradeRoundTrip(e, req)
+	} else {
+		resp, err = x.roundTripLayer(ctx, pool, e, req)
+	}
 	at.out.Latency = time.Since(start)
 	if err != nil {
 		x.layerFailed(at, ctx, err)
+		e.outcomes[layerOutcome(&at.out)].Add(1)
 		return
 	}
 	at.resp, at.out.Status = resp, resp.StatusCode
+	e.outcomes[layerOutcome(&at.out)].Add(1)
 	x.readRegional(resp.Header)
 	x.checkStatus(at)
+}
+
+// layerOutcome is the outcome label (index) of an attempt through a
+// regional layer.
+func layerOutcome(o *Outcome) int {
+	switch {
+	case o.Status >= 100 && o.Status <= 599:
+		return layer1xx + o.Status/100 - 1
+	case o.ConnectFailure:
+		return layerConnectFailure
+	case o.Timeout:
+		return layerTimeout
+	case o.ClientFault || errors.Is(o.Err, context.Canceled):
+		return layerCancelled
+	}
+	return layerError
 }
 
 // roundTripLayer sends req on a connection to e, once more on a fresh
@@ -420,7 +451,9 @@ func (x *exchange) layerFailed(at *attempt, ctx context.Context, err error) {
 }
 
 // readRegional takes the regional layer's internal response headers out
-// of hd into the record.
+// of hd into the record: what it said, and the backend and endpoint of
+// this plan it names (so that the edge's metrics count the zone the
+// regional layer chose, not the one the edge's pick happened to name).
 func (x *exchange) readRegional(hd http.Header) {
 	if x.rec != nil {
 		l := &x.rec.Layer
@@ -431,8 +464,37 @@ func (x *exchange) readRegional(hd http.Header) {
 			// these headers).
 			l.Details = first(hd[statusDetailsHeader])
 		}
+		if b, ep := x.regionalPick(l.Zone, l.Endpoint); b != nil {
+			x.rec.Backend, x.rec.Endpoint = b, ep
+		}
 	}
 	stripInternal(hd)
+}
+
+// regionalPick returns the backend of x's service in the regional
+// layer's region whose zone is zone, and its endpoint at addr (nil when
+// it has none; the first such backend when none has). A group without a
+// zone is found by the endpoint's address alone. nil, nil when there is
+// no such backend.
+func (x *exchange) regionalPick(zone, addr string) (*plan.Backend, *plan.Endpoint) {
+	if (zone == "" && addr == "") || x.svc == nil {
+		return nil, nil
+	}
+	var found *plan.Backend
+	for _, b := range x.svc.Backends {
+		if b.Group.RegionID != x.layerRID || b.Group.Zone != zone {
+			continue
+		}
+		for _, ep := range b.Endpoints {
+			if ep.Addr == addr {
+				return b, ep
+			}
+		}
+		if found == nil && zone != "" {
+			found = b
+		}
+	}
+	return found, nil
 }
 
 // repickEdge chooses the decision for an edge's retry: another region
@@ -475,16 +537,4 @@ func (x *exchange) setLayer(pool *layerPool, p *plan.Plan, rid int) {
 	} else {
 		x.dropEdgeHeader()
 	}
-}
-
-// RetainPlan is Retain with the regional layers of p: what serve calls
-// once a reload is in force.
-func (ls *Layers) RetainPlan(p *plan.Plan) {
-	var keep []*config.RegionalLayer
-	for _, l := range p.RegionalLayers {
-		if l != nil {
-			keep = append(keep, l)
-		}
-	}
-	ls.Retain(keep)
 }

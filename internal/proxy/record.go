@@ -145,7 +145,10 @@ func lbAnswer(rec *Record, w http.ResponseWriter, code int, details, message str
 // noteAttempt adds an attempt's outcome to rec.
 func (rec *Record) noteAttempt(o *Outcome) {
 	rec.Attempts++
-	rec.Endpoint = o.Endpoint
+	if !o.Regional {
+		// The regional layer names its endpoint (readRegional).
+		rec.Endpoint = o.Endpoint
+	}
 	rec.BackendLatency = o.Latency
 	if o.ConnectFailure {
 		rec.ConnectErrors++

@@ -48,6 +48,9 @@ func (h *handler) switchProtocols(x *exchange, resp *http.Response, brw *bufio.R
 	hd["Connection"] = []string{"Upgrade"}
 	hd["Upgrade"] = resp.Header["Upgrade"]
 	hd["Via"] = h1.AppendVia(resp.Header["Via"], h.via)
+	if x.edge != nil {
+		x.markRegional(hd, sdSentByBackend) // for the trusted edge
+	}
 	x.hp.response(hd)
 	resp.Header = hd
 	resp.Body = nil

@@ -3,6 +3,9 @@ package serve
 import (
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,16 +16,20 @@ import (
 // fakeDemandShare is a DemandShare whose remote rates are fixed and which
 // records what it is told.
 type fakeDemandShare struct {
-	remote    control.DemandRates
-	published []control.DemandRates
-	window    time.Duration
+	remote     control.DemandRates
+	remoteLoad control.LoadRates
+	published  []control.DemandRates
+	loads      []control.LoadRates
+	window     time.Duration
 }
 
-func (f *fakeDemandShare) Publish(_ time.Time, window time.Duration, r control.DemandRates) {
-	f.published, f.window = append(f.published, r), window
+func (f *fakeDemandShare) Publish(_ time.Time, window time.Duration, r control.DemandRates, l control.LoadRates) {
+	f.published, f.loads, f.window = append(f.published, r), append(f.loads, l), window
 }
 
 func (f *fakeDemandShare) Remote() control.DemandRates { return f.remote }
+
+func (f *fakeDemandShare) RemoteLoad() control.LoadRates { return f.remoteLoad }
 
 // seed001Window builds a Server (not run) on seed 001's worked example
 // (examples/spillover: europe-west1 and us-east1, 10 instances × 300 rps
@@ -31,7 +38,13 @@ func (f *fakeDemandShare) Remote() control.DemandRates { return f.remote }
 // returns the server and the engine's split for fe-eu's clients by group.
 func seed001Window(t *testing.T, share DemandShare, eu int) (*Server, map[string]float64) {
 	t.Helper()
-	cfg, err := config.Load("../../examples/spillover/config.yaml")
+	return seed001WindowFile(t, "../../examples/spillover/config.yaml", share, eu)
+}
+
+// seed001WindowFile is seed001Window on the config at path.
+func seed001WindowFile(t *testing.T, path string, share DemandShare, eu int) (*Server, map[string]float64) {
+	t.Helper()
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +137,79 @@ func TestDemandShareNoRegionAndIdle(t *testing.T) {
 	}
 	if got := s.state.Demand(0, -1); got != 47 {
 		t.Errorf("demand: %v, want 7 + 40", got)
+	}
+}
+
+// utilizationWindow is seed001Window on seed 001's groups with
+// balancingMode UTILIZATION (maxUtilization 0.8) instead of RATE.
+func utilizationWindow(t *testing.T, share DemandShare, eu int) (*Server, map[string]float64) {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/spillover/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.ReplaceAll(string(b), "balancingMode: RATE\n    maxRatePerInstance: 300", "balancingMode: UTILIZATION\n    maxUtilization: 0.8")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return seed001WindowFile(t, path, share, eu)
+}
+
+// TestMeasuredCapacity: the fleet says europe-west1's UTILIZATION group
+// served 1000 rps at a reported utilisation of 1.0 (its target is 0.8):
+// its measured capacity is 800 rps, so of 1000 rps of European clients
+// 200 spill to us-east1. At 0.4 nothing spills; without reports the
+// group has no rate limit, as before.
+func TestMeasuredCapacity(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		load     control.LoadRates
+		wantUS   float64
+		measured float64
+	}{
+		{"busy", control.LoadRates{"web-bs": {"web-europe-west1": {RPS: 1000, Utilization: 1.0}}}, 0.2, 800},
+		{"two reporters", control.LoadRates{"web-bs": {"web-europe-west1": {RPS: 1000, Utilization: 1.0}, "web-us-east1": {RPS: 500, Utilization: 0.1}}}, 0.2, 800},
+		{"idle", control.LoadRates{"web-bs": {"web-europe-west1": {RPS: 1000, Utilization: 0.4}}}, 0, 2000},
+		{"a trickle, busy: at least 1 rps", control.LoadRates{"web-bs": {"web-europe-west1": {RPS: 0.5, Utilization: 1.0}}}, 0.999, 1},
+		{"no reports", nil, 0, 0},
+	} {
+		share := &fakeDemandShare{remoteLoad: c.load}
+		s, split := utilizationWindow(t, share, 1000)
+		if !near(split["web-us-east1"], c.wantUS) {
+			t.Errorf("%s: split %v, want %v to us-east1", c.name, split, c.wantUS)
+		}
+		if got := s.state.Measured(0, 0); math.Abs(got-c.measured) > 1e-6 {
+			t.Errorf("%s: europe-west1's measured capacity %v, want %v", c.name, got, c.measured)
+		}
+		if len(share.loads) != 1 || len(share.loads[0]) != 0 {
+			t.Errorf("%s: published loads %v, want none (this instance forwarded nothing)", c.name, share.loads)
+		}
+	}
+}
+
+// A measured capacity outlives windows without reports (a quiet
+// backend keeps the capacity it was measured at) for loadForget
+// windows; then the backend has its configured capacity again.
+func TestMeasuredCapacityForgotten(t *testing.T) {
+	share := &fakeDemandShare{remoteLoad: control.LoadRates{"web-bs": {"web-europe-west1": {RPS: 1000, Utilization: 1.0}}}}
+	s, _ := utilizationWindow(t, share, 1000)
+	if got := s.state.Measured(0, 0); got != 800 {
+		t.Fatalf("measured %v, want 800", got)
+	}
+	share.remoteLoad = nil
+	start := time.Now()
+	p := s.snap.Load().Plan
+	for i := 1; i <= loadForget; i++ {
+		s.now = func() time.Time { return start.Add(time.Duration(i) * p.DemandWindow) }
+		s.measureDemand(p)
+		want := 800.0
+		if i == loadForget {
+			want = 0
+		}
+		if got := s.state.Measured(0, 0); got != want {
+			t.Fatalf("after %d windows without reports: measured %v, want %v", i, got, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/serve/report"
 )
 
@@ -17,6 +18,7 @@ func (s *Server) withMeasured(r *report.Health) *report.Health {
 	if snap := s.snap.Load(); snap != nil {
 		out.SslCertificates = s.front.certificates(snap.Plan)
 	}
+	out.RegionalLayers = regionalLayers(s.layers.Stats())
 	out.Services = append([]report.Service(nil), r.Services...)
 	for i := range out.Services {
 		svc := &out.Services[i]
@@ -39,4 +41,21 @@ func (s *Server) withMeasured(r *report.Health) *report.Health {
 		}
 	}
 	return &out
+}
+
+// regionalLayers is the get-health view of an edge's regional layers.
+func regionalLayers(stats []proxy.LayerStats) []report.RegionalLayer {
+	var out []report.RegionalLayer
+	for _, st := range stats {
+		rl := report.RegionalLayer{Region: st.Region}
+		for _, e := range st.Endpoints {
+			re := report.RegionalEndpoint{Address: e.Address, State: "SERVING", Connections: e.Connections, Checked: e.Checked, Detail: e.Detail}
+			if e.SetAside {
+				re.State = "SET_ASIDE"
+			}
+			rl.Endpoints = append(rl.Endpoints, re)
+		}
+		out = append(out, rl)
+	}
+	return out
 }

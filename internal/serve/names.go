@@ -50,7 +50,7 @@ func (s *Server) compile(ctx context.Context, cfg *config.Config) (*plan.Plan, e
 	if err != nil {
 		return nil, err
 	}
-	return plan.CompileWith(cfg, plan.Options{Resolved: s.names.Resolved(), SignedKeys: keys})
+	return plan.CompileWith(cfg, plan.Options{Resolved: s.names.Resolved(), SignedKeys: keys, Role: s.opts.Role, Region: s.opts.Region})
 }
 
 // refreshNames resolves the names whose TTL ran out, once a second: new

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 
+	"github.com/spillwaylb/spillway/internal/plan"
 	"github.com/spillwaylb/spillway/internal/probe"
 )
 
@@ -42,12 +43,13 @@ func (s *Server) ObserveShared(ctx context.Context, t probe.Target, healthy bool
 	}
 }
 
-// sharedTargets lists the plan's targets for a ProbeShare, in list's
-// order, keyed by address and the first check's name.
-func sharedTargets(list []probe.Target, names map[probe.Target]string, th map[probe.Target][2]int) []probe.SharedTarget {
-	out := make([]probe.SharedTarget, 0, len(list))
-	for _, t := range list {
-		out = append(out, probe.SharedTarget{Target: t, Key: t.Addr + "/" + names[t], Healthy: th[t][0], Unhealthy: th[t][1]})
+// sharedTarget describes target t, first met as endpoint e's probe
+// with check hc, for a ProbeShare: keyed by address and the check's
+// name, placed in e's region.
+func sharedTarget(p *plan.Plan, t probe.Target, e *plan.Endpoint, hc *plan.HealthCheck) probe.SharedTarget {
+	st := probe.SharedTarget{Target: t, Key: t.Addr + "/" + hc.Name, Healthy: hc.HealthyThreshold, Unhealthy: hc.UnhealthyThreshold}
+	if g := e.Group; g != nil && g.RegionID >= 0 && g.RegionID < len(p.Regions) {
+		st.Region, st.Layered = p.Regions[g.RegionID], p.RegionalLayers[g.RegionID] != nil
 	}
-	return out
+	return st
 }

@@ -144,6 +144,15 @@ type Options struct {
 	// Instance names this instance on the dashboard (spillway serve
 	// --instance: the host name by default).
 	Instance string
+	// Role is the proxy layer this instance runs (spillway serve
+	// --role): "" every layer; config.LayerEdge serves every frontend
+	// but the REGIONAL ones and probes no endpoint behind a regional
+	// layer (in a fleet the regional instances do, and the edge believes
+	// their verdicts; alone it relies on the regional layer's answers);
+	// config.LayerRegional serves every frontend but the EDGE ones, and
+	// of the REGIONAL ones those of Region (all when Region is "").
+	// Region is the region the instance runs in (--region).
+	Role, Region string
 	// Resolver looks up the DNS names of INTERNET_FQDN_PORT endpoints
 	// and serverless base URLs (default: resolve.DNS against
 	// spillway.resolver.address, else /etc/resolv.conf's first server).
@@ -190,6 +199,9 @@ type Server struct {
 	// layers are the EDGE frontends' pools of HTTP/2 connections to
 	// regional layers, kept across reloads.
 	layers *proxy.Layers
+	// loadSeen is when each UTILIZATION backend (service and group name)
+	// last had a load report, for measureLoad (the loop's).
+	loadSeen map[string]time.Time
 	// Observability: the metrics registry, the per-request counters
 	// (reqmetrics.go) and the access log (package accesslog).
 	metrics    *metrics
@@ -583,9 +595,10 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 			snap.Armor.Carry(old.Armor)
 		}
 		snap.Demand = proxy.NewDemand(len(p.Services), len(p.Regions))
+		snap.Loads = proxy.NewLoadReports(p)
 		s.updateTargets(p)
 	} else {
-		snap.Routes, snap.Armor, snap.Geo, snap.Demand = old.Routes, old.Armor, old.Geo, old.Demand
+		snap.Routes, snap.Armor, snap.Geo, snap.Demand, snap.Loads = old.Routes, old.Armor, old.Geo, old.Demand, old.Loads
 	}
 	s.snap.Store(snap)
 	s.anycast.measure(s.state, snap)
@@ -598,8 +611,7 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 // health check spec).
 func (s *Server) updateTargets(p *plan.Plan) {
 	s.targets = map[probe.Target][]int{}
-	var list []probe.Target
-	names, th := map[probe.Target]string{}, map[probe.Target][2]int{}
+	var shared []probe.SharedTarget
 	for _, e := range p.Endpoints {
 		hc := e.HealthCheck
 		if hc == nil {
@@ -610,15 +622,23 @@ func (s *Server) updateTargets(p *plan.Plan) {
 			Response: hc.Response, Request: hc.Request, ProxyHeader: hc.ProxyHeader, GRPCService: hc.GRPCService,
 		}}
 		if _, ok := s.targets[t]; !ok {
-			list = append(list, t)
-			names[t], th[t] = hc.Name, [2]int{hc.HealthyThreshold, hc.UnhealthyThreshold}
+			shared = append(shared, sharedTarget(p, t, e, hc))
 		}
 		s.targets[t] = append(s.targets[t], e.ID)
 	}
 	// In a fleet the share decides what this instance probes.
 	if sh := s.opts.ProbeShare; sh != nil {
-		sh.SetTargets(sharedTargets(list, names, th))
+		sh.SetTargets(shared)
 		return
+	}
+	var list []probe.Target
+	for _, st := range shared {
+		// An edge alone does not probe what only the regional layer
+		// reaches: those endpoints keep the health they have (healthy
+		// until a verdict), and the regional layer answers for them.
+		if !st.Layered || s.opts.Role != config.LayerEdge {
+			list = append(list, st.Target)
+		}
 	}
 	// Before Run, Update only records the set. While running, Update
 	// waits for removed probe goroutines, which may be blocked handing a
@@ -642,7 +662,9 @@ type component interface {
 // admin listener and its dashboard; then the prober and the file
 // watcher, which feed the loop.
 func (s *Server) components() []component {
-	cs := []component{s.alog, s.dnstel.tap, s.tracing, s.front, s.dns, s.anycast}
+	// The regional layers' checks stop, and their pools close, after
+	// the frontends' last requests.
+	cs := []component{s.alog, s.dnstel.tap, s.tracing, &task{run: s.layers.Run}, s.front, s.dns, s.anycast}
 	if s.admin != nil {
 		cs = append(cs, s.admin, s.dash)
 	}

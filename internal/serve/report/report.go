@@ -40,10 +40,35 @@ type Health struct {
 	// serverless base URLs: addresses in use, TTL, next lookup, and the
 	// error of failed lookups (the last good addresses are kept).
 	Resolutions []Resolution `json:"resolutions,omitempty"`
+	// RegionalLayers is what an edge knows of the regional layers it
+	// forwards to (filled in by the server, like Fleet); absent on an
+	// instance without EDGE frontends.
+	RegionalLayers []RegionalLayer `json:"regionalLayers,omitempty"`
 	// BGP is the anycast announcements (spillway.bgp): each session with
 	// a router and each prefix's state with its reason. Absent without
 	// spillway.bgp.
 	BGP *BGP `json:"bgp,omitempty"`
+}
+
+// RegionalLayer is one region's regional layer as an edge sees it
+// (docs/global.md, "Two proxy layers").
+type RegionalLayer struct {
+	Region    string             `json:"region"`
+	Endpoints []RegionalEndpoint `json:"endpoints"`
+}
+
+// RegionalEndpoint is one endpoint of a regional layer.
+type RegionalEndpoint struct {
+	Address string `json:"address"`
+	// State is SERVING, or SET_ASIDE while the edge sends it nothing
+	// (its health check failed, or a request could not connect).
+	State string `json:"state"`
+	// Connections is how many HTTP/2 connections the edge has open to it.
+	Connections int `json:"connections"`
+	// Checked is the time of the last health check and Detail its
+	// result ("ok", or why it failed).
+	Checked time.Time `json:"checked,omitzero"`
+	Detail  string    `json:"detail,omitempty"`
 }
 
 // BGP is the anycast view: sessions and prefixes.
@@ -154,6 +179,10 @@ type Backend struct {
 	Drained      bool    `json:"drained"`
 	DrainBlocked bool    `json:"drainBlocked"`
 	Share        float64 `json:"share"` // of the service's traffic (no client region)
+	// MeasuredCapacity is a UTILIZATION backend's capacity in requests
+	// per second as measured from its endpoints' load reports
+	// (docs/global.md, "Capacity between the layers"); 0 when none.
+	MeasuredCapacity float64 `json:"measuredCapacityRps,omitempty"`
 	// Why explains the state in words.
 	Why       string     `json:"why,omitempty"`
 	Endpoints []Endpoint `json:"healthStatus"`
@@ -181,6 +210,7 @@ func Build(st *control.State, v *engine.View, now time.Time) *Health {
 			bh := Backend{
 				Group: b.Group.Name, Zone: b.Group.Zone, Region: b.Group.Region, Preference: "DEFAULT",
 				Healthy: bs.Healthy, Members: bs.Members, Drained: bs.Drained, DrainBlocked: bs.DrainBlocked,
+				MeasuredCapacity: st.Measured(svc.ID, b.Index),
 			}
 			if b.Preferred {
 				bh.Preference = "PREFERRED"
