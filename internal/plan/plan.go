@@ -751,8 +751,6 @@ func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
 		if t := h.TCPHealthCheck; t != nil {
 			hc.Request, hc.Response, hc.ProxyHeader = t.Request, t.Response, t.ProxyHeader
 			hc.Port = portSpec(t.Port, t.PortSpecification, defPort)
-		} else {
-			hc.Port = defPort
 		}
 		return hc
 	case "GRPC", "GRPC_WITH_TLS":
@@ -760,8 +758,7 @@ func compileHealthCheck(h *config.HealthCheck) *HealthCheck {
 		return hc
 	}
 	if hh == nil {
-		hc.Port = defPort
-		return hc
+		return hc // the serving port (hc.Port 0): see portSpec
 	}
 	if hh.RequestPath != "" {
 		hc.Path = hh.RequestPath
@@ -782,8 +779,7 @@ func compileGRPC(hc *HealthCheck, h *config.HealthCheck) {
 	hc.Path = ""
 	g := h.GRPCBlock()
 	if g == nil {
-		hc.Port = def
-		return
+		return // the serving port (hc.Port 0): see portSpec
 	}
 	hc.GRPCService = g.GRPCServiceName
 	hc.Port = portSpec(g.Port, g.PortSpecification, def)
@@ -792,7 +788,8 @@ func compileGRPC(hc *HealthCheck, h *config.HealthCheck) {
 // portSpec returns the fixed probe port, or 0 for USE_SERVING_PORT.
 // Spillway decision: with neither port nor portSpecification set, probes
 // go to the serving port (Google defaults to port 80, which on a loopback
-// lab almost never is the backend's port; see docs/decisions.md).
+// lab almost never is the backend's port; see docs/semantics.md §4). A
+// health check without its type's block is the same: the serving port.
 func portSpec(port *int, spec string, def int) int {
 	switch {
 	case spec == "USE_SERVING_PORT":
