@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,10 @@ func checkDnstapFile(t *testing.T, path string, sent []sentQuery) {
 		base := fmt.Sprintf("%s %s %s %d", p, q.name, dns.TypeToString[q.qtype], q.id)
 		want = append(want, "AUTH_QUERY "+base, "AUTH_RESPONSE "+base+" "+rcodes[i])
 	}
+	// In the order the exchanges were tapped: a TCP query is tapped after
+	// its answer is written, so a later UDP query may come first.
+	slices.Sort(got)
+	slices.Sort(want)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("dnstap messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -186,22 +191,28 @@ func checkQueryLog(t *testing.T, path string, sent []sentQuery) {
 	if len(lines) != len(sent) {
 		t.Fatalf("%d query log lines, want %d:\n%s", len(lines), len(sent), b)
 	}
-	for i, l := range lines {
-		var e struct {
-			DNSQuery struct {
-				Qname, Qtype, Transport, Member string
-				Answers                         []string
-			}
-		}
+	// The lines come in the order the answers were logged: a TCP query
+	// is logged after its answer is written, so a later UDP query's line
+	// may come first. Match them by name.
+	type entry struct {
+		Qname, Qtype, Transport, Member string
+		Answers                         []string
+	}
+	byName := map[string]entry{}
+	for _, l := range lines {
+		var e struct{ DNSQuery entry }
 		if err := json.Unmarshal([]byte(l), &e); err != nil {
 			t.Fatalf("%s: %v", l, err)
 		}
-		q := e.DNSQuery
-		if q.Qname != sent[i].name || q.Qtype != dns.TypeToString[sent[i].qtype] || q.Transport != sent[i].network {
-			t.Errorf("line %d: %s, want %v", i, l, sent[i])
+		byName[e.DNSQuery.Qname] = e.DNSQuery
+	}
+	for i, want := range sent {
+		q, ok := byName[want.name]
+		if !ok || q.Qtype != dns.TypeToString[want.qtype] || q.Transport != want.network {
+			t.Errorf("query %d: logged %+v (found %v), want %v", i, q, ok, want)
 		}
 		if i == 0 && (q.Member != "a" || len(q.Answers) != 1 || q.Answers[0] != "192.0.2.1") {
-			t.Errorf("line 0: member %q answers %v, want a and 192.0.2.1", q.Member, q.Answers)
+			t.Errorf("query 0: member %q answers %v, want a and 192.0.2.1", q.Member, q.Answers)
 		}
 	}
 }
