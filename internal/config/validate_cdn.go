@@ -161,8 +161,10 @@ func (v *validator) cdnTuning(t *Tuning) {
 			v.add(p+".keyName", "name the key as signed URLs carry it (KeyName=…), e.g. keyName: key1", "a key name is required")
 		}
 		switch {
-		case (k.KeyValue == "") == (k.KeyFile == ""):
-			v.add(p, "set keyValue (16 bytes in base64url) or keyFile, not both", "exactly one of keyValue and keyFile is needed")
+		case k.KeyValue == "" && k.KeyFile == "":
+			v.add(p, "set keyValue (16 random bytes in base64url) or keyFile (a file holding them)", "the key is missing")
+		case k.KeyValue != "" && k.KeyFile != "":
+			v.add(p, "keep one of them", "keyValue and keyFile are both set")
 		case k.KeyValue != "" && !validKey(k.KeyValue):
 			v.add(p+".keyValue", "use 16 random bytes in base64url, e.g. head -c 16 /dev/urandom | base64 | tr +/ -_", "not a 16-byte base64url key")
 		}

@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -63,7 +65,7 @@ func readSignedKeys(cfg *config.Config) (map[string]map[string][]byte, error) {
 		}
 		b, err := os.ReadFile(k.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("spillway.signedUrlKeys[%d].keyFile: %w", i, err)
+			return nil, fmt.Errorf("spillway.signedUrlKeys[%d].keyFile: %w (fix: create the file with the key, 16 random bytes in base64url, or set keyValue instead)", i, err)
 		}
 		key, err := cdnpolicy.DecodeKey(string(b))
 		if err != nil {
@@ -76,6 +78,26 @@ func readSignedKeys(cfg *config.Config) (map[string]map[string][]byte, error) {
 		out[name][k.KeyName] = key
 	}
 	return out, nil
+}
+
+// checkBuckets refuses a backend bucket whose bucketName is not a
+// directory here (a typo, a volume not mounted): served, every request
+// to it would be answered 503. It runs at start and on every reload, so
+// a reload naming a missing directory keeps the running config.
+func checkBuckets(cfg *config.Config) error {
+	for _, b := range cfg.BackendBuckets {
+		info, err := os.Stat(b.BucketName)
+		switch {
+		case err != nil:
+			if pe, ok := errors.AsType[*fs.PathError](err); ok {
+				err = pe.Err // the path is said once, below
+			}
+			return fmt.Errorf("backendBuckets[%s].bucketName: %s: %w (fix: create the directory, or name the one whose files the bucket serves)", b.Name, b.BucketName, err)
+		case !info.IsDir():
+			return fmt.Errorf("backendBuckets[%s].bucketName: %s is not a directory (fix: name the directory whose files the bucket serves)", b.Name, b.BucketName)
+		}
+	}
+	return nil
 }
 
 // InvalidateRequest is the body of POST /cache/invalidate (spillway
