@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"reflect"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,27 +22,41 @@ import (
 // spillway.cdn block of the config serve starts with (a reload keeps the
 // store and its size: the objects stay, each request applies its
 // backend's current cdnPolicy), and closed when Run returns.
-type cdnCache struct{ cache *cdn.Cache }
+type cdnCache struct {
+	cache *cdn.Cache
+	conf  config.CDN // the spillway.cdn the store was made with
+}
 
 // In fleet mode (hold) the disk tier is not read until the fleet's
 // invalidations have been caught up on (CacheCaughtUp).
 func newCache(cfg *config.Config, log *slog.Logger, hold bool) (cdnCache, error) {
-	o := cdn.Options{Logger: log, HoldDisk: hold}
-	if cfg.Spillway != nil && cfg.Spillway.CDN != nil {
-		c := cfg.Spillway.CDN
-		if c.MemoryBytes != nil {
-			o.MemoryBytes = *c.MemoryBytes
-		}
-		o.DiskPath = c.DiskPath
-		if c.DiskBytes != nil {
-			o.DiskBytes = *c.DiskBytes
-		}
+	conf := cdnOf(cfg)
+	o := cdn.Options{Logger: log, HoldDisk: hold, DiskPath: conf.DiskPath}
+	if conf.MemoryBytes != nil {
+		o.MemoryBytes = *conf.MemoryBytes
+	}
+	if conf.DiskBytes != nil {
+		o.DiskBytes = *conf.DiskBytes
 	}
 	c, err := cdn.New(o)
 	if err != nil {
 		return cdnCache{}, fmt.Errorf("spillway.cdn: %w", err)
 	}
-	return cdnCache{cache: c}, nil
+	return cdnCache{cache: c, conf: conf}, nil
+}
+
+// cdnOf returns cfg's spillway.cdn (zero when absent).
+func cdnOf(cfg *config.Config) config.CDN {
+	if cfg.Spillway == nil || cfg.Spillway.CDN == nil {
+		return config.CDN{}
+	}
+	return *cfg.Spillway.CDN
+}
+
+// storeChanged reports whether cfg's spillway.cdn differs from the one
+// the store was made with: a reload cannot apply it (a restart does).
+func (c cdnCache) storeChanged(cfg *config.Config) bool {
+	return !reflect.DeepEqual(c.conf, cdnOf(cfg))
 }
 
 // Close writes the disk tier's queue and stops its writer.

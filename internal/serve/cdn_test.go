@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
@@ -338,5 +340,37 @@ frontends:
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(b) != "A" {
 		t.Errorf("after the refused reload: %d %q, want the old bucket's 200 A", resp.StatusCode, b)
+	}
+}
+
+// spillway.cdn is read at start: a reload that changes it applies the
+// rest and says, once per reload, that the store waits for a restart.
+func TestReloadCDNStoreNeedsRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(mem string) *config.Config {
+		return servetest.Parse(t, fmt.Sprintf(`
+backendBuckets:
+- {name: bb, bucketName: %s, enableCdn: true}
+urlMaps:
+- {name: um, defaultService: global/backendBuckets/bb}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}
+spillway:
+  cdn: {memoryBytes: %s}
+`, dir, mem))
+	}
+	logs := &syncBuffer{}
+	s := servetest.Run(t, cfg("1048576"), serve.Options{WatchInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err := s.Reload(context.Background(), cfg("1048576")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "spillway.cdn") {
+		t.Errorf("an unchanged spillway.cdn was logged:\n%s", logs)
+	}
+	if err := s.Reload(context.Background(), cfg("2097152")); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "spillway.cdn changed") || !strings.Contains(logs.String(), "restart") {
+		t.Errorf("a changed spillway.cdn was not logged as waiting for a restart:\n%s", logs)
 	}
 }
