@@ -144,6 +144,11 @@ func (v *validator) cdnTuning(t *Tuning) {
 			v.add("spillway.cdn.diskBytes", "set diskPath too, or remove diskBytes", "diskBytes without diskPath")
 		}
 	}
+	v.signedURLKeys(t.SignedURLKeys)
+}
+
+// signedURLKeys validates spillway.signedUrlKeys.
+func (v *validator) signedURLKeys(keys []SignedURLKey) {
 	cdnBackends := map[string]bool{}
 	for _, bs := range v.c.BackendServices {
 		cdnBackends[bs.Name] = bs.EnableCDN
@@ -151,7 +156,7 @@ func (v *validator) cdnTuning(t *Tuning) {
 	for _, b := range v.c.BackendBuckets {
 		cdnBackends[b.Name] = b.EnableCdn
 	}
-	for i, k := range t.SignedURLKeys {
+	for i, k := range keys {
 		p := at("spillway.signedUrlKeys[%d]", i)
 		if on, ok := cdnBackends[RefName(k.Backend)]; !ok || !on {
 			v.add(p+".backend", "name a backend service with enableCDN: true or a backend bucket with enableCdn: true",
