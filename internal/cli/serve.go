@@ -96,10 +96,10 @@ Admin access: with a token (--admin-token-file FILE, or the environment
 variable SPILLWAY_ADMIN_TOKEN; at least 16 characters), requests send
 "Authorization: Bearer TOKEN": always for POSTs (/reload, /overlay,
 /cache/invalidate) and /debug/pprof/, and for everything but /healthz when
---admin is not a loopback address. A
-non-loopback --admin without a token is refused at start. Browsers cannot
-drive the API: cross-origin POSTs, and requests to a loopback listener by a
-host name other than localhost, are answered 403.
+--admin is not a loopback address. A non-loopback --admin without a token is
+refused at start. Browsers cannot drive the API: cross-origin POSTs, and
+requests to a loopback listener by a host name other than localhost, are
+answered 403.
 
 Connections: --max-connections bounds the client connections of all frontends
 together (default auto: half the file-descriptor limit, as a proxied connection
