@@ -79,6 +79,9 @@ frontends:
 	if n := origin.Load(); n != 5 {
 		t.Errorf("%d origin requests after invalidating /images/*, want 5 (the two images again, not /index.html)", n)
 	}
+	if code, out, _ := runMain(t, "cache", "invalidate", "--admin", s.AdminAddr(), "--path", "/index.html"); code != 0 || out != "invalidated /index.html: 1 object removed\n" {
+		t.Errorf("one object: exit %d, stdout %q", code, out)
+	}
 	// --host limits it to one host: another host's objects stay.
 	if code, out, _ := runMain(t, "cache", "invalidate", "--admin", s.AdminAddr(), "--path", "/index.html", "--host", "other.example"); code != 0 || !strings.Contains(out, ": 0 objects removed") {
 		t.Errorf("another host: exit %d, stdout %q; want 0 removed", code, out)
@@ -91,5 +94,30 @@ frontends:
 	closed.Close()
 	if code, _, errOut := runMain(t, "cache", "invalidate", "--admin", addr, "--path", "/x"); code == 0 || !strings.Contains(errOut, "cannot reach the admin API") {
 		t.Errorf("no server: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestCacheUsage: spillway cache --help teaches the flags too; a
+// mistyped subcommand and a missing --path are one line each, with the
+// fix, as other commands' mistakes are.
+func TestCacheUsage(t *testing.T) {
+	code, out, errOut := runMain(t, "cache", "--help")
+	for _, want := range []string{"Usage: spillway cache invalidate", "Examples:", "--path PATH", "--admin ADDR", "--host HOST"} {
+		if code != 0 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("cache --help: exit %d, want 0 and %q in:\n%s", code, want, errOut)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cache", "invalidat", "--path", "/x"}, `spillway cache: unknown subcommand "invalidat"; did you mean "invalidate"? (spillway cache --help)`},
+		{[]string{"cache", "purge"}, `spillway cache: unknown subcommand "purge"; want invalidate (spillway cache --help)`},
+		{[]string{"cache", "invalidate"}, `spillway cache invalidate: --path is required, e.g. --path '/images/*' or --path /index.html`},
+	} {
+		code, out, errOut := runMain(t, tt.args...)
+		if code != 2 || errOut != tt.want+"\n" || out != "" {
+			t.Errorf("spillway %q: exit %d, stderr:\n%s\nwant exit 2 and only\n%s", tt.args, code, errOut, tt.want)
+		}
 	}
 }

@@ -24,8 +24,12 @@ Usage:
 
 Commands:
   lab        start a real local lab (six zones of backends on loopback, the proxy,
-             the seed's failure scenarios) and print the results table
-  serve      run the proxy: HTTP/1.1 + HTTP/2 frontends, health checks, hot reload
+             the seed's failure scenarios) and print the results table;
+             --fleet through three instances on etcd, --global (root) three
+             sites in network namespaces with BGP anycast and two layers
+  serve      run the load balancer: HTTP/1.1, HTTP/2 and HTTP/3 frontends,
+             security policies, Cloud CDN, DNS GSLB, BGP anycast, health
+             checks, hot reload
   simulate   predict how a config splits traffic under failures, on a virtual clock
   validate   check a config and run its URL map tests[]
   import     write a config from gcloud exports and lists, or terraform show -json

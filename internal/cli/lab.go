@@ -106,10 +106,11 @@ probers at once. --no-kill skips the timeline. About 35 s.
   spillway lab --fleet --only no-policy --no-kill --json
 
 Global lab: --global builds a small internet in Linux network namespaces
-(root only: it needs CAP_NET_ADMIN) and runs Spillway in it as a global
-edge: anycast by BGP for the first hop, two proxy layers, and a DNS GSLB
-as the brain. Three sites, Ashburn (us-east4), Frankfurt (europe-west3)
-and Tokyo (asia-northeast1), each with:
+(root only: it needs CAP_NET_ADMIN and CAP_SYS_ADMIN, iproute2 and BIRD 2)
+and runs Spillway in it as a global edge: anycast by BGP for the first
+hop, two proxy layers, and a DNS GSLB as the brain. Three sites, Ashburn
+(us-east4), Frankfurt (europe-west3) and Tokyo (asia-northeast1), each
+with:
 
   - a router running BIRD 2 (Debian's bird2), peered over eBGP with the
     other two across links that delay every packet, one way, 40 ms
@@ -127,9 +128,10 @@ Frankfurt LAN. Only documentation addresses (RFC 5737) are used. Rows
   a1-a3  each geography's clients reach their own site through the
          anycast address: TCP handshake against the direct path to the
          next site's own address
-  b1     seed 001's waterfall scaled by 1/30: 150 rps (--rate) of
-         European clients against 100 rps per region, through both
-         layers, against what 'spillway simulate' predicts
+  b1     seed 001's waterfall scaled by 1/30: 150 rps of European
+         clients (--rate; 150 by default here) against 100 rps per
+         region, through both layers, against what 'spillway simulate'
+         predicts
   b2     the second hop's cost: latency and CPU, two layers against one
   c1-c2  Frankfurt loses power under load: its router withdraws the
          prefix when the edge's BGP hold timer (3 s) runs out and the

@@ -33,13 +33,14 @@ Usage: spillway serve --config FILE [flags]
        spillway serve --fleet-embedded NAME=http://HOST:2380,... --instance NAME --region R [--config FILE] [flags]
 
 Run the load balancer: every frontends[] entry listens (HTTP/1.1 and HTTP/2;
-h2c on cleartext, ALPN on TLS), each request goes through the URL map and the
-decision engine to an endpoint, and active health checks, auto-capacity drain
-and failover act live. Saving the file, SIGHUP or POST /reload reloads the
-config; one that fails validation is rejected and the running one keeps
-serving. The admin listener (loopback) serves /health, /metrics and the live
-dashboard /ui/. With --fleet or --fleet-embedded, instances share one config
-through etcd (docs/fleet.md).
+h2c on cleartext, ALPN on TLS), each request goes through the URL map, the
+security policies, Cloud CDN's cache and the decision engine to an endpoint,
+and active health checks, auto-capacity drain and failover act live. With
+spillway.bgp it announces its anycast prefixes while it can serve. Saving the
+file, SIGHUP or POST /reload reloads the config; one that fails validation is
+rejected and the running one keeps serving. The admin listener (loopback)
+serves /health, /metrics and the live dashboard /ui/. With --fleet or
+--fleet-embedded, instances share one config through etcd (docs/fleet.md).
 
 Examples:
   spillway serve --config examples/seed-70-30/with-policy.yaml
@@ -74,7 +75,8 @@ The admin listener (loopback by default) serves:
                   healthy members, drained / drain-blocked, traffic share,
                   offered rate per service and client region (in fleet
                   mode the fleet's), config and TLS file reloads and
-                  failures, Go runtime;
+                  failures, Cloud CDN hits, misses and store, BGP
+                  sessions and prefixes, Go runtime;
                   in fleet mode spillway_fleet_stale and
                   spillway_fleet_config_revision
   GET  /ui/       the live dashboard: zones, drains, the split and the
@@ -86,14 +88,18 @@ The admin listener (loopback by default) serves:
                   set with spillway ctl (also in /health and on /ui/)
   POST /overlay   change it (spillway ctl; each change is audit-logged,
                   and with --audit-log FILE also written there as JSON)
+  POST /cache/invalidate  remove Cloud CDN objects by path or /prefix/*
+                  (spillway cache invalidate; only with a CDN-enabled
+                  backend)
 
 Admin access: with a token (--admin-token-file FILE, or the environment
 variable SPILLWAY_ADMIN_TOKEN; at least 16 characters), requests send
-"Authorization: Bearer TOKEN": always for POST /reload and /debug/pprof/, and
-for everything but /healthz when --admin is not a loopback address. A
-non-loopback --admin without a token is refused at start. Browsers cannot
-drive the API: cross-origin POSTs, and requests to a loopback listener by a
-host name other than localhost, are answered 403.
+"Authorization: Bearer TOKEN": always for POSTs (/reload, /overlay,
+/cache/invalidate) and /debug/pprof/, and for everything but /healthz when
+--admin is not a loopback address. A non-loopback --admin without a token is
+refused at start. Browsers cannot drive the API: cross-origin POSTs, and
+requests to a loopback listener by a host name other than localhost, are
+answered 403.
 
 Connections: --max-connections bounds the client connections of all frontends
 together (default auto: half the file-descriptor limit, as a proxied connection
@@ -120,6 +126,18 @@ serving a DNS frontend's UDP socket (half the CPUs) adds one more: it
 spends most of its time blocked in the kernel. The current number is the
 go_sched_gomaxprocs_threads metric; changes are logged at debug level.
 
+Cloud CDN: backend services with enableCDN: true and backend buckets (local
+directories) with enableCdn: true are cached after the security policies, by
+their cdnPolicy (cacheMode, TTLs, negative caching, serve while stale, signed
+URLs); responses say what happened in Cache-Status. The store is
+spillway.cdn (memory, and an optional disk tier that survives restarts),
+made at start: a reload keeps its objects and applies each backend's new
+cdnPolicy, but a changed spillway.cdn needs a restart. A bucket whose
+directory does not exist is refused at start and on reload. Empty a path
+with spillway cache invalidate (docs/cdn.md):
+
+  spillway cache invalidate --admin 127.0.0.1:9901 --path '/images/*'
+
 Anycast (BGP): with spillway.bgp in the config the instance speaks BGP to the
 routers it names and announces each frontend's anycastPrefixes only while it
 can serve them: withdrawn when no endpoint its URL map reaches is healthy (or
@@ -127,7 +145,19 @@ less than minHealthyCapacityPercent of its capacity), degraded with an AS-path
 prepend or a MED below degraded.belowHealthyCapacityPercent, back only after
 holdDownSec healthy. On SIGTERM it withdraws first, serves on for drainSec,
 then closes. get-health, /metrics and /ui show every session and prefix with
-the reason (docs/global.md, "Anycast with BGP").
+the reason (docs/global.md, "Anycast with BGP"; the fields:
+docs/extensions.md):
+
+  spillway:
+    bgp:
+      localAsn: 65001
+      routerId: 192.0.2.1
+      neighbors: [{address: 192.0.2.254, peerAsn: 65000}]
+  frontends:
+  - {name: edge, address: 203.0.113.10:80, urlMap: web-map,
+     anycastPrefixes: [203.0.113.0/24]}
+
+  spillway get-health --admin 127.0.0.1:9901   # sessions, prefixes, reasons
 
 Fleet mode: with --fleet, several instances share one config through etcd
 (docs/fleet.md). The instance takes the fleet's current config (pushed with
@@ -201,6 +231,10 @@ More examples:
   spillway config push spillway.yaml --fleet etcd://10.0.0.5:2379
   spillway serve --fleet etcd://10.0.0.5:2379,10.0.0.6:2379,10.0.0.7:2379 \
       --instance lb-use1-a --region us-east1 --config /etc/spillway/last-resort.yaml
+  # the same, but the security policies' rate limits and bans count this
+  # instance's requests alone (config, probes and RATE demand stay shared):
+  spillway serve --fleet etcd://10.0.0.5:2379 --instance lb-use1-a --region us-east1 \
+      --fleet-rate-limits=false
 
   # three instances on one machine, each with its etcd member (the config's
   # frontends on 127.0.0.1:0, or they would collide):

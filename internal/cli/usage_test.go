@@ -85,7 +85,7 @@ func TestServeHelpShort(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("serve --help-all: exit %d", code)
 	}
-	for _, want := range []string{"Hot reload:", "The admin listener", "Connections:", "CPUs:", "Fleet mode:", "Embedded etcd:", "--fleet-embedded-state STATE", "--max-connections", "--procs"} {
+	for _, want := range []string{"Hot reload:", "The admin listener", "Connections:", "CPUs:", "Cloud CDN:", "POST /cache/invalidate", "Anycast (BGP):", "spillway get-health --admin", "Fleet mode:", "Embedded etcd:", "--fleet-rate-limits=false", "--fleet-embedded-state STATE", "--max-connections", "--procs"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("serve --help-all lacks %q", want)
 		}

@@ -144,6 +144,11 @@ func (v *validator) cdnTuning(t *Tuning) {
 			v.add("spillway.cdn.diskBytes", "set diskPath too, or remove diskBytes", "diskBytes without diskPath")
 		}
 	}
+	v.signedURLKeys(t.SignedURLKeys)
+}
+
+// signedURLKeys validates spillway.signedUrlKeys.
+func (v *validator) signedURLKeys(keys []SignedURLKey) {
 	cdnBackends := map[string]bool{}
 	for _, bs := range v.c.BackendServices {
 		cdnBackends[bs.Name] = bs.EnableCDN
@@ -151,7 +156,7 @@ func (v *validator) cdnTuning(t *Tuning) {
 	for _, b := range v.c.BackendBuckets {
 		cdnBackends[b.Name] = b.EnableCdn
 	}
-	for i, k := range t.SignedURLKeys {
+	for i, k := range keys {
 		p := at("spillway.signedUrlKeys[%d]", i)
 		if on, ok := cdnBackends[RefName(k.Backend)]; !ok || !on {
 			v.add(p+".backend", "name a backend service with enableCDN: true or a backend bucket with enableCdn: true",
@@ -161,8 +166,10 @@ func (v *validator) cdnTuning(t *Tuning) {
 			v.add(p+".keyName", "name the key as signed URLs carry it (KeyName=…), e.g. keyName: key1", "a key name is required")
 		}
 		switch {
-		case (k.KeyValue == "") == (k.KeyFile == ""):
-			v.add(p, "set keyValue (16 bytes in base64url) or keyFile, not both", "exactly one of keyValue and keyFile is needed")
+		case k.KeyValue == "" && k.KeyFile == "":
+			v.add(p, "set keyValue (16 random bytes in base64url) or keyFile (a file holding them)", "the key is missing")
+		case k.KeyValue != "" && k.KeyFile != "":
+			v.add(p, "keep one of them", "keyValue and keyFile are both set")
 		case k.KeyValue != "" && !validKey(k.KeyValue):
 			v.add(p+".keyValue", "use 16 random bytes in base64url, e.g. head -c 16 /dev/urandom | base64 | tr +/ -_", "not a 16-byte base64url key")
 		}

@@ -25,7 +25,8 @@ func TestValidateCDN(t *testing.T) {
 		{"bucket named like a service", "", "backendBuckets:\n- name: bs\n  bucketName: /srv\n", "also the name of backendServices[bs]"},
 		{"key for a non-CDN backend", "", bb + "spillway:\n  signedUrlKeys: [{backend: bs, keyName: k, keyValue: MDEyMzQ1Njc4OWFiY2RlZg==}]\n", "not a CDN-enabled backend"},
 		{"short key", "", bb + "spillway:\n  signedUrlKeys: [{backend: bb, keyName: k, keyValue: YWJj}]\n", "not a 16-byte base64url key"},
-		{"key value and file", "", bb + "spillway:\n  signedUrlKeys: [{backend: bb, keyName: k, keyValue: MDEyMzQ1Njc4OWFiY2RlZg==, keyFile: /k}]\n", "exactly one of keyValue and keyFile"},
+		{"key value and file", "", bb + "spillway:\n  signedUrlKeys: [{backend: bb, keyName: k, keyValue: MDEyMzQ1Njc4OWFiY2RlZg==, keyFile: /k}]\n", "keyValue and keyFile are both set (fix: keep one of them)"},
+		{"no key", "", bb + "spillway:\n  signedUrlKeys: [{backend: bb, keyName: k}]\n", "the key is missing (fix: set keyValue (16 random bytes in base64url) or keyFile (a file holding them))"},
 		{"good key", "", bb + "spillway:\n  signedUrlKeys: [{backend: bb, keyName: k, keyValue: MDEyMzQ1Njc4OWFiY2RlZg==}]\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

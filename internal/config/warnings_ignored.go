@@ -26,6 +26,11 @@ func (c *Config) ignoredWarnings() []string {
 	for i := range c.BackendServices {
 		w = append(w, c.backendServiceIgnored(i)...)
 	}
+	for i, sp := range c.SecurityPolicies {
+		if ao := sp.AdvancedOptionsConfig; ao != nil && ao.JSONCustomConfig != nil && !strings.HasPrefix(ao.JSONParsing, "STANDARD") {
+			w = append(w, fmt.Sprintf("securityPolicies[%d].advancedOptionsConfig.jsonCustomConfig: has no effect without jsonParsing: STANDARD (Google applies it only then; these bodies are inspected whole): set jsonParsing: STANDARD, or remove jsonCustomConfig", i))
+		}
+	}
 	return w
 }
 

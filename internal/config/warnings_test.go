@@ -152,6 +152,9 @@ func TestWarningsForIgnoredFields(t *testing.T) {
 			[]string{"backendServices[bs-east-pref].backends[neg-east].failover:"}},
 		{"weighted round robin", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  localityLbPolicy: WEIGHTED_ROUND_ROBIN\n"}},
 			[]string{"backendServices[bs-east-pref].localityLbPolicy: WEIGHTED_ROUND_ROBIN"}},
+		{"JSON content types without JSON parsing", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  securityPolicy: sp\n"}, {"urlMaps:", jsonPolicy("") + "urlMaps:"}},
+			[]string{"securityPolicies[sp].advancedOptionsConfig.jsonCustomConfig: has no effect without jsonParsing: STANDARD"}},
+		{"JSON content types with JSON parsing", []edit{{"- name: bs-east-pref\n", "- name: bs-east-pref\n  securityPolicy: sp\n"}, {"urlMaps:", jsonPolicy("jsonParsing: STANDARD, ") + "urlMaps:"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +173,13 @@ func TestWarningsForIgnoredFields(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonPolicy is a security policy whose advancedOptionsConfig lists a
+// JSON content type, after opts.
+func jsonPolicy(opts string) string {
+	return "securityPolicies:\n- name: sp\n  advancedOptionsConfig: {" + opts + "jsonCustomConfig: {contentTypes: [application/vnd.api+json]}}\n" +
+		"  rules: [{priority: 2147483647, action: allow, match: {versionedExpr: SRC_IPS_V1, config: {srcIpRanges: ['*']}}}]\n"
 }
 
 func TestHeaderVariables(t *testing.T) {

@@ -3,10 +3,13 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
+	"reflect"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,27 +22,41 @@ import (
 // spillway.cdn block of the config serve starts with (a reload keeps the
 // store and its size: the objects stay, each request applies its
 // backend's current cdnPolicy), and closed when Run returns.
-type cdnCache struct{ cache *cdn.Cache }
+type cdnCache struct {
+	cache *cdn.Cache
+	conf  config.CDN // the spillway.cdn the store was made with
+}
 
 // In fleet mode (hold) the disk tier is not read until the fleet's
 // invalidations have been caught up on (CacheCaughtUp).
 func newCache(cfg *config.Config, log *slog.Logger, hold bool) (cdnCache, error) {
-	o := cdn.Options{Logger: log, HoldDisk: hold}
-	if cfg.Spillway != nil && cfg.Spillway.CDN != nil {
-		c := cfg.Spillway.CDN
-		if c.MemoryBytes != nil {
-			o.MemoryBytes = *c.MemoryBytes
-		}
-		o.DiskPath = c.DiskPath
-		if c.DiskBytes != nil {
-			o.DiskBytes = *c.DiskBytes
-		}
+	conf := cdnOf(cfg)
+	o := cdn.Options{Logger: log, HoldDisk: hold, DiskPath: conf.DiskPath}
+	if conf.MemoryBytes != nil {
+		o.MemoryBytes = *conf.MemoryBytes
+	}
+	if conf.DiskBytes != nil {
+		o.DiskBytes = *conf.DiskBytes
 	}
 	c, err := cdn.New(o)
 	if err != nil {
 		return cdnCache{}, fmt.Errorf("spillway.cdn: %w", err)
 	}
-	return cdnCache{cache: c}, nil
+	return cdnCache{cache: c, conf: conf}, nil
+}
+
+// cdnOf returns cfg's spillway.cdn (zero when absent).
+func cdnOf(cfg *config.Config) config.CDN {
+	if cfg.Spillway == nil || cfg.Spillway.CDN == nil {
+		return config.CDN{}
+	}
+	return *cfg.Spillway.CDN
+}
+
+// storeChanged reports whether cfg's spillway.cdn differs from the one
+// the store was made with: a reload cannot apply it (a restart does).
+func (c cdnCache) storeChanged(cfg *config.Config) bool {
+	return !reflect.DeepEqual(c.conf, cdnOf(cfg))
 }
 
 // Close writes the disk tier's queue and stops its writer.
@@ -63,7 +80,7 @@ func readSignedKeys(cfg *config.Config) (map[string]map[string][]byte, error) {
 		}
 		b, err := os.ReadFile(k.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("spillway.signedUrlKeys[%d].keyFile: %w", i, err)
+			return nil, fmt.Errorf("spillway.signedUrlKeys[%d].keyFile: %w (fix: create the file with the key, 16 random bytes in base64url, or set keyValue instead)", i, err)
 		}
 		key, err := cdnpolicy.DecodeKey(string(b))
 		if err != nil {
@@ -76,6 +93,26 @@ func readSignedKeys(cfg *config.Config) (map[string]map[string][]byte, error) {
 		out[name][k.KeyName] = key
 	}
 	return out, nil
+}
+
+// checkBuckets refuses a backend bucket whose bucketName is not a
+// directory here (a typo, a volume not mounted): served, every request
+// to it would be answered 503. It runs at start and on every reload, so
+// a reload naming a missing directory keeps the running config.
+func checkBuckets(cfg *config.Config) error {
+	for _, b := range cfg.BackendBuckets {
+		info, err := os.Stat(b.BucketName)
+		switch {
+		case err != nil:
+			if pe, ok := errors.AsType[*fs.PathError](err); ok {
+				err = pe.Err // the path is said once, below
+			}
+			return fmt.Errorf("backendBuckets[%s].bucketName: %s: %w (fix: create the directory, or name the one whose files the bucket serves)", b.Name, b.BucketName, err)
+		case !info.IsDir():
+			return fmt.Errorf("backendBuckets[%s].bucketName: %s is not a directory (fix: name the directory whose files the bucket serves)", b.Name, b.BucketName)
+		}
+	}
+	return nil
 }
 
 // InvalidateRequest is the body of POST /cache/invalidate (spillway

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/serve"
 	"github.com/spillwaylb/spillway/internal/serve/servetest"
 )
@@ -291,5 +293,84 @@ frontends:
 	}
 	if collapsed.Load() == 0 {
 		t.Fatalf("no response waited on the fill: the storm was not concurrent")
+	}
+}
+
+// A backend bucket whose directory does not exist (a typo, a volume not
+// mounted) is refused with the field and the fix, at start and on a
+// reload; the reload keeps the running bucket serving. The same for a
+// signed URL key file that cannot be read.
+func TestBucketDirectoryMissing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(bucketDir, keys string) string {
+		return fmt.Sprintf(`
+backendBuckets:
+- {name: bb, bucketName: %s, enableCdn: true}
+urlMaps:
+- {name: um, defaultService: global/backendBuckets/bb}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}
+%s`, bucketDir, keys)
+	}
+	missing := filepath.Join(dir, "nothere")
+	file := filepath.Join(dir, "a.txt")
+	noKey := "spillway:\n  signedUrlKeys: [{backend: bb, keyName: k1, keyFile: " + missing + "}]\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"missing", cfg(missing, ""), "backendBuckets[bb].bucketName: " + missing},
+		{"a file", cfg(file, ""), "is not a directory"},
+		{"key file", cfg(dir, noKey), "spillway.signedUrlKeys[0].keyFile"},
+	} {
+		_, err := serve.New(servetest.Parse(t, tc.yaml), serve.Options{WatchInterval: -1})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "fix:") {
+			t.Errorf("%s: New: %v, want an error with %q and a fix", tc.name, err, tc.want)
+		}
+	}
+	s := servetest.Run(t, servetest.Parse(t, cfg(dir, "")), serve.Options{WatchInterval: -1})
+	if err := s.Reload(context.Background(), servetest.Parse(t, cfg(missing, ""))); err == nil || !strings.Contains(err.Error(), "bucketName") {
+		t.Errorf("reload to a missing directory: %v, want it refused", err)
+	}
+	resp, err := http.Get("http://" + s.FrontendAddr("fe") + "/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "A" {
+		t.Errorf("after the refused reload: %d %q, want the old bucket's 200 A", resp.StatusCode, b)
+	}
+}
+
+// spillway.cdn is read at start: a reload that changes it applies the
+// rest and says, once per reload, that the store waits for a restart.
+func TestReloadCDNStoreNeedsRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(mem string) *config.Config {
+		return servetest.Parse(t, fmt.Sprintf(`
+backendBuckets:
+- {name: bb, bucketName: %s, enableCdn: true}
+urlMaps:
+- {name: um, defaultService: global/backendBuckets/bb}
+frontends:
+- {name: fe, address: "127.0.0.1:0", protocol: HTTP, urlMap: um}
+spillway:
+  cdn: {memoryBytes: %s}
+`, dir, mem))
+	}
+	logs := &syncBuffer{}
+	s := servetest.Run(t, cfg("1048576"), serve.Options{WatchInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err := s.Reload(context.Background(), cfg("1048576")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "spillway.cdn") {
+		t.Errorf("an unchanged spillway.cdn was logged:\n%s", logs)
+	}
+	if err := s.Reload(context.Background(), cfg("2097152")); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "spillway.cdn changed") || !strings.Contains(logs.String(), "restart") {
+		t.Errorf("a changed spillway.cdn was not logged as waiting for a restart:\n%s", logs)
 	}
 }

@@ -37,8 +37,9 @@ func newNames(cfg *config.Config, r resolve.Resolver, now func() time.Time) *res
 	return resolve.NewCache(r, time.Duration(lo)*time.Second, time.Duration(hi)*time.Second, now)
 }
 
-// compile resolves cfg's names (new ones now, bounded by resolveWait)
-// and compiles the plan with their addresses.
+// compile resolves cfg's names (new ones now, bounded by resolveWait),
+// reads the signed URL keys, checks the backend buckets' directories and
+// compiles the plan with their addresses.
 func (s *Server) compile(ctx context.Context, cfg *config.Config) (*plan.Plan, error) {
 	if names := plan.Names(cfg); len(names) > 0 || len(s.names.Status()) > 0 {
 		s.names.SetNames(names)
@@ -48,6 +49,9 @@ func (s *Server) compile(ctx context.Context, cfg *config.Config) (*plan.Plan, e
 	}
 	keys, err := readSignedKeys(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkBuckets(cfg); err != nil {
 		return nil, err
 	}
 	return plan.CompileWith(cfg, plan.Options{Resolved: s.names.Resolved(), SignedKeys: keys, Role: s.opts.Role, Region: s.opts.Region})

@@ -436,6 +436,9 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) (err error) {
 	}
 	s.base.Store(cfg)
 	s.ov.put(set, problems)
+	if s.cache.storeChanged(cfg) {
+		s.log.Warn("reload: spillway.cdn changed; the cache store keeps its size and tiers until the next restart")
+	}
 	for _, p := range problems {
 		s.log.Warn("reload: overlay", "problem", p)
 	}
