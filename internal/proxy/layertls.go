@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
 // A regional layer's TLS files (clientCertificate, caFile) are read when
@@ -35,18 +35,7 @@ func tlsFilesSum(l *config.RegionalLayer) [32]byte {
 	if l.CAFile != "" {
 		files = append(files, l.CAFile)
 	}
-	h := sha256.New()
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			b = []byte("unreadable " + f)
-		}
-		s := sha256.Sum256(b)
-		h.Write(s[:])
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	return tlsreload.SumFiles(files)
 }
 
 // LayerTLSReload is one region's regional-layer TLS files, changed and

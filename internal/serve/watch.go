@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spillwaylb/spillway/internal/config"
+	"github.com/spillwaylb/spillway/internal/serve/tlsreload"
 )
 
 // watch polls the config file and reloads it when its content differs
@@ -51,7 +52,7 @@ func (s *Server) checkConfigFile(ctx context.Context, last *watchState, zoneFile
 	if err != nil {
 		return // being replaced, or gone: keep serving, look again later
 	}
-	cur := watchState{file: sha256.Sum256(b), zones: sumFiles(*zoneFiles), inForce: *s.inForce.Load()}
+	cur := watchState{file: sha256.Sum256(b), zones: tlsreload.SumFiles(*zoneFiles), inForce: *s.inForce.Load()}
 	if cur == *last {
 		return
 	}
@@ -63,7 +64,7 @@ func (s *Server) checkConfigFile(ctx context.Context, last *watchState, zoneFile
 			files, _ := cfg.DNSZones[i].ZoneFiles()
 			*zoneFiles = append(*zoneFiles, files...)
 		}
-		cur.zones = sumFiles(*zoneFiles)
+		cur.zones = tlsreload.SumFiles(*zoneFiles)
 		*last = cur
 		var sum [32]byte
 		if sum, err = configSum(cfg); err == nil && sum == cur.inForce {
@@ -78,24 +79,4 @@ func (s *Server) checkConfigFile(ctx context.Context, last *watchState, zoneFile
 	if err != nil {
 		s.log.Error("config changed but was rejected; the old config keeps serving", "file", s.opts.ConfigPath, "err", err)
 	}
-}
-
-// sumFiles is the SHA-256 of the contents of files (an unreadable one
-// counts as its name).
-func sumFiles(files []string) [32]byte {
-	if len(files) == 0 {
-		return [32]byte{}
-	}
-	h := sha256.New()
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			b = []byte("unreadable " + f)
-		}
-		s := sha256.Sum256(b)
-		h.Write(s[:])
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
 }
