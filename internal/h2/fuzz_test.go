@@ -91,10 +91,6 @@ func FuzzServerFrames(f *testing.F) {
 		defer watchdog.Stop()
 		w := newScript()
 		buildOps(w, b)
-		s := runScript(t, w.buf.Bytes(), serveSpillway)
-		x := runScript(t, w.buf.Bytes(), serveXNet)
-		if why := compareOutcomes(w.reset, s, x); why != "" {
-			t.Errorf("%s\n  spillway: %v\n  x/net:    %v", why, s, x)
-		}
+		diffScript(t, w)
 	})
 }
