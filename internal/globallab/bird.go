@@ -34,12 +34,14 @@ type router struct {
 
 // birdConf is a site router's BIRD 2 config: the LAN and client link
 // announced to the other routers, the edge's anycast prefix accepted
-// from the edge (and nothing else from it), and the anycast prefix
-// preferred, when the local edge withdraws it, from the peer with the
-// shortest link (local preference 1000 minus the one-way delay in ms; the
-// local edge 1000): the lab's stand-in for a network that sends traffic
-// to the nearest healthy site. Other routes use BGP's default (shortest
-// AS path). After a session fails BIRD waits "error wait time" before
+// from the edge (and nothing else from it) and preferred (local
+// preference 1000), and the anycast prefix from another site ranked as
+// BGP ranks routes between networks: local preference 900 for every
+// site, then the shortest AS path, then the link's one-way delay in ms
+// (MED, compared between sites by "med metric on"). That is the lab's
+// stand-in for a network that sends traffic to the nearest healthy site
+// and honours a degraded site's AS-path prepend (controlled anycast).
+// Other routes use BGP's default (shortest AS path). After a session fails BIRD waits "error wait time" before
 // it accepts the peer again (default 60 to 300 s); the lab's is 1 to 2 s,
 // so an edge that comes back is heard at once.
 var birdConf = template.Must(template.New("bird").Parse(`# {{.Site.City}} ({{.Site.Region}}), written by spillway lab --global
@@ -65,8 +67,9 @@ protocol bgp {{.Name}} {
 	local {{.Local}} as {{$.Site.ASN}};
 	neighbor {{.Addr}} as {{.ASN}};
 	hold time 6; keepalive time 2; connect retry time 1; error wait time 1, 2;
+	med metric on;
 	ipv4 {
-		import filter { if net ~ [ {{$.Anycast}}+ ] then bgp_local_pref = {{.Preference}}; accept; };
+		import filter { if net ~ [ {{$.Anycast}}+ ] then { bgp_local_pref = 900; bgp_med = {{.DelayMs}}; } accept; };
 		export where source ~ [ RTS_BGP, RTS_DEVICE ];
 	};
 }
@@ -83,11 +86,11 @@ func (t *topology) startRouters(ctx context.Context, holdTime int) ([]*router, e
 		}
 		type peer struct {
 			Name, Local, Addr string
-			ASN, Preference   int
+			ASN, DelayMs      int
 		}
 		var peers []peer
 		for _, p := range t.peers[i] {
-			peers = append(peers, peer{p.name, p.local, p.addr, p.asn, 1000 - int(p.delay/time.Millisecond)})
+			peers = append(peers, peer{p.name, p.local, p.addr, p.asn, int(p.delay / time.Millisecond)})
 		}
 		var b bytes.Buffer
 		err := birdConf.Execute(&b, map[string]any{"Site": s, "EdgeASN": edgeASN, "Anycast": AnycastPrefix, "Peers": peers, "HoldTime": holdTime})
@@ -149,6 +152,21 @@ func (r *router) bestVia(ctx context.Context, addr string) (string, error) {
 			if j := strings.IndexAny(rest, " ]"); j > 0 {
 				return rest[:j], nil
 			}
+		}
+	}
+	return "", nil
+}
+
+// asPath returns the AS path of the route to addr that r learned from
+// protocol proto (e.g. "site_use"), or "" when it has none.
+func (r *router) asPath(ctx context.Context, addr, proto string) (string, error) {
+	out, err := r.birdc(ctx, "show", "route", "for", addr, "protocol", proto, "all")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(out) {
+		if _, path, ok := strings.Cut(line, "BGP.as_path:"); ok {
+			return strings.TrimSpace(path), nil
 		}
 	}
 	return "", nil

@@ -32,6 +32,12 @@ const (
 	// of the Tokyo edge (row c3): with its own region's backends down it
 	// has 2/3 of its capacity, below the floor.
 	withdrawFloor = 80
+	// degradedBelow and degradedPrepend are the Ashburn edge's
+	// controlled anycast in rows e1-e2: below 80% of its capacity
+	// healthy (Tokyo's backends down: 67%) it announces with its AS
+	// three more times in the path.
+	degradedBelow   = 80
+	degradedPrepend = 3
 	// dnsTTL is the GSLB answer TTL.
 	dnsTTL = 5
 	// GSLBName is the name the GSLB answers.
@@ -102,6 +108,9 @@ spillway:
 {{- if .Floor}}
     minHealthyCapacityPercent: {{.Floor}}
 {{- end}}
+{{- if .Degraded}}
+    degraded: {belowHealthyCapacityPercent: {{.Degraded}}, asPathPrepend: {{.Prepend}}}
+{{- end}}
 regions:
 {{- range .Sites}}
 - name: {{.Region}}
@@ -165,8 +174,13 @@ dnsZones:
 // so GEO answers the nearest member region by RTT.
 const BerlinNet = "192.0.2.112/28"
 
+// variant is what an edge's config adds to the template's: the
+// withdraw floor (minHealthyCapacityPercent) and the degraded threshold
+// (degraded.belowHealthyCapacityPercent), 0 for none.
+type variant struct{ floor, degraded int }
+
 // render executes one of the templates for site s (nil for the GSLB).
-func render(t *template.Template, sites []*Site, s *Site, role string, floor int) ([]byte, error) {
+func render(t *template.Template, sites []*Site, s *Site, role string, v variant) ([]byte, error) {
 	type zoned struct {
 		*Site
 		Zones [][]string
@@ -180,7 +194,8 @@ func render(t *template.Template, sites []*Site, s *Site, role string, floor int
 	}
 	data := map[string]any{
 		"Site": s, "Sites": zs, "Edge": role == "Edge", "Anycast": AnycastAddr, "Prefix": AnycastPrefix,
-		"EdgeASN": edgeASN, "Hold": edgeHoldTime, "HoldDown": holdDownSec, "Drain": drainSec, "Floor": floor,
+		"EdgeASN": edgeASN, "Hold": edgeHoldTime, "HoldDown": holdDownSec, "Drain": drainSec, "Floor": v.floor,
+		"Degraded": v.degraded, "Prepend": degradedPrepend,
 		"EdgePort": edgePort, "RegionalPort": regionalPort, "Port": backendPort, "Rate": ratePerEndpoint,
 		"Interval": probeIntervalMs, "TTL": dnsTTL, "BerlinNet": BerlinNet, "DNS": sites[1].DNSAddr(),
 	}

@@ -180,7 +180,7 @@ func (r *run) setup(ctx context.Context) error {
 // startBackends starts every site's backends, each listening inside its
 // site's backend namespace.
 func (r *run) startBackends(ctx context.Context) error {
-	data, err := render(backendsTmpl, r.topo.sites, nil, "Backend", 0)
+	data, err := render(backendsTmpl, r.topo.sites, nil, "Backend", variant{})
 	if err != nil {
 		return err
 	}
@@ -210,25 +210,27 @@ func (r *run) startBackends(ctx context.Context) error {
 }
 
 // writeConfig renders site s's config for role (edge, edge-floor,
-// regional) into the lab directory and returns its path.
+// edge-degraded, regional) into the lab directory and returns its path.
 func (r *run) writeConfig(s *Site, role string) (string, error) {
 	var data []byte
 	var err error
 	switch role {
 	case "edge":
-		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", 0)
+		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", variant{})
 	case "edge-floor":
-		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", withdrawFloor)
+		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", variant{floor: withdrawFloor})
+	case "edge-degraded":
+		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", variant{degraded: degradedBelow})
 	case "regional":
-		data, err = render(regionalTmpl, r.topo.sites, s, "Regional", 0)
+		data, err = render(regionalTmpl, r.topo.sites, s, "Regional", variant{})
 	default:
-		data, err = render(dnsTmpl, r.topo.sites, nil, "", 0)
+		data, err = render(dnsTmpl, r.topo.sites, nil, "", variant{})
 	}
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(r.net.Dir(), role+"-"+s.Key+".yaml")
-	if role == "edge-floor" { // the edge's own file, reloaded
+	if strings.HasPrefix(role, "edge-") { // the edge's own file, reloaded
 		path = filepath.Join(r.net.Dir(), "edge-"+s.Key+".yaml")
 	}
 	return path, os.WriteFile(path, data, 0o644)
