@@ -92,7 +92,8 @@ regions:
 
 // edgeTmpl is a site's edge: the anycast frontend (announced over BGP
 // to the site's router), the same on the edge's unicast address (the
-// GSLB's answers and the lab's direct path), both forwarding to the
+// GSLB's answers and the lab's direct path), both again over IPv6 (the
+// IPv6 prefix announced over the IPv6 session), all forwarding to the
 // region's regional layer; and a one-layer frontend on port 8080 that
 // proxies to the endpoints itself (the cost row's baseline).
 var edgeTmpl = template.Must(template.New("edge").Parse(`# {{.Site.City}} edge, written by spillway lab --global
@@ -102,7 +103,9 @@ spillway:
     localAsn: {{.EdgeASN}}
     routerId: {{.Site.EdgeUnicast}}
     listenPort: -1
-    neighbors: [{address: {{.Site.RouterLAN}}, peerAsn: {{.Site.ASN}}, port: 179, holdTimeSec: {{.Hold}}}]
+    neighbors:
+    - {address: {{.Site.RouterLAN}}, peerAsn: {{.Site.ASN}}, port: 179, holdTimeSec: {{.Hold}}}
+    - {address: "{{.Site.RouterLAN6}}", peerAsn: {{.Site.ASN}}, port: 179, holdTimeSec: {{.Hold}}}
     holdDownSec: {{.HoldDown}}
     drainSec: {{.Drain}}
 {{- if .Floor}}
@@ -119,6 +122,8 @@ regions:
 ` + common + `frontends:
 - {name: edge, address: "{{.Anycast}}:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE, anycastPrefixes: ["{{.Prefix}}"]}
 - {name: edge-unicast, address: "{{.Site.EdgeUnicast}}:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE}
+- {name: edge6, address: "[{{.Anycast6}}]:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE, anycastPrefixes: ["{{.Prefix6}}"]}
+- {name: edge-unicast6, address: "[{{.Site.EdgeUnicast6}}]:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE}
 - {name: one-layer, address: "{{.Site.EdgeUnicast}}:8080", protocol: HTTP, urlMap: web, region: {{.Site.Region}}}
 `))
 
@@ -194,6 +199,7 @@ func render(t *template.Template, sites []*Site, s *Site, role string, v variant
 	}
 	data := map[string]any{
 		"Site": s, "Sites": zs, "Edge": role == "Edge", "Anycast": AnycastAddr, "Prefix": AnycastPrefix,
+		"Anycast6": AnycastAddr6, "Prefix6": AnycastPrefix6,
 		"EdgeASN": edgeASN, "Hold": edgeHoldTime, "HoldDown": holdDownSec, "Drain": drainSec, "Floor": v.floor,
 		"Degraded": v.degraded, "Prepend": degradedPrepend,
 		"EdgePort": edgePort, "RegionalPort": regionalPort, "Port": backendPort, "Rate": ratePerEndpoint,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -173,6 +174,9 @@ func (r *run) setup(ctx context.Context) error {
 		if err := r.waitAnnounced(ctx, i, true, 30*time.Second); err != nil {
 			return err
 		}
+		if _, err := r.waitRouteFor(ctx, i, AnycastAddr6, func(via string) bool { return via == "edge6" }, 30*time.Second); err != nil {
+			return fmt.Errorf("the %s edge's IPv6 prefix not announced: %w (edge log: %s)", topo.sites[i].City, err, tail(r.edges[i].Log))
+		}
 	}
 	return r.waitServing(ctx, 30*time.Second)
 }
@@ -277,9 +281,14 @@ func (r *run) waitAnnounced(ctx context.Context, i int, announced bool, limit ti
 // waitRoute polls site i's router until ok(best route's protocol for the
 // anycast address) and returns the time it saw it.
 func (r *run) waitRoute(ctx context.Context, i int, ok func(via string) bool, limit time.Duration) (time.Time, error) {
+	return r.waitRouteFor(ctx, i, AnycastAddr, ok, limit)
+}
+
+// waitRouteFor is waitRoute for any address.
+func (r *run) waitRouteFor(ctx context.Context, i int, addr string, ok func(via string) bool, limit time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(limit)
 	for {
-		via, err := r.routers[i].bestVia(ctx, AnycastAddr)
+		via, err := r.routers[i].bestVia(ctx, addr)
 		if err == nil && ok(via) {
 			return time.Now(), nil
 		}
@@ -328,6 +337,10 @@ func (r *run) waitServing(ctx context.Context, limit time.Duration) error {
 }
 
 func anycastURL() string { return fmt.Sprintf("http://%s:%d/", AnycastAddr, edgePort) }
+
+func anycastURL6() string {
+	return fmt.Sprintf("http://%s/", net.JoinHostPort(AnycastAddr6, strconv.Itoa(edgePort)))
+}
 
 // tail returns the last lines of a log file, for errors.
 func tail(path string) string {
