@@ -18,17 +18,16 @@ type lostTimes struct {
 	forwardedTo string
 	// degrade is when Ashburn's edge was reloaded with a degraded
 	// threshold, prepended when Frankfurt's router saw Ashburn's route
-	// with the longer path (path), tokyoAway when Tokyo's router chose
-	// Frankfurt over Ashburn, ashburnKept whether Ashburn's router kept
-	// its own edge, and undegraded when Frankfurt's router saw the
+	// with the longer path (path), ashburnKept whether Ashburn's router
+	// kept its own edge, and undegraded when Frankfurt's router saw the
 	// unprepended path again after the backends came back.
-	degrade, prepended, tokyoAway, undegraded time.Duration
-	path                                      string
-	ashburnKept                               bool
+	degrade, prepended, undegraded time.Duration
+	path                           string
+	ashburnKept                    bool
 }
 
-// ashburn and tokyo are the sites' indexes.
-const ashburn, tokyo = 0, 2
+// The sites' indexes.
+const ashburn, frankfurt, tokyo = 0, 1, 2
 
 // backendsLost is rows (c3-c5): Tokyo's backends stop while its edge
 // lives. With minHealthyCapacityPercent unset the edge keeps announcing
@@ -96,7 +95,6 @@ func (r *run) backendsLost(ctx context.Context) error {
 // which has no edge of its own, now prefers Frankfurt (shorter path)
 // over Ashburn (nearer); Ashburn's own router keeps its edge.
 func (r *run) degrade(ctx context.Context, t *tl, k *lostTimes) error {
-	const frankfurt = 1
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
@@ -107,7 +105,7 @@ func (r *run) degrade(ctx context.Context, t *tl, k *lostTimes) error {
 	if err := r.reload(ashburn); err != nil {
 		return err
 	}
-	want := pathLen(0) + degradedPrepend
+	want := pathLen(degradedPrepend)
 	at, path, err := r.waitPath(ctx, frankfurt, func(n int) bool { return n == want }, 15*time.Second)
 	if err != nil {
 		return fmt.Errorf("Frankfurt's router never saw Ashburn's prepended path: %w (edge log: %s)", err, tail(r.edges[ashburn].Log))
@@ -118,7 +116,7 @@ func (r *run) degrade(ctx context.Context, t *tl, k *lostTimes) error {
 	if err != nil {
 		return fmt.Errorf("Tokyo's router kept Ashburn's prepended route: %w", err)
 	}
-	k.tokyoAway = t.eventAt(at, "Tokyo router: best via Frankfurt (shorter AS path)")
+	t.eventAt(at, "Tokyo router: best via Frankfurt (shorter AS path)")
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
@@ -169,7 +167,7 @@ func (r *run) tokyoBack(ctx context.Context, t *tl, i int, k *lostTimes) error {
 		k.announced = t.eventAt(at, "Tokyo router: edge route back")
 		return nil
 	}, func() error {
-		at, path, err := r.waitPath(ctx, 1, func(n int) bool { return n == pathLen(0) }, 30*time.Second)
+		at, path, err := r.waitPath(ctx, frankfurt, func(n int) bool { return n == pathLen(0) }, 30*time.Second)
 		if err != nil {
 			return fmt.Errorf("Ashburn's route stays prepended: %w (edge log: %s)", err, tail(r.edges[ashburn].Log))
 		}

@@ -33,20 +33,21 @@ type router struct {
 	proc *netlab.Proc
 }
 
-// birdConf is a site router's BIRD 2 config, with its sessions twice,
+// birdConf is a site router's BIRD 2 config. Its sessions come twice,
 // once per address family (IPv4 sessions carry IPv4 routes, IPv6
-// sessions IPv6 routes): the LAN and client link
-// announced to the other routers, the edge's anycast prefix accepted
-// from the edge (and nothing else from it) and preferred (local
-// preference 1000), and the anycast prefix from another site ranked as
-// BGP ranks routes between networks: local preference 900 for every
-// site, then the shortest AS path, then the link's one-way delay in ms
-// (MED, compared between sites by "med metric on"). That is the lab's
-// stand-in for a network that sends traffic to the nearest healthy site
-// and honours a degraded site's AS-path prepend (controlled anycast).
-// Other routes use BGP's default (shortest AS path). After a session fails BIRD waits "error wait time" before
-// it accepts the peer again (default 60 to 300 s); the lab's is 1 to 2 s,
-// so an edge that comes back is heard at once.
+// sessions IPv6 routes). The LAN and client link are announced to the
+// other routers. The edge's anycast prefix is accepted from the edge
+// (and nothing else from it) and preferred (local preference 1000). The
+// anycast prefix from another site is ranked as BGP ranks routes
+// between networks: local preference 900 for every site, then the
+// shortest AS path, then the link's one-way delay in ms (MED, compared
+// between sites by "med metric on"). That is the lab's stand-in for a
+// network that sends traffic to the nearest healthy site and honours a
+// degraded site's AS-path prepend (controlled anycast). Other routes
+// use BGP's default (shortest AS path). After a session fails BIRD
+// waits "error wait time" before it accepts the peer again (default 60
+// to 300 s); the lab's is 1 to 2 s, so an edge that comes back is heard
+// at once.
 var birdConf = template.Must(template.New("bird").Parse(`# {{.Site.City}} ({{.Site.Region}}), written by spillway lab --global
 log stderr { info, remote, warning, error, auth, fatal, bug };
 router id {{.Site.RouterLAN}};

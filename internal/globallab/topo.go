@@ -206,12 +206,8 @@ func (t *topology) buildSite(ctx context.Context, s *Site) error {
 	if s.Edge, err = t.hang(ctx, s, "edge", s.EdgeUnicast()); err != nil {
 		return err
 	}
-	for _, a := range []string{AnycastAddr + "/32", AnycastAddr6 + "/128", s.EdgeUnicast6() + "/64"} {
-		dev := "lo"
-		if a == s.EdgeUnicast6()+"/64" {
-			dev = "eth0"
-		}
-		if err := n.Addr(ctx, s.Edge, dev, a); err != nil {
+	for _, a := range []struct{ dev, cidr string }{{"lo", AnycastAddr + "/32"}, {"lo", AnycastAddr6 + "/128"}, {"eth0", s.EdgeUnicast6() + "/64"}} {
+		if err := n.Addr(ctx, s.Edge, a.dev, a.cidr); err != nil {
 			return err
 		}
 	}
