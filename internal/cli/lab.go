@@ -115,19 +115,22 @@ with:
   - a router running BIRD 2 (Debian's bird2), peered over eBGP with the
     other two across links that delay every packet, one way, 40 ms
     (Ashburn-Frankfurt), 70 ms (Ashburn-Tokyo) or 100 ms (Frankfurt-Tokyo);
-  - an edge 'spillway serve' (layer EDGE) on 203.0.113.10:80 that
-    announces 203.0.113.0/24 to its router over BGP while it can serve;
+  - an edge 'spillway serve' (layer EDGE) on 203.0.113.10:80 and
+    [2001:db8:ac::10]:80 that announces 203.0.113.0/24 and
+    2001:db8:ac::/48 to its router over BGP (an IPv4 and an IPv6
+    session) while it can serve;
   - a regional layer 'spillway serve' (layer REGIONAL) with two zones of
     two backends (the lab's test backends, RATE 25 rps each);
   - a client namespace 2 ms from the router.
 
 A GSLB ('spillway serve' with a DNS frontend, policy GEO) runs on the
-Frankfurt LAN. Only documentation addresses (RFC 5737) are used. Rows
+Frankfurt LAN. Only documentation addresses (RFC 5737, RFC 3849) are
+used. Rows
 (expected, measured, verdict):
 
   a1-a3  each geography's clients reach their own site through the
          anycast address: TCP handshake against the direct path to the
-         next site's own address
+         next site's own address; a4-a6 the same over IPv6
   b1     seed 001's waterfall scaled by 1/30: 150 rps of European
          clients (--rate; 150 by default here) against 100 rps per
          region, through both layers, against what 'spillway simulate'
@@ -140,6 +143,10 @@ Frankfurt LAN. Only documentation addresses (RFC 5737) are used. Rows
          announcing and forwards onward; reloaded with
          minHealthyCapacityPercent 80 it withdraws; backends back, it
          announces again after the hold-down
+  e1-e2  controlled anycast: Ashburn's edge, degraded below 80% healthy,
+         prepends its AS; Tokyo's router (its edge withdrawn) moves to
+         Frankfurt, Ashburn's keeps its own edge; the prepend goes after
+         the hold-down
   d1-d4  the GSLB answers a Berlin client (ECS) with Frankfurt, Tokyo's
          with Tokyo, and Berlin with Ashburn while Frankfurt is down
 

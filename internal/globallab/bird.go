@@ -16,13 +16,14 @@ import (
 	"github.com/spillwaylb/spillway/internal/netlab"
 )
 
-// birdPeer is one eBGP session of a site router to another site's.
+// birdPeer is a site router's pair of eBGP sessions to another site's
+// (name: that site's key), one over IPv4 and one over IPv6.
 type birdPeer struct {
-	name  string
-	local string
-	addr  string
-	asn   int
-	delay time.Duration
+	name          string
+	local, addr   string
+	local6, addr6 string
+	asn           int
+	delay         time.Duration
 }
 
 // router is one site's BIRD.
@@ -32,30 +33,36 @@ type router struct {
 	proc *netlab.Proc
 }
 
-// birdConf is a site router's BIRD 2 config: the LAN and client link
-// announced to the other routers, the edge's anycast prefix accepted
-// from the edge (and nothing else from it), and the anycast prefix
-// preferred, when the local edge withdraws it, from the peer with the
-// shortest link (local preference 1000 minus the one-way delay in ms; the
-// local edge 1000): the lab's stand-in for a network that sends traffic
-// to the nearest healthy site. Other routes use BGP's default (shortest
-// AS path). After a session fails BIRD waits "error wait time" before
-// it accepts the peer again (default 60 to 300 s); the lab's is 1 to 2 s,
-// so an edge that comes back is heard at once.
+// birdConf is a site router's BIRD 2 config. Its sessions come twice,
+// once per address family (IPv4 sessions carry IPv4 routes, IPv6
+// sessions IPv6 routes). The LAN and client link are announced to the
+// other routers. The edge's anycast prefix is accepted from the edge
+// (and nothing else from it) and preferred (local preference 1000). The
+// anycast prefix from another site is ranked as BGP ranks routes
+// between networks: local preference 900 for every site, then the
+// shortest AS path, then the link's one-way delay in ms (MED, compared
+// between sites by "med metric on"). That is the lab's stand-in for a
+// network that sends traffic to the nearest healthy site and honours a
+// degraded site's AS-path prepend (controlled anycast). Other routes
+// use BGP's default (shortest AS path). After a session fails BIRD
+// waits "error wait time" before it accepts the peer again (default 60
+// to 300 s); the lab's is 1 to 2 s, so an edge that comes back is heard
+// at once.
 var birdConf = template.Must(template.New("bird").Parse(`# {{.Site.City}} ({{.Site.Region}}), written by spillway lab --global
 log stderr { info, remote, warning, error, auth, fatal, bug };
 router id {{.Site.RouterLAN}};
 protocol device { scan time 1; }
-protocol direct { ipv4; interface "-lo", "*"; }
+protocol direct { ipv4; ipv6; interface "-lo", "*"; }
 protocol kernel { ipv4 { export where source = RTS_BGP; }; scan time 2; }
-
-protocol bgp edge {
-	description "the {{.Site.City}} edge (spillway serve)";
-	local {{.Site.RouterLAN}} as {{.Site.ASN}};
-	neighbor {{.Site.EdgeUnicast}} as {{.EdgeASN}};
+protocol kernel kernel6 { ipv6 { export where source = RTS_BGP; }; scan time 2; }
+{{range .Families}}
+protocol bgp {{.Edge}} {
+	description "the {{$.Site.City}} edge (spillway serve), {{.Net}}";
+	local {{.Local}} as {{$.Site.ASN}};
+	neighbor {{.Neighbor}} as {{$.EdgeASN}};
 	passive on;
-	hold time {{.HoldTime}}; keepalive time 1; connect retry time 1; error wait time 1, 2;
-	ipv4 {
+	hold time {{$.HoldTime}}; keepalive time 1; connect retry time 1; error wait time 1, 2;
+	{{.Net}} {
 		import filter { if net ~ [ {{.Anycast}}+ ] then { bgp_local_pref = 1000; accept; } reject; };
 		export none;
 	};
@@ -65,12 +72,40 @@ protocol bgp {{.Name}} {
 	local {{.Local}} as {{$.Site.ASN}};
 	neighbor {{.Addr}} as {{.ASN}};
 	hold time 6; keepalive time 2; connect retry time 1; error wait time 1, 2;
-	ipv4 {
-		import filter { if net ~ [ {{$.Anycast}}+ ] then bgp_local_pref = {{.Preference}}; accept; };
+	med metric on;
+	{{.Net}} {
+		import filter { if net ~ [ {{.Anycast}}+ ] then { bgp_local_pref = 900; bgp_med = {{.DelayMs}}; } accept; };
 		export where source ~ [ RTS_BGP, RTS_DEVICE ];
 	};
 }
-{{end}}`))
+{{end}}{{end}}`))
+
+// birdFamily is one address family's sessions in birdConf: the edge's
+// and the other sites'.
+type birdFamily struct {
+	Net, Edge, Local, Neighbor, Anycast string
+	Peers                               []birdSession
+}
+
+// birdSession is one session to another site's router.
+type birdSession struct {
+	Name, Local, Addr, Net, Anycast string
+	ASN, DelayMs                    int
+}
+
+// families returns site i's sessions: protocols edge and site_KEY over
+// IPv4, edge6 and site6_KEY over IPv6.
+func (t *topology) families(i int) []birdFamily {
+	s := t.sites[i]
+	v4 := birdFamily{Net: "ipv4", Edge: "edge", Local: s.RouterLAN(), Neighbor: s.EdgeUnicast(), Anycast: AnycastPrefix}
+	v6 := birdFamily{Net: "ipv6", Edge: "edge6", Local: s.RouterLAN6(), Neighbor: s.EdgeUnicast6(), Anycast: AnycastPrefix6}
+	for _, p := range t.peers[i] {
+		ms := int(p.delay / time.Millisecond)
+		v4.Peers = append(v4.Peers, birdSession{"site_" + p.name, p.local, p.addr, "ipv4", AnycastPrefix, p.asn, ms})
+		v6.Peers = append(v6.Peers, birdSession{"site6_" + p.name, p.local6, p.addr6, "ipv6", AnycastPrefix6, p.asn, ms})
+	}
+	return []birdFamily{v4, v6}
+}
 
 // startRouters writes every router's config and starts BIRD in its
 // namespace.
@@ -81,16 +116,8 @@ func (t *topology) startRouters(ctx context.Context, holdTime int) ([]*router, e
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		type peer struct {
-			Name, Local, Addr string
-			ASN, Preference   int
-		}
-		var peers []peer
-		for _, p := range t.peers[i] {
-			peers = append(peers, peer{p.name, p.local, p.addr, p.asn, 1000 - int(p.delay/time.Millisecond)})
-		}
 		var b bytes.Buffer
-		err := birdConf.Execute(&b, map[string]any{"Site": s, "EdgeASN": edgeASN, "Anycast": AnycastPrefix, "Peers": peers, "HoldTime": holdTime})
+		err := birdConf.Execute(&b, map[string]any{"Site": s, "EdgeASN": edgeASN, "Families": t.families(i), "HoldTime": holdTime})
 		if err != nil {
 			return nil, err
 		}
@@ -154,9 +181,24 @@ func (r *router) bestVia(ctx context.Context, addr string) (string, error) {
 	return "", nil
 }
 
+// asPath returns the AS path of the route to addr that r learned from
+// protocol proto (e.g. "site_use"), or "" when it has none.
+func (r *router) asPath(ctx context.Context, addr, proto string) (string, error) {
+	out, err := r.birdc(ctx, "show", "route", "for", addr, "protocol", proto, "all")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(out) {
+		if _, path, ok := strings.Cut(line, "BGP.as_path:"); ok {
+			return strings.TrimSpace(path), nil
+		}
+	}
+	return "", nil
+}
+
 // waitRouters waits until every router's sessions to the other routers
-// are established and its best route to every other site's LAN is the
-// direct link (shortest AS path).
+// are established and its best route to every other site's LAN, over
+// IPv4 and IPv6, is the direct link (shortest AS path).
 func waitRouters(ctx context.Context, rs []*router, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for _, r := range rs {
@@ -182,7 +224,7 @@ func routerReady(ctx context.Context, r *router, rs []*router) (bool, string) {
 		return false, err.Error()
 	}
 	for name, st := range ps {
-		if strings.HasPrefix(name, "site_") && st != "Established" {
+		if strings.HasPrefix(name, "site") && st != "Established" {
 			return false, name + " " + st
 		}
 	}
@@ -193,6 +235,10 @@ func routerReady(ctx context.Context, r *router, rs []*router) (bool, string) {
 		via, err := r.bestVia(ctx, o.site.RouterLAN())
 		if err != nil || via != "site_"+o.site.Key {
 			return false, fmt.Sprintf("route to %s via %q, not yet the direct link", o.site.LANPrefix(), via)
+		}
+		via, err = r.bestVia(ctx, o.site.RouterLAN6())
+		if err != nil || via != "site6_"+o.site.Key {
+			return false, fmt.Sprintf("route to %s via %q, not yet the direct link", o.site.RouterLAN6(), via)
 		}
 	}
 	return true, ""

@@ -32,6 +32,12 @@ const (
 	// of the Tokyo edge (row c3): with its own region's backends down it
 	// has 2/3 of its capacity, below the floor.
 	withdrawFloor = 80
+	// degradedBelow and degradedPrepend are the Ashburn edge's
+	// controlled anycast in rows e1-e2: below 80% of its capacity
+	// healthy (Tokyo's backends down: 67%) it announces with its AS
+	// three more times in the path.
+	degradedBelow   = 80
+	degradedPrepend = 3
 	// dnsTTL is the GSLB answer TTL.
 	dnsTTL = 5
 	// GSLBName is the name the GSLB answers.
@@ -86,7 +92,8 @@ regions:
 
 // edgeTmpl is a site's edge: the anycast frontend (announced over BGP
 // to the site's router), the same on the edge's unicast address (the
-// GSLB's answers and the lab's direct path), both forwarding to the
+// GSLB's answers and the lab's direct path), both again over IPv6 (the
+// IPv6 prefix announced over the IPv6 session), all forwarding to the
 // region's regional layer; and a one-layer frontend on port 8080 that
 // proxies to the endpoints itself (the cost row's baseline).
 var edgeTmpl = template.Must(template.New("edge").Parse(`# {{.Site.City}} edge, written by spillway lab --global
@@ -96,11 +103,16 @@ spillway:
     localAsn: {{.EdgeASN}}
     routerId: {{.Site.EdgeUnicast}}
     listenPort: -1
-    neighbors: [{address: {{.Site.RouterLAN}}, peerAsn: {{.Site.ASN}}, port: 179, holdTimeSec: {{.Hold}}}]
+    neighbors:
+    - {address: {{.Site.RouterLAN}}, peerAsn: {{.Site.ASN}}, port: 179, holdTimeSec: {{.Hold}}}
+    - {address: "{{.Site.RouterLAN6}}", peerAsn: {{.Site.ASN}}, port: 179, holdTimeSec: {{.Hold}}}
     holdDownSec: {{.HoldDown}}
     drainSec: {{.Drain}}
 {{- if .Floor}}
     minHealthyCapacityPercent: {{.Floor}}
+{{- end}}
+{{- if .Degraded}}
+    degraded: {belowHealthyCapacityPercent: {{.Degraded}}, asPathPrepend: {{.Prepend}}}
 {{- end}}
 regions:
 {{- range .Sites}}
@@ -110,6 +122,8 @@ regions:
 ` + common + `frontends:
 - {name: edge, address: "{{.Anycast}}:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE, anycastPrefixes: ["{{.Prefix}}"]}
 - {name: edge-unicast, address: "{{.Site.EdgeUnicast}}:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE}
+- {name: edge6, address: "[{{.Anycast6}}]:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE, anycastPrefixes: ["{{.Prefix6}}"]}
+- {name: edge-unicast6, address: "[{{.Site.EdgeUnicast6}}]:{{.EdgePort}}", protocol: HTTP, urlMap: web, region: {{.Site.Region}}, layer: EDGE}
 - {name: one-layer, address: "{{.Site.EdgeUnicast}}:8080", protocol: HTTP, urlMap: web, region: {{.Site.Region}}}
 `))
 
@@ -165,8 +179,13 @@ dnsZones:
 // so GEO answers the nearest member region by RTT.
 const BerlinNet = "192.0.2.112/28"
 
+// variant is what an edge's config adds to the template's: the
+// withdraw floor (minHealthyCapacityPercent) and the degraded threshold
+// (degraded.belowHealthyCapacityPercent), 0 for none.
+type variant struct{ floor, degraded int }
+
 // render executes one of the templates for site s (nil for the GSLB).
-func render(t *template.Template, sites []*Site, s *Site, role string, floor int) ([]byte, error) {
+func render(t *template.Template, sites []*Site, s *Site, role string, v variant) ([]byte, error) {
 	type zoned struct {
 		*Site
 		Zones [][]string
@@ -180,7 +199,9 @@ func render(t *template.Template, sites []*Site, s *Site, role string, floor int
 	}
 	data := map[string]any{
 		"Site": s, "Sites": zs, "Edge": role == "Edge", "Anycast": AnycastAddr, "Prefix": AnycastPrefix,
-		"EdgeASN": edgeASN, "Hold": edgeHoldTime, "HoldDown": holdDownSec, "Drain": drainSec, "Floor": floor,
+		"Anycast6": AnycastAddr6, "Prefix6": AnycastPrefix6,
+		"EdgeASN": edgeASN, "Hold": edgeHoldTime, "HoldDown": holdDownSec, "Drain": drainSec, "Floor": v.floor,
+		"Degraded": v.degraded, "Prepend": degradedPrepend,
 		"EdgePort": edgePort, "RegionalPort": regionalPort, "Port": backendPort, "Rate": ratePerEndpoint,
 		"Interval": probeIntervalMs, "TTL": dnsTTL, "BerlinNet": BerlinNet, "DNS": sites[1].DNSAddr(),
 	}

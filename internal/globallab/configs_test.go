@@ -21,15 +21,17 @@ func TestConfigsValidate(t *testing.T) {
 		}
 	}
 	for _, s := range sites {
-		b, err := render(edgeTmpl, sites, s, "Edge", 0)
+		b, err := render(edgeTmpl, sites, s, "Edge", variant{})
 		check("edge-"+s.Key, b, err)
-		b, err = render(edgeTmpl, sites, s, "Edge", withdrawFloor)
+		b, err = render(edgeTmpl, sites, s, "Edge", variant{floor: withdrawFloor})
 		check("edge-floor-"+s.Key, b, err)
-		b, err = render(regionalTmpl, sites, s, "Regional", 0)
+		b, err = render(edgeTmpl, sites, s, "Edge", variant{degraded: degradedBelow})
+		check("edge-degraded-"+s.Key, b, err)
+		b, err = render(regionalTmpl, sites, s, "Regional", variant{})
 		check("regional-"+s.Key, b, err)
 	}
-	b, err := render(dnsTmpl, sites, nil, "", 0)
+	b, err := render(dnsTmpl, sites, nil, "", variant{})
 	check("dns", b, err)
-	b, err = render(backendsTmpl, sites, nil, "", 0)
+	b, err = render(backendsTmpl, sites, nil, "", variant{})
 	check("backends", b, err)
 }

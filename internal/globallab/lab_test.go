@@ -78,7 +78,7 @@ func TestLabGlobal(t *testing.T) {
 	if code != 0 {
 		t.Errorf("spillway lab --global exited %d", code)
 	}
-	want := []string{"a1", "a2", "a3", "d1", "d2", "d3", "b1", "b2", "c1", "c2", "d4", "c3", "c4", "c5"}
+	want := []string{"a1", "a2", "a3", "a4", "a5", "a6", "d1", "d2", "d3", "b1", "b2", "c1", "c2", "d4", "c3", "c4", "c5", "e1", "e2"}
 	var got []string
 	for _, row := range rep.Rows {
 		got = append(got, row.ID)

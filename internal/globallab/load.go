@@ -116,6 +116,23 @@ func (c *client) handshake(ctx context.Context, addr string, n int) (time.Durati
 	return median(ts), nil
 }
 
+// reach dials addr until a connection opens, for up to limit.
+func (c *client) reach(ctx context.Context, addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		conn, err := c.dial.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s client → %s: %w after %s", c.site.City, addr, err, limit)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
 // paced sends requests at rate per second, each with send, until limit
 // has passed or stop is closed (nil: never), at most maxInFlight at once
 // (more are counted as failed, not queued), and returns the answers in

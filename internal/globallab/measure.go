@@ -40,31 +40,51 @@ func nextSite(i int) int {
 // nearest is row group (a): each geography's clients reach their own
 // site through the anycast address, and the handshake is that of the
 // client link only, against the direct path to the next site's unicast
-// address.
+// address; rows a1-a3 over IPv4, a4-a6 over IPv6.
 func (r *run) nearest(ctx context.Context) error {
-	for i, c := range r.clients {
-		s := c.site
-		far := r.topo.sites[nextSite(i)]
-		a := get(ctx, c.fresh, anycastURL())
-		anyHS, err := c.handshake(ctx, net.JoinHostPort(AnycastAddr, strconv.Itoa(edgePort)), 7)
-		if err != nil {
-			return err
+	for _, v6 := range []bool{false, true} {
+		for i, c := range r.clients {
+			row, err := r.nearestRow(ctx, i, c, v6)
+			if err != nil {
+				return err
+			}
+			r.rep.add(row)
 		}
-		direct, err := c.handshake(ctx, net.JoinHostPort(far.EdgeUnicast(), strconv.Itoa(edgePort)), 5)
-		if err != nil {
-			return err
-		}
-		expAny, expDirect := 2*clientDelay, 2*(clientDelay+wanDelay(i, far.k))
-		r.rep.add(Row{
-			ID:       fmt.Sprintf("a%d", i+1),
-			What:     fmt.Sprintf("%s clients → anycast %s", s.City, AnycastAddr),
-			Expected: fmt.Sprintf("%s edge; handshake %s vs %s direct to %s", s.City, ms(expAny), ms(expDirect), far.City),
-			Measured: fmt.Sprintf("%s edge; %s vs %s (%s less)", cityOf(a.Edge), ms(anyHS), ms(direct), ms(direct-anyHS)),
-			Verdict:  verdict(a.OK() && a.Edge == s.Key && anyHS < direct && anyHS < expAny+20*time.Millisecond),
-			Numbers:  map[string]float64{"anycastHandshakeMs": msf(anyHS), "directHandshakeMs": msf(direct)},
-		})
 	}
 	return nil
+}
+
+// nearestRow measures row a(i+1), or a(i+4) over IPv6.
+func (r *run) nearestRow(ctx context.Context, i int, c *client, v6 bool) (Row, error) {
+	s, far := c.site, r.topo.sites[nextSite(i)]
+	anyAddr, farAddr, url, id := AnycastAddr, far.EdgeUnicast(), anycastURL(), i+1
+	if v6 {
+		anyAddr, farAddr, url, id = AnycastAddr6, far.EdgeUnicast6(), anycastURL6(), i+1+len(r.clients)
+	}
+	port := strconv.Itoa(edgePort)
+	for _, addr := range []string{anyAddr, farAddr} { // the IPv6 routes may still be converging
+		if err := c.reach(ctx, net.JoinHostPort(addr, port), 10*time.Second); err != nil {
+			return Row{}, err
+		}
+	}
+	a := get(ctx, c.fresh, url)
+	anyHS, err := c.handshake(ctx, net.JoinHostPort(anyAddr, port), 7)
+	if err != nil {
+		return Row{}, err
+	}
+	direct, err := c.handshake(ctx, net.JoinHostPort(farAddr, port), 5)
+	if err != nil {
+		return Row{}, err
+	}
+	expAny, expDirect := 2*clientDelay, 2*(clientDelay+wanDelay(i, far.k))
+	return Row{
+		ID:       fmt.Sprintf("a%d", id),
+		What:     fmt.Sprintf("%s clients → anycast %s", s.City, anyAddr),
+		Expected: fmt.Sprintf("%s edge; handshake %s vs %s direct to %s", s.City, ms(expAny), ms(expDirect), far.City),
+		Measured: fmt.Sprintf("%s edge; %s vs %s (%s less)", cityOf(a.Edge), ms(anyHS), ms(direct), ms(direct-anyHS)),
+		Verdict:  verdict(a.OK() && a.Edge == s.Key && anyHS < direct && anyHS < expAny+20*time.Millisecond),
+		Numbers:  map[string]float64{"anycastHandshakeMs": msf(anyHS), "directHandshakeMs": msf(direct)},
+	}, nil
 }
 
 // cityOf names the site of key (or says none answered).

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -173,6 +174,9 @@ func (r *run) setup(ctx context.Context) error {
 		if err := r.waitAnnounced(ctx, i, true, 30*time.Second); err != nil {
 			return err
 		}
+		if _, err := r.waitRouteFor(ctx, i, AnycastAddr6, func(via string) bool { return via == "edge6" }, 30*time.Second); err != nil {
+			return fmt.Errorf("the %s edge's IPv6 prefix not announced: %w (edge log: %s)", topo.sites[i].City, err, tail(r.edges[i].Log))
+		}
 	}
 	return r.waitServing(ctx, 30*time.Second)
 }
@@ -180,7 +184,7 @@ func (r *run) setup(ctx context.Context) error {
 // startBackends starts every site's backends, each listening inside its
 // site's backend namespace.
 func (r *run) startBackends(ctx context.Context) error {
-	data, err := render(backendsTmpl, r.topo.sites, nil, "Backend", 0)
+	data, err := render(backendsTmpl, r.topo.sites, nil, "Backend", variant{})
 	if err != nil {
 		return err
 	}
@@ -210,25 +214,27 @@ func (r *run) startBackends(ctx context.Context) error {
 }
 
 // writeConfig renders site s's config for role (edge, edge-floor,
-// regional) into the lab directory and returns its path.
+// edge-degraded, regional) into the lab directory and returns its path.
 func (r *run) writeConfig(s *Site, role string) (string, error) {
 	var data []byte
 	var err error
 	switch role {
 	case "edge":
-		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", 0)
+		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", variant{})
 	case "edge-floor":
-		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", withdrawFloor)
+		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", variant{floor: withdrawFloor})
+	case "edge-degraded":
+		data, err = render(edgeTmpl, r.topo.sites, s, "Edge", variant{degraded: degradedBelow})
 	case "regional":
-		data, err = render(regionalTmpl, r.topo.sites, s, "Regional", 0)
+		data, err = render(regionalTmpl, r.topo.sites, s, "Regional", variant{})
 	default:
-		data, err = render(dnsTmpl, r.topo.sites, nil, "", 0)
+		data, err = render(dnsTmpl, r.topo.sites, nil, "", variant{})
 	}
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(r.net.Dir(), role+"-"+s.Key+".yaml")
-	if role == "edge-floor" { // the edge's own file, reloaded
+	if strings.HasPrefix(role, "edge-") { // the edge's own file, reloaded
 		path = filepath.Join(r.net.Dir(), "edge-"+s.Key+".yaml")
 	}
 	return path, os.WriteFile(path, data, 0o644)
@@ -275,9 +281,14 @@ func (r *run) waitAnnounced(ctx context.Context, i int, announced bool, limit ti
 // waitRoute polls site i's router until ok(best route's protocol for the
 // anycast address) and returns the time it saw it.
 func (r *run) waitRoute(ctx context.Context, i int, ok func(via string) bool, limit time.Duration) (time.Time, error) {
+	return r.waitRouteFor(ctx, i, AnycastAddr, ok, limit)
+}
+
+// waitRouteFor is waitRoute for any address.
+func (r *run) waitRouteFor(ctx context.Context, i int, addr string, ok func(via string) bool, limit time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(limit)
 	for {
-		via, err := r.routers[i].bestVia(ctx, AnycastAddr)
+		via, err := r.routers[i].bestVia(ctx, addr)
 		if err == nil && ok(via) {
 			return time.Now(), nil
 		}
@@ -326,6 +337,10 @@ func (r *run) waitServing(ctx context.Context, limit time.Duration) error {
 }
 
 func anycastURL() string { return fmt.Sprintf("http://%s:%d/", AnycastAddr, edgePort) }
+
+func anycastURL6() string {
+	return fmt.Sprintf("http://%s/", net.JoinHostPort(AnycastAddr6, strconv.Itoa(edgePort)))
+}
 
 // tail returns the last lines of a log file, for errors.
 func tail(path string) string {

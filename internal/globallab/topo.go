@@ -11,12 +11,16 @@ import (
 )
 
 // Addresses of the lab. Every address is a documentation address: RFC
-// 5737's three /24s (v4).
+// 5737's three /24s (v4) and RFC 3849's 2001:db8::/32 (v6).
 const (
 	// AnycastPrefix is announced by every site's edge; AnycastAddr is
 	// the service address inside it, bound by every edge.
 	AnycastPrefix = "203.0.113.0/24"
 	AnycastAddr   = "203.0.113.10"
+	// AnycastPrefix6 and AnycastAddr6 are the same over IPv6, announced
+	// over the edges' IPv6 sessions.
+	AnycastPrefix6 = "2001:db8:ac::/48"
+	AnycastAddr6   = "2001:db8:ac::10"
 	// edgeASN is every edge instance's AS (one origin AS for the anycast
 	// prefix, as in a real anycast network).
 	edgeASN = 65001
@@ -102,6 +106,26 @@ func (s *Site) ClientNet() string  { return fmt.Sprintf("192.0.2.%d/27", 64+32*s
 func (s *Site) ClientAddr() string { return fmt.Sprintf("192.0.2.%d", 64+32*s.k+2) }
 func (s *Site) clientGW() string   { return fmt.Sprintf("192.0.2.%d", 64+32*s.k+1) }
 
+// lan6 is host h of the site's IPv6 LAN, 2001:db8:1:k::/64 (the host
+// numbers of the IPv4 LAN, written in the last group).
+func (s *Site) lan6(h int) string { return fmt.Sprintf("2001:db8:1:%d::%d", s.k, h) }
+
+// RouterLAN6, EdgeUnicast6 and ClientAddr6 are the IPv6 addresses of
+// the router on its LAN, the edge and the client; clientGW6 the
+// router's end of the client link (2001:db8:c:k::/64).
+func (s *Site) RouterLAN6() string   { return s.lan6(1) }
+func (s *Site) EdgeUnicast6() string { return s.lan6(2) }
+func (s *Site) ClientAddr6() string  { return fmt.Sprintf("2001:db8:c:%d::2", s.k) }
+func (s *Site) clientGW6() string    { return fmt.Sprintf("2001:db8:c:%d::1", s.k) }
+
+// wanAddr6 is the IPv6 twin of wanAddr: 2001:db8:f:j::1 or ::2 (/64).
+func wanAddr6(j int, lower bool) string {
+	if lower {
+		return fmt.Sprintf("2001:db8:f:%d::1", j)
+	}
+	return fmt.Sprintf("2001:db8:f:%d::2", j)
+}
+
 // wanAddr is site s's address on WAN link j (192.0.2.4j/30; the lower
 // site index gets .1).
 func wanAddr(j int, lower bool) string {
@@ -143,8 +167,16 @@ func build(ctx context.Context, n *netlab.Net) (*topology, error) {
 			return nil, err
 		}
 		t.links = append(t.links, l)
-		t.peers[w.a] = append(t.peers[w.a], birdPeer{name: "site_" + b.Key, local: wanAddr(j, true), addr: wanAddr(j, false), asn: b.ASN, delay: w.delay})
-		t.peers[w.b] = append(t.peers[w.b], birdPeer{name: "site_" + a.Key, local: wanAddr(j, false), addr: wanAddr(j, true), asn: a.ASN, delay: w.delay})
+		if err := n.Addr(ctx, a.Router, "wan-"+b.Key, wanAddr6(j, true)+"/64"); err != nil {
+			return nil, err
+		}
+		if err := n.Addr(ctx, b.Router, "wan-"+a.Key, wanAddr6(j, false)+"/64"); err != nil {
+			return nil, err
+		}
+		t.peers[w.a] = append(t.peers[w.a], birdPeer{name: b.Key, local: wanAddr(j, true), addr: wanAddr(j, false),
+			local6: wanAddr6(j, true), addr6: wanAddr6(j, false), asn: b.ASN, delay: w.delay})
+		t.peers[w.b] = append(t.peers[w.b], birdPeer{name: a.Key, local: wanAddr(j, false), addr: wanAddr(j, true),
+			local6: wanAddr6(j, false), addr6: wanAddr6(j, true), asn: a.ASN, delay: w.delay})
 	}
 	return t, nil
 }
@@ -158,19 +190,28 @@ func (t *topology) buildSite(ctx context.Context, s *Site) error {
 	if s.Router, err = n.AddNS(ctx, "rt-"+s.Key); err != nil {
 		return err
 	}
-	if err := n.Sysctl(ctx, s.Router, "net.ipv4.ip_forward", "1"); err != nil {
-		return err
+	for _, key := range []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"} {
+		if err := n.Sysctl(ctx, s.Router, key, "1"); err != nil {
+			return err
+		}
 	}
 	if err := n.Bridge(ctx, s.Router, "lan"); err != nil {
 		return err
 	}
-	if err := n.Addr(ctx, s.Router, "lan", s.RouterLAN()+"/26"); err != nil {
-		return err
+	for _, a := range []string{s.RouterLAN() + "/26", s.RouterLAN6() + "/64"} {
+		if err := n.Addr(ctx, s.Router, "lan", a); err != nil {
+			return err
+		}
 	}
 	if s.Edge, err = t.hang(ctx, s, "edge", s.EdgeUnicast()); err != nil {
 		return err
 	}
-	if err := n.Addr(ctx, s.Edge, "lo", AnycastAddr+"/32"); err != nil {
+	for _, a := range []struct{ dev, cidr string }{{"lo", AnycastAddr + "/32"}, {"lo", AnycastAddr6 + "/128"}, {"eth0", s.EdgeUnicast6() + "/64"}} {
+		if err := n.Addr(ctx, s.Edge, a.dev, a.cidr); err != nil {
+			return err
+		}
+	}
+	if _, err := n.IP(ctx, s.Edge, "route", "add", "default", "via", s.RouterLAN6()); err != nil {
 		return err
 	}
 	if s.Regional, err = t.hang(ctx, s, "reg", s.RegionalAddr()); err != nil {
@@ -192,8 +233,18 @@ func (t *topology) buildSite(ctx context.Context, s *Site) error {
 		return err
 	}
 	t.links = append(t.links, l)
-	_, err = n.IP(ctx, s.Client, "route", "add", "default", "via", s.clientGW())
-	return err
+	if err := n.Addr(ctx, s.Router, "cl", s.clientGW6()+"/64"); err != nil {
+		return err
+	}
+	if err := n.Addr(ctx, s.Client, "eth0", s.ClientAddr6()+"/64"); err != nil {
+		return err
+	}
+	for _, gw := range []string{s.clientGW(), s.clientGW6()} {
+		if _, err := n.IP(ctx, s.Client, "route", "add", "default", "via", gw); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hang makes namespace role-KEY with eth0 (addr/26) on site s's LAN
@@ -226,11 +277,20 @@ func (t *topology) setSite(ctx context.Context, s *Site, up bool) error {
 			return err
 		}
 	}
-	if up { // the default routes left with the link
-		for _, ns := range []string{s.Edge, s.Regional, s.Backends} {
-			if _, err := t.net.IP(ctx, ns, "route", "replace", "default", "via", s.RouterLAN()); err != nil {
-				return err
-			}
+	if !up {
+		return nil
+	}
+	// The default routes left with the link, and the edge's IPv6
+	// address too (IPv6 drops its addresses on link down).
+	if _, err := t.net.IP(ctx, s.Edge, "addr", "replace", s.EdgeUnicast6()+"/64", "dev", "eth0", "nodad"); err != nil {
+		return err
+	}
+	if _, err := t.net.IP(ctx, s.Edge, "route", "replace", "default", "via", s.RouterLAN6()); err != nil {
+		return err
+	}
+	for _, ns := range []string{s.Edge, s.Regional, s.Backends} {
+		if _, err := t.net.IP(ctx, ns, "route", "replace", "default", "via", s.RouterLAN()); err != nil {
+			return err
 		}
 	}
 	return nil

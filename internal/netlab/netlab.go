@@ -215,9 +215,14 @@ func (n *Net) Link(ctx context.Context, ns, dev string, up bool) error {
 	return err
 }
 
-// Addr adds an address (CIDR) to dev in ns.
+// Addr adds an address (CIDR) to dev in ns. An IPv6 address skips
+// duplicate address detection (nodad), so it is usable at once.
 func (n *Net) Addr(ctx context.Context, ns, dev, cidr string) error {
-	_, err := n.IP(ctx, ns, "addr", "add", cidr, "dev", dev)
+	args := []string{"addr", "add", cidr, "dev", dev}
+	if strings.Contains(cidr, ":") {
+		args = append(args, "nodad")
+	}
+	_, err := n.IP(ctx, ns, args...)
 	return err
 }
 
