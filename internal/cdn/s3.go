@@ -77,9 +77,9 @@ type S3Bucket struct {
 }
 
 // NewS3Bucket returns the origin o describes. With prev (the same
-// bucket's origin of the config being replaced) whose endpoint and
-// connection bound are o's, it shares prev's connection pool and
-// counters.
+// bucket's origin of the config being replaced) it carries prev's
+// counters on, and shares prev's connection pool when the endpoint,
+// timeout and connection bound are o's.
 func NewS3Bucket(o S3Options, prev *S3Bucket) *S3Bucket {
 	if o.Region == "" {
 		o.Region = "us-east-1"
@@ -94,14 +94,16 @@ func NewS3Bucket(o S3Options, prev *S3Bucket) *S3Bucket {
 		o.Logger = slog.Default()
 	}
 	b := &S3Bucket{o: o}
-	if prev != nil && prev.o.Endpoint.String() == o.Endpoint.String() && prev.o.MaxConns == o.MaxConns && prev.o.Timeout == o.Timeout {
-		b.transport = prev.transport
+	if prev != nil {
 		b.counts.Denied.Store(prev.counts.Denied.Load())
 		b.counts.Missing.Store(prev.counts.Missing.Load())
 		b.counts.Unreachable.Store(prev.counts.Unreachable.Load())
 		b.counts.Timeouts.Store(prev.counts.Timeouts.Load())
 		b.counts.ServerErrors.Store(prev.counts.ServerErrors.Load())
-		return b
+		if prev.o.Endpoint.String() == o.Endpoint.String() && prev.o.MaxConns == o.MaxConns && prev.o.Timeout == o.Timeout {
+			b.transport = prev.transport
+			return b
+		}
 	}
 	b.transport = &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}).DialContext,
