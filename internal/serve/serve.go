@@ -42,8 +42,8 @@ import (
 	"github.com/caddyserver/certmagic"
 
 	"github.com/spillwaylb/spillway/internal/armor"
-	"github.com/spillwaylb/spillway/internal/cdn"
 	"github.com/spillwaylb/spillway/internal/bgp"
+	"github.com/spillwaylb/spillway/internal/cdn"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
