@@ -160,6 +160,10 @@ func (b *S3Bucket) Serve(w http.ResponseWriter, r *http.Request, p string) {
 	timer := time.AfterFunc(b.o.Timeout, cancel)
 	resp, err := b.transport.RoundTrip(req)
 	timedOut := !timer.Stop()
+	if err == nil && timedOut { // the headers came as the timeout ran out: the body is cut
+		resp.Body.Close()
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
 		b.failed(w, r, key, err, timedOut)
 		return
@@ -236,16 +240,14 @@ func S3Credentials(file, profile string) (*credentials.Credentials, error) {
 // answer passes the service's response back, or maps its error.
 func (b *S3Bucket) answer(w http.ResponseWriter, r *http.Request, key string, resp *http.Response) {
 	switch resp.StatusCode {
-	case http.StatusOK, http.StatusPartialContent, http.StatusNotModified, http.StatusPreconditionFailed:
+	case http.StatusOK, http.StatusPartialContent, http.StatusNotModified:
 		h := w.Header()
 		for _, name := range passedResponse {
 			if v := resp.Header.Values(name); len(v) > 0 {
 				h[name] = v
 			}
 		}
-		if resp.StatusCode == http.StatusPreconditionFailed {
-			h.Del("Content-Length") // the service's error body is not passed on
-		} else if resp.StatusCode != http.StatusNotModified {
+		if resp.StatusCode != http.StatusNotModified {
 			fixContentType(h, key)
 		}
 		w.WriteHeader(resp.StatusCode)
@@ -253,7 +255,7 @@ func (b *S3Bucket) answer(w http.ResponseWriter, r *http.Request, key string, re
 			_, _ = io.Copy(w, resp.Body)
 		}
 		return
-	case http.StatusRequestedRangeNotSatisfiable:
+	case http.StatusPreconditionFailed, http.StatusRequestedRangeNotSatisfiable:
 		if cr := resp.Header.Get("Content-Range"); cr != "" {
 			w.Header().Set("Content-Range", cr)
 		}
