@@ -66,9 +66,9 @@ type BypassCacheOnRequestHeader struct {
 }
 
 // BackendBucket is a compute#backendBucket. Spillway's mapping:
-// bucketName names a local directory whose files are served read-only
-// (docs/cdn.md); Cloud Storage and S3-compatible buckets are not
-// reached.
+// bucketName names a local directory whose files are served read-only,
+// unless a spillway.buckets[] entry maps it to an S3-compatible bucket
+// (docs/cdn.md); Cloud Storage is not reached under its own API.
 type BackendBucket struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
@@ -110,4 +110,50 @@ type SignedURLKey struct {
 	// --key-file holds it; KeyFile names a file holding it instead.
 	KeyValue string `json:"keyValue,omitempty"`
 	KeyFile  string `json:"keyFile,omitempty"`
+}
+
+// BucketMapping is one spillway.buckets[] entry: where the objects of
+// the backend buckets with this bucketName are read, instead of a local
+// directory of that name.
+type BucketMapping struct {
+	// BucketName is a backendBuckets[].bucketName, as Google's export
+	// has it (a Cloud Storage bucket name).
+	BucketName string `json:"bucketName"`
+	// S3 is the S3-compatible bucket serving it.
+	S3 *S3Bucket `json:"s3,omitempty"`
+}
+
+// S3Bucket is an S3-compatible bucket read over the S3 API (GET and
+// HEAD only). Credentials are never in the config: CredentialsFile, else
+// the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables,
+// else none (a public bucket).
+type S3Bucket struct {
+	// Endpoint is the service's http:// or https:// URL, without path,
+	// query or user information, e.g. https://s3.us-east-1.amazonaws.com
+	// or http://127.0.0.1:9000.
+	Endpoint string `json:"endpoint"`
+	// Bucket is the S3 bucket's name (default: the mapping's bucketName).
+	Bucket string `json:"bucket,omitempty"`
+	// Region signs the requests (default us-east-1).
+	Region string `json:"region,omitempty"`
+	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY (default
+	// true); false uses BUCKET.ENDPOINT-HOST/KEY (virtual-hosted).
+	PathStyle *bool `json:"pathStyle,omitempty"`
+	// CredentialsFile is an AWS shared credentials file
+	// ([profile] aws_access_key_id, aws_secret_access_key,
+	// aws_session_token), read at start and on every reload; Profile
+	// picks its section (default: AWS_PROFILE, else default).
+	CredentialsFile string `json:"credentialsFile,omitempty"`
+	Profile         string `json:"profile,omitempty"`
+	// MainPageSuffix is the object served for a path ending in '/'
+	// (appended to it, as Cloud Storage's website.mainPageSuffix); empty:
+	// such paths are 404.
+	MainPageSuffix string `json:"mainPageSuffix,omitempty"`
+	// TimeoutSec bounds the wait for the service's response headers,
+	// connecting included (default 10, 1 to 300).
+	TimeoutSec *int `json:"timeoutSec,omitempty"`
+	// MaxConnections bounds the connections open to the endpoint
+	// (default 64, 1 to 4096); requests past it wait for one, within
+	// TimeoutSec.
+	MaxConnections *int `json:"maxConnections,omitempty"`
 }

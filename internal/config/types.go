@@ -145,6 +145,9 @@ type Tuning struct {
 	// SignedURLKeys are the signed URL and cookie keys of CDN-enabled
 	// backends (cdn.go, docs/cdn.md).
 	SignedURLKeys []SignedURLKey `json:"signedUrlKeys,omitempty"`
+	// Buckets maps backend buckets' bucketName (Google's Cloud Storage
+	// bucket name) to an S3-compatible bucket (cdn.go, docs/cdn.md).
+	Buckets []BucketMapping `json:"buckets,omitempty"`
 	// Resolver is the DNS server that INTERNET_FQDN_PORT endpoints and
 	// serverless base URLs with host names are resolved through.
 	Resolver *Resolver `json:"resolver,omitempty"`

@@ -30,6 +30,7 @@ func validate(c *Config, pos map[string]position) Errors {
 	v.backendServices()
 	v.backendBuckets()
 	v.cdnTuning(c.Spillway)
+	v.bucketMappings()
 	v.urlMaps()
 	v.regions()
 	v.sslPolicies()

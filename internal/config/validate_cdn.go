@@ -112,8 +112,8 @@ func (v *validator) backendBuckets() {
 		if b.BucketName == "" {
 			v.add(p+".bucketName", "name the directory to serve, e.g. bucketName: /srv/static", "a bucket name is required")
 		} else if strings.Contains(b.BucketName, "://") {
-			v.add(p+".bucketName", "name a local directory, e.g. bucketName: /srv/static",
-				"%q is a URL: Spillway serves backend buckets from local directories only", b.BucketName)
+			v.add(p+".bucketName", "name a local directory, e.g. bucketName: /srv/static, or keep the bucket's name (my-assets) and map it to an S3-compatible bucket in spillway.buckets (docs/cdn.md)",
+				"%q is a URL: bucketName is a directory or a name that spillway.buckets maps", b.BucketName)
 		}
 		if b.EnableCdn {
 			v.cdnPolicy(p+".cdnPolicy", b.CdnPolicy, true)

@@ -382,7 +382,8 @@ func isInt(k reflect.Kind) bool {
 
 // bucketField handles the backend bucket fields Spillway reads
 // differently: bucketName (a Cloud Storage bucket in Google Cloud, a
-// local directory in Spillway: carried, with a note), an edge security
+// local directory or a name spillway.buckets maps in Spillway: carried,
+// with a note), an edge security
 // policy (not supported on buckets) and compressionMode other than
 // DISABLED. It reports whether it handled key.
 func (p *pruner) bucketField(out *yaml.Node, key string, val *yaml.Node, path string) bool {
@@ -390,7 +391,7 @@ func (p *pruner) bucketField(out *yaml.Node, key string, val *yaml.Node, path st
 	case "bucketName":
 		if b := scalar(val); b != "" {
 			set(out, key, str(b))
-			p.im.note(p.src, path+".bucketName", "%q is a Cloud Storage bucket; Spillway serves a backend bucket from a local directory: copy the objects there (gcloud storage rsync -r gs://%s DIR) and set bucketName to DIR (docs/cdn.md)", b, b)
+			p.im.note(p.src, path+".bucketName", "%q is a Cloud Storage bucket: map it in spillway.buckets to an S3-compatible bucket holding its objects, or copy them to a directory (gcloud storage rsync -r gs://%s DIR) and set bucketName to DIR (docs/cdn.md)", b, b)
 		}
 		return true
 	case "edgeSecurityPolicy":

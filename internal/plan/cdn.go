@@ -5,12 +5,15 @@ import (
 	"github.com/spillwaylb/spillway/internal/config"
 )
 
-// Bucket is a compiled backend bucket: a local directory served
+// Bucket is a compiled backend bucket: a local directory, or the
+// S3-compatible bucket spillway.buckets maps its bucketName to, served
 // read-only (Spillway's mapping of bucketName).
 type Bucket struct {
 	Name string
-	// Dir is the directory served (bucketName).
+	// Dir is the directory served (bucketName), when S3 is nil.
 	Dir string
+	// S3 is the S3-compatible bucket served, nil for a directory.
+	S3 *config.S3Bucket
 	// CDN is the compiled cdnPolicy, nil when enableCdn is false.
 	CDN    *cdnpolicy.Policy
 	Config *config.BackendBucket
@@ -33,6 +36,9 @@ func (cc *compiler) compileCDN(c *config.Config, files map[string]map[string][]b
 	for i := range c.BackendBuckets {
 		bb := &c.BackendBuckets[i]
 		b := &Bucket{Name: bb.Name, Dir: bb.BucketName, Config: bb}
+		if m := c.BucketMapping(bb.BucketName); m != nil {
+			b.S3 = m.S3
+		}
 		if bb.EnableCdn {
 			b.CDN = cdnpolicy.Compile(bb.CdnPolicy, keys[bb.Name], maxObject)
 		}

@@ -88,8 +88,8 @@ func (h *handler) serveBucket(m *matched, b *plan.Bucket, w http.ResponseWriter,
 	h.bucketOrigin(m, w, r)
 }
 
-// bucketOrigin answers r from m's bucket's directory, with the bucket's
-// custom response headers.
+// bucketOrigin answers r from m's bucket's directory or S3-compatible
+// bucket, with the bucket's custom response headers.
 func (h *handler) bucketOrigin(m *matched, w http.ResponseWriter, r *http.Request) {
 	b := m.bucket
 	hd := w.Header()
@@ -98,7 +98,14 @@ func (h *handler) bucketOrigin(m *matched, w http.ResponseWriter, r *http.Reques
 		hd.Add(strings.TrimSpace(name), strings.TrimSpace(value)) // variables are not expanded on buckets
 	}
 	cw := &countingWriter{ResponseWriter: w}
-	cdn.NewBucket(b.Dir).Serve(cw, r, m.fwdPath)
+	switch {
+	case b.S3 == nil:
+		cdn.NewBucket(b.Dir).Serve(cw, r, m.fwdPath)
+	case m.snap.Buckets[b.Name] != nil:
+		m.snap.Buckets[b.Name].Serve(cw, r, m.fwdPath)
+	default: // a snapshot built without its origins (none in serve)
+		http.Error(cw, "503 Service Unavailable", http.StatusServiceUnavailable)
+	}
 	if rec := m.rec; rec != nil {
 		rec.Status, rec.ResponseSize, rec.Details = cw.status, cw.n, sdSentByBucket
 	}

@@ -39,6 +39,9 @@ type Snapshot struct {
 	// spillway.geoDatabase).
 	Armor *armor.Set
 	Geo   *geoip.DB
+	// Buckets are the S3-compatible origins of the backend buckets that
+	// spillway.buckets maps, by backend bucket name.
+	Buckets map[string]*cdn.S3Bucket
 }
 
 // Outcome is the result of one attempt to an endpoint, for outlier

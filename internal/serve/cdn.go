@@ -95,12 +95,16 @@ func readSignedKeys(cfg *config.Config) (map[string]map[string][]byte, error) {
 	return out, nil
 }
 
-// checkBuckets refuses a backend bucket whose bucketName is not a
+// checkBuckets refuses a backend bucket whose bucketName is neither
+// mapped to an S3-compatible bucket (spillway.buckets) nor a
 // directory here (a typo, a volume not mounted): served, every request
 // to it would be answered 503. It runs at start and on every reload, so
 // a reload naming a missing directory keeps the running config.
 func checkBuckets(cfg *config.Config) error {
 	for _, b := range cfg.BackendBuckets {
+		if cfg.BucketMapping(b.BucketName) != nil {
+			continue // an S3-compatible bucket (spillway.buckets), not a directory
+		}
 		info, err := os.Stat(b.BucketName)
 		switch {
 		case err != nil:

@@ -171,7 +171,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // global registry), with the Go runtime and process collectors.
 func (m *metrics) handler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m, newRunMetrics(m.s), newLayerMetrics(m.s.layers), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(m, newRunMetrics(m.s), newLayerMetrics(m.s.layers), newBucketMetrics(m.s.Snapshot), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c := m.s.cache.cache; c != nil {
 		reg.MustRegister(newCDNMetrics(c))
 	}

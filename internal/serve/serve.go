@@ -43,6 +43,7 @@ import (
 
 	"github.com/spillwaylb/spillway/internal/armor"
 	"github.com/spillwaylb/spillway/internal/bgp"
+	"github.com/spillwaylb/spillway/internal/cdn"
 	"github.com/spillwaylb/spillway/internal/config"
 	"github.com/spillwaylb/spillway/internal/control"
 	"github.com/spillwaylb/spillway/internal/engine"
@@ -554,9 +555,10 @@ func compileRoutes(p *plan.Plan) (map[string]*route.Table, error) {
 // edgeConfig is what a plan compiles to for the request path: the URL
 // maps' route tables and the security policies.
 type edgeConfig struct {
-	routes map[string]*route.Table
-	armor  *armor.Set
-	geo    *geoip.DB
+	routes  map[string]*route.Table
+	armor   *armor.Set
+	geo     *geoip.DB
+	buckets map[string]*cdn.S3Bucket
 }
 
 // compileEdge compiles p's route tables and security policies.
@@ -573,6 +575,9 @@ func (s *Server) compileEdge(p *plan.Plan) (*edgeConfig, error) {
 		policies.UseRemote(sh.Source())
 	}
 	ec := &edgeConfig{routes: routes, armor: policies}
+	if ec.buckets, err = s.s3Buckets(p); err != nil {
+		return nil, err
+	}
 	if t := p.Config.Spillway; t != nil && t.GeoDatabase != "" {
 		if ec.geo, err = geoip.Open(t.GeoDatabase); err != nil {
 			return nil, fmt.Errorf("spillway.geoDatabase: %w (fix: point it at a MaxMind GeoLite2/GeoIP2 Country or City .mmdb file)", err)
@@ -593,15 +598,16 @@ func (s *Server) publish(p *plan.Plan, ec *edgeConfig) {
 	}
 	snap := &proxy.Snapshot{Plan: p, View: engine.NextView(s.state, prev)}
 	if ec != nil {
-		snap.Routes, snap.Armor, snap.Geo = ec.routes, ec.armor, ec.geo
+		snap.Routes, snap.Armor, snap.Geo, snap.Buckets = ec.routes, ec.armor, ec.geo, ec.buckets
 		if old != nil {
 			snap.Armor.Carry(old.Armor)
+			closeReplaced(old.Buckets, snap.Buckets)
 		}
 		snap.Demand = proxy.NewDemand(len(p.Services), len(p.Regions))
 		snap.Loads = proxy.NewLoadReports(p)
 		s.updateTargets(p)
 	} else {
-		snap.Routes, snap.Armor, snap.Geo, snap.Demand, snap.Loads = old.Routes, old.Armor, old.Geo, old.Demand, old.Loads
+		snap.Routes, snap.Armor, snap.Geo, snap.Demand, snap.Loads, snap.Buckets = old.Routes, old.Armor, old.Geo, old.Demand, old.Loads, old.Buckets
 	}
 	s.snap.Store(snap)
 	s.anycast.measure(s.state, snap)
