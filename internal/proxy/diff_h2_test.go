@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillwaylb/spillway/internal/h1"
 	"github.com/spillwaylb/spillway/internal/proxy"
 	"github.com/spillwaylb/spillway/internal/route"
 )
@@ -65,9 +66,10 @@ import (
 //	    line could not carry as it is gets 400 invalid_request. net/http
 //	    either refuses it in its transport (502) or rewrites it (a
 //	    non-ASCII :authority goes out as punycode, an invalid one as an
-//	    empty Host, "/x?a b" as a broken request line); none of those is
-//	    "forwarded as it was sent", so H3 does not need this rule, but
-//	    it is recorded here with the others.
+//	    empty Host, "/x?a b" as a broken request line, and ":path: / "
+//	    as "/%20", which H0's comparison takes for the path as sent:
+//	    FuzzDiffH2 found it). A :path ending in whitespace is also
+//	    malformed under RFC 9113 §8.2.1.
 //	D5  Spillway adds trace context fields (traceparent,
 //	    X-Cloud-Trace-Context) to a request that has none (doc.go);
 //	    they are left out of H1's comparison.
@@ -239,6 +241,8 @@ func compareH2(in h2Input, s, n h2Run) string {
 		case s.resp.status == http.StatusBadRequest && s.resp.header.Get("X-Spillway-Status-Details") == "invalid_request_path": // D1
 		case in.path == "*" && in.method != http.MethodOptions: // D2
 		case hostField(in) != "" && hostField(in) != in.authority && in.authority != "": // D3
+		case s.resp.status == http.StatusBadRequest && s.resp.header.Get("X-Spillway-Status-Details") == "invalid_request" &&
+			(!h1.ValidMethod(in.method) || !h1.ValidTarget(in.path) || !h1.ValidHost(in.authority)): // D4
 		default:
 			return "H3: Spillway refused what net/http forwards as sent, with no rule for it"
 		}
