@@ -2,6 +2,7 @@ package cdn
 
 import (
 	"bufio"
+	"bytes"
 	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
@@ -186,7 +187,7 @@ func (d *Disk) Get(key string) *Object {
 		d.remove(key)
 		return nil
 	}
-	m, off, err := decodeMeta(strings.NewReader(string(data)))
+	m, off, err := decodeMeta(bytes.NewReader(data))
 	if err != nil || m.Key != key {
 		d.remove(key)
 		return nil
