@@ -189,16 +189,7 @@ func TestUpgradeLosesNothing(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("process test (Linux, not -short)")
 	}
-	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(2 * time.Millisecond) // requests in flight at the handoff
-		io.WriteString(w, "ok")
-	})}
-	bln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go backend.Serve(bln)
-	t.Cleanup(func() { backend.Close() })
+	bln := slowBackend(t)
 
 	dir := t.TempDir()
 	httpPort, adminPort := freeLoopbackPort(t, "tcp"), freeLoopbackPort(t, "tcp")
@@ -315,4 +306,21 @@ func waitUpWith(t *testing.T, cl *http.Client, url, sock string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// slowBackend serves "ok" after 2 ms (so that requests are in flight at a
+// handoff) on a loopback listener it returns, until the test ends.
+func slowBackend(t *testing.T) net.Listener {
+	t.Helper()
+	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Millisecond)
+		io.WriteString(w, "ok")
+	})}
+	bln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go backend.Serve(bln)
+	t.Cleanup(func() { backend.Close() })
+	return bln
 }

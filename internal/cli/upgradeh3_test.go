@@ -121,16 +121,7 @@ func TestUpgradeHTTP3LosesNothing(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("process test (Linux, not -short)")
 	}
-	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(2 * time.Millisecond) // requests in flight at the handoff
-		io.WriteString(w, "ok")
-	})}
-	bln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go backend.Serve(bln)
-	t.Cleanup(func() { backend.Close() })
+	bln := slowBackend(t)
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
 	port, adminPort := freeLoopbackPort(t, "udp"), freeLoopbackPort(t, "tcp")
