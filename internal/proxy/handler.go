@@ -335,8 +335,11 @@ func (h *handler) observe(o Outcome) {
 // or the failure (exchange.finalize). The Record, if kept, is finished
 // when ServeHTTP returns.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A cache's background refresh (stale-while-revalidate) runs the
+	// handler again: it is neither recorded nor checked by the policies.
+	refresh := h.cfg.Cache != nil && cdn.IsRefresh(r.Context())
 	var rec *Record
-	if h.cfg.Record != nil && (h.cfg.Cache == nil || !cdn.IsRefresh(r.Context())) {
+	if h.cfg.Record != nil && !refresh {
 		rec = h.record(r, time.Now())
 		defer h.finish(rec)
 	}
@@ -356,7 +359,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	m := matched{rec: rec}
+	m := matched{rec: rec, refresh: refresh}
 	ok := h.match(&m, w, r)
 	if m.ad != nil {
 		defer h.putAdapter(m.ad)
@@ -383,6 +386,7 @@ type matched struct {
 	svc     *plan.Service
 	bucket  *plan.Bucket // the backend bucket, when the action names one
 	wi      int          // the index of svc in a.Services
+	refresh bool         // a cache's background refresh (cdn.IsRefresh)
 	// bodyStart is when the security policies started reading the
 	// body (inspectBody), zero when they did not.
 	bodyStart time.Time
@@ -507,8 +511,7 @@ func (h *handler) pick(m *matched, th traceHeaders, w http.ResponseWriter, r *ht
 	if rec != nil {
 		rec.Service = svc
 	}
-	refresh := h.cfg.Cache != nil && cdn.IsRefresh(r.Context())
-	if snap.Armor != nil && !refresh && !h.enforce(m, svc, w, r) {
+	if snap.Armor != nil && !m.refresh && !h.enforce(m, svc, w, r) {
 		return engine.Decision{}, false
 	}
 	if svc.CDN != nil && h.cfg.Cache != nil {
