@@ -63,3 +63,75 @@ func TestHeadersOnStreamJustClosed(t *testing.T) {
 		}
 	}
 }
+
+// A stream the client reset is closed (RFC 9113 §5.1): the handler the
+// reset cancelled, aborting on its way out as the proxy does, must not
+// answer the reset with a RST_STREAM of its own (§5.4.2: never a
+// RST_STREAM in response to a RST_STREAM), nor record the stream as one
+// the server reset, whose late frames are ignored: HEADERS on it is a
+// connection error however late it comes. h2spec http2/5.1/9 timed out
+// when that cleanup ran before the second HEADERS was read.
+func TestHeadersAfterClientResetOnceHandlerEnded(t *testing.T) {
+	for i := range 10 {
+		f := headersAfterClientReset(t)
+		if f.Header().Type != http2.FrameGoAway {
+			t.Fatalf("try %d: got %v, want GOAWAY (the PING after the HEADERS is answered with an ACK, so an ACK first means the HEADERS was ignored)", i, f)
+		}
+	}
+}
+
+// headersAfterClientReset opens stream 1, resets it, waits for its
+// handler to end, then sends HEADERS on stream 1 and a PING, and
+// returns the first GOAWAY, RST_STREAM or PING ACK the server sends.
+func headersAfterClientReset(t *testing.T) http2.Frame {
+	t.Helper()
+	cc, sc := net.Pipe()
+	defer cc.Close()
+	ended := make(chan struct{})
+	go serveSpillway(sc, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(ended)
+		panic(http.ErrAbortHandler) // as the proxy does when its client is gone
+	}))
+	cc.SetDeadline(time.Now().Add(10 * time.Second))
+	frames := make(chan http2.Frame, 16)
+	go func() { // net.Pipe blocks the server's writes until read
+		defer close(frames)
+		fr := http2.NewFramer(io.Discard, cc)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.GoAwayFrame, *http2.RSTStreamFrame:
+				frames <- f
+			case *http2.PingFrame:
+				if f.IsAck() {
+					frames <- f
+				}
+			}
+		}
+	}()
+	w := newScript()
+	w.buf.WriteString(http2.ClientPreface)
+	w.fr.WriteSettings()
+	w.headers(1, false)
+	w.rst(1)
+	if _, err := cc.Write(bytes.Clone(w.buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	// The handler's cleanup runs after it returns; waiting makes the
+	// order of the old race certain (no bound is asserted).
+	time.Sleep(20 * time.Millisecond)
+	w.buf.Reset()
+	w.headers(1, true)
+	w.fr.WritePing(false, [8]byte{1})
+	go cc.Write(bytes.Clone(w.buf.Bytes()))
+	f, ok := <-frames
+	if !ok {
+		t.Fatal("the server sent no GOAWAY, RST_STREAM or PING ACK")
+	}
+	return f
+}

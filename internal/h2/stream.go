@@ -120,9 +120,17 @@ func (c *conn) closeStream(st *stream) {
 	}
 }
 
-// resetStream sends RST_STREAM for id and ends its stream, if open.
+// resetStream sends RST_STREAM for id and ends its stream, if open. A
+// handler (not fromReader) resets only its stream while it is open:
+// once the client reset it, or both ends ended, it is closed and a
+// RST_STREAM would answer the client's (RFC 9113 §5.4.2) and mark the
+// stream as one the server reset (see recentlyReset).
 func (c *conn) resetStream(id uint32, code http2.ErrCode, fromReader bool) {
 	c.mu.Lock()
+	if !fromReader && c.streams[id] == nil {
+		c.mu.Unlock()
+		return
+	}
 	if code != http2.ErrCodeNo {
 		// Only stream errors: after a NO_ERROR reset (an answer sent
 		// before the request ended) a client's HEADERS on the stream is

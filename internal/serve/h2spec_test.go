@@ -171,7 +171,7 @@ func TestH2spec(t *testing.T) {
 				}
 				continue
 			}
-			if resetRace(c) && rerunPasses(t, bin, tg.addr, tg.flags, c.id) {
+			if (resetRace(c) || timedOut(c)) && rerunPasses(t, bin, tg.addr, tg.flags, c.id) {
 				continue
 			}
 			failed++
@@ -201,13 +201,23 @@ func resetRace(c h2specCase) bool {
 	return strings.Contains(c.detail, "connection reset by peer") && strings.Contains(c.detail, "Connection closed")
 }
 
+// timedOut reports a case that failed only because h2spec waited for a
+// frame longer than its timeout (5 s): seen once in CI, for
+// http2/6.9.2/1 on a TLS frontend while other packages' tests loaded
+// the machine, and not in 48 full runs on a machine kept busy by two
+// spinning processes. A conformance defect fails again when run alone;
+// a stall of the loaded machine passes.
+func timedOut(c h2specCase) bool {
+	return strings.HasSuffix(strings.TrimSpace(c.detail), "Timeout")
+}
+
 // rerunPasses runs one case again, up to twice, and reports whether it
 // passed.
 func rerunPasses(t *testing.T, bin, addr string, flags []string, id string) bool {
 	for range 2 {
 		cases, _, err := runH2spec(t, bin, addr, append(slices.Clone(flags), id))
 		if err == nil && len(cases) == 1 && !cases[0].failed {
-			t.Logf("h2spec %s passed when run again (its first failure was a connection reset race)", id)
+			t.Logf("h2spec %s passed when run again alone (its first failure was a connection reset race or a timeout)", id)
 			return true
 		}
 	}
