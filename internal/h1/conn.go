@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/park"
 )
 
 // h1conn is one client connection.
@@ -34,8 +36,16 @@ type h1conn struct {
 	raw     syscall.RawConn
 	idleFn  func(fd uintptr) bool // readIdleFD, bound once
 	idleErr error                 // what readIdleFD met
-	failed  atomic.Bool           // a write to the client failed
-	idle    atomic.Bool           // waiting for a request (Shutdown closes it)
+	// Parking (see Server.ParkAfter and park.go): lot is nil when the
+	// connection cannot park; waitState is where its goroutine is
+	// (waitBusy, waitIdle, waitNudged), idleSince when it began to wait
+	// (UnixNano); spot is where it is parked (guarded by s.mu).
+	lot       *park.Lot
+	waitState atomic.Int32
+	idleSince atomic.Int64
+	spot      *park.Spot
+	failed    atomic.Bool // a write to the client failed
+	idle      atomic.Bool // waiting for a request (Shutdown closes it)
 	// fresh: the first request has not begun; Shutdown leaves such a
 	// connection h1NewConnGrace after accepted before closing it.
 	fresh    atomic.Bool
@@ -163,28 +173,48 @@ func (c *h1conn) applyWriteDeadline() {
 // noLimit is the read budget outside request headers.
 const noLimit = 1<<63 - 1
 
-// serve runs the connection's request loop.
+// serve runs the connection: its TLS handshake, then its request loop.
 func (c *h1conn) serve() {
-	handedOff := false
-	defer func() {
-		c.cancel()
-		c.s.forget(c)
-		if !handedOff && !c.isHijacked() {
-			c.rwc.Close()
-		}
-	}()
 	if tc, ok := c.rwc.(*tls.Conn); ok {
-		var serve bool
-		if serve, handedOff = c.startTLS(tc); !serve {
+		if serve, handedOff := c.startTLS(tc); !serve {
+			c.end(handedOff)
 			return
 		}
 	}
-	first := true
+	c.run(true)
+}
+
+// end ends the connection: its requests' context, its place in the
+// server and, unless it was handed off or hijacked, its socket.
+func (c *h1conn) end(handedOff bool) {
+	c.cancel()
+	c.s.forget(c)
+	if !handedOff && !c.isHijacked() {
+		c.rwc.Close()
+	}
+}
+
+// run is the request loop, from the connection's first request (first)
+// or from a wait it was parked in. It returns when the connection ends
+// or parks.
+func (c *h1conn) run(first bool) {
+	handedOff, parked := false, false
+	defer func() {
+		if !parked {
+			c.end(handedOff)
+		}
+	}()
 	for {
 		c.wdl.Store(0) // a handler's write deadline ends with its response
 		c.src.remain = MaxHeaderBytes + h1ReadSlop
-		if c.br.Buffered() == 0 && !c.waitIdle(first) {
-			return
+		if c.br == nil || c.br.Buffered() == 0 {
+			switch c.waitIdle(first) {
+			case waitClosed:
+				return
+			case waitParked:
+				parked = true
+				return
+			}
 		}
 		c.idle.Store(false)
 		c.fresh.Store(false)
@@ -228,12 +258,13 @@ func (c *h1conn) serve() {
 }
 
 // waitIdle waits, with the connection marked idle, for the first byte of
-// its next request under the header (first request) or idle deadline;
-// false ends the connection (closed, timed out, or shutting down).
-func (c *h1conn) waitIdle(first bool) bool {
+// its next request under the header (first request) or idle deadline:
+// waitRequest when it came; waitClosed ends the connection (closed,
+// timed out, or shutting down); waitParked: it was parked.
+func (c *h1conn) waitIdle(first bool) waitResult {
 	c.idle.Store(true)
 	if c.s.shutdown.Load() && !first {
-		return false
+		return waitClosed
 	}
 	if first && c.s.ReadHeaderTimeout > 0 {
 		// Before the first request the header timeout runs from the

@@ -18,6 +18,6 @@ func (*idleCheck) usableNow() bool { return true }
 // rawConn: waiting on the socket without buffers is for unix only.
 func rawConn(net.Conn) syscall.RawConn { return nil }
 
-func (c *h1conn) readIdle() bool { return false }
+func (c *h1conn) readIdle() (got, nudged bool) { return false, false }
 
 func (c *h1conn) readIdleFD(uintptr) bool { return true }

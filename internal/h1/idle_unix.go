@@ -5,6 +5,7 @@ package h1
 import (
 	"net"
 	"syscall"
+	"time"
 )
 
 // idleCheck looks into an idle pooled backend connection's socket.
@@ -64,13 +65,26 @@ func rawConn(c net.Conn) syscall.RawConn {
 // readIdle reads the next bytes from c's socket into c.src.pend,
 // taking a chunk from the pool only while a read can succeed: between
 // tries the goroutine waits in the poller holding nothing. It reports
-// false at end of stream or on an error.
-func (c *h1conn) readIdle() bool {
+// whether bytes came and, when none did, whether the wait ended only
+// because parkIdle nudged it (the connection should park).
+func (c *h1conn) readIdle() (got, nudged bool) {
 	c.src.pend, c.idleErr = nil, nil
-	if err := c.raw.Read(c.idleFn); err != nil {
-		return false
+	if c.lot != nil {
+		c.idleSince.Store(time.Now().UnixNano())
+		c.waitState.Store(waitIdle)
 	}
-	return c.idleErr == nil && c.src.pend != nil
+	err := c.raw.Read(c.idleFn)
+	got = err == nil && c.idleErr == nil && c.src.pend != nil
+	if c.lot == nil || c.waitState.Swap(waitBusy) != waitNudged {
+		return got, false
+	}
+	c.mu.Lock() // nudge has set its deadline once this is free
+	c.mu.Unlock()
+	if got {
+		c.rwc.SetReadDeadline(c.rdl) // the nudge undone
+		return true, false
+	}
+	return false, isTimeout(err)
 }
 
 // readIdleFD is readIdle's try at reading fd (bound once per

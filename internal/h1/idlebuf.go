@@ -65,27 +65,44 @@ func (b *connBuffers) chunk() *[]byte {
 	return &p
 }
 
-// awaitRequest waits for the first byte of the next request and reports
-// whether it came (false: the client closed, the idle or header
-// deadline passed, or the server closed the connection). A cleartext
-// connection past its first request waits on its socket with its set
-// given back, and reads what arrives into a pooled chunk that c.src
-// hands to the reader first; without a socket to wait on, it waits in
-// c.br.
-func (c *h1conn) awaitRequest(first bool) bool {
+// awaitRequest waits for the first byte of the next request (false: the
+// client closed, the idle or header deadline passed, or the server
+// closed the connection). A cleartext connection past its first request
+// waits on its socket with its set given back, and reads what arrives
+// into a pooled chunk that c.src hands to the reader first; without a
+// socket to wait on, it waits in c.br. One that waits ParkAfter is
+// parked (park.go).
+func (c *h1conn) awaitRequest(first bool) waitResult {
 	if first || c.raw == nil || c.src.hasByte || len(c.src.pend) > 0 {
 		// Bytes taken off the socket earlier (by a client watch, or a
 		// chunk the reader had no room for) come first, and need no wait.
-		_, err := c.br.Peek(1)
-		return err == nil
+		return peeked(c.br)
 	}
-	c.giveBuffers()
-	ok := c.readIdle()
+	if c.set != nil { // not when woken from the lot: given back then
+		c.giveBuffers()
+	}
+	for {
+		got, nudged := c.readIdle()
+		if got {
+			break
+		}
+		if !nudged {
+			return waitClosed
+		}
+		if c.park() {
+			return waitParked
+		}
+		c.setReadDeadline(c.rdl) // not parked: wait here, the nudge undone
+	}
 	c.takeBuffers()
-	if !ok {
-		return false
-	}
 	// Into the reader, so that the request head is seen buffered.
-	_, err := c.br.Peek(1)
-	return err == nil
+	return peeked(c.br)
+}
+
+// peeked waits for one byte in br.
+func peeked(br *bufio.Reader) waitResult {
+	if _, err := br.Peek(1); err != nil {
+		return waitClosed
+	}
+	return waitRequest
 }

@@ -21,6 +21,8 @@ const (
 	DefaultIdleTimeout = 610 * time.Second
 	// DefaultWatchAfter is Server.WatchAfter from NewServer.
 	DefaultWatchAfter = 10 * time.Millisecond
+	// DefaultParkAfter is Server.ParkAfter from NewServer.
+	DefaultParkAfter = time.Second
 
 	// BackendIdleTimeout is how long an idle backend connection is kept
 	// (Google keeps them 600 s).

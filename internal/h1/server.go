@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spillwaylb/spillway/internal/park"
 )
 
 // Server is a purpose-built HTTP/1.1 server, cleartext or TLS (see
@@ -46,6 +48,12 @@ type Server struct {
 	// WatchAfter is how long a request runs before its client connection
 	// is watched for a disconnect (which cancels the request context).
 	WatchAfter time.Duration
+	// ParkAfter is how long a cleartext keep-alive connection waits for
+	// its next request on its own goroutine before it is parked: the
+	// goroutine ends, and the socket waits in an epoll set shared by the
+	// server's connections until it is readable or IdleTimeout passes
+	// (Linux; see internal/park). Zero or less: never parked.
+	ParkAfter time.Duration
 	// Logger receives handler panics and connection errors.
 	Logger *slog.Logger
 	// ConnContext, when set, derives the context of a new connection's
@@ -61,6 +69,11 @@ type Server struct {
 	conns    map[*h1conn]struct{}
 	h2once   sync.Once
 	h2ln     *chanListener
+	// lot holds the parked connections (see ParkAfter): made with the
+	// first connection that can park, nil when none can.
+	lotOnce sync.Once
+	lot     *park.Lot
+	nudges  []*h1conn // parkIdle's scratch (the lot's goroutine only)
 	// bufs holds the buffers of connections between requests (see
 	// h1conn.awaitRequest).
 	bufs connBuffers
@@ -91,7 +104,7 @@ const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 // NewServer returns a Server for h with the default limits
 // (MaxHeaderBytes, DefaultReadHeaderTimeout, DefaultIdleTimeout,
-// DefaultWatchAfter), logging to slog.Default(), without H2C (HTTP/2
+// DefaultWatchAfter, DefaultParkAfter), logging to slog.Default(), without H2C (HTTP/2
 // connections are closed) and without ConnContext.
 func NewServer(h http.Handler) *Server {
 	return &Server{
@@ -99,6 +112,7 @@ func NewServer(h http.Handler) *Server {
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		WatchAfter:        DefaultWatchAfter,
+		ParkAfter:         DefaultParkAfter,
 		Logger:            slog.Default(),
 	}
 }
@@ -170,6 +184,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if s.closeIdle() == 0 {
+			s.closeLot()
 			return <-h2err
 		}
 		select {
@@ -185,9 +200,10 @@ func (s *Server) Close() error {
 	s.closeListeners()
 	s.mu.Lock()
 	for c := range s.conns {
-		c.rwc.Close()
+		c.close()
 	}
 	s.mu.Unlock()
+	s.closeLot()
 	if s.H2C != nil {
 		return s.H2C.Close()
 	}
@@ -231,7 +247,7 @@ func (s *Server) closeIdle() int {
 	now := time.Now()
 	for c := range s.conns {
 		if c.idle.Load() && (!c.fresh.Load() || now.Sub(c.accepted) > h1NewConnGrace) {
-			c.rwc.Close()
+			c.close()
 		}
 	}
 	return len(s.conns) + len(s.lns)
@@ -278,6 +294,7 @@ func (s *Server) newConn(rwc net.Conn) *h1conn {
 	if s.TLSConfig == nil {
 		if c.raw = rawConn(rwc); c.raw != nil {
 			c.idleFn = c.readIdleFD
+			c.lot = s.parkingLot()
 		}
 	}
 	c.takeBuffers()
