@@ -28,7 +28,12 @@
 // # Hot path
 //
 // Server parses common request heads itself and keeps one goroutine per
-// connection. Transport's caller goroutine writes a request head
+// busy connection. A cleartext keep-alive connection gives its buffers
+// back while it waits for its next request, and after Server.ParkAfter of
+// waiting its goroutine too: it is parked in an epoll set shared by the
+// server's connections (internal/park) and gets a new goroutine when its
+// socket is readable, so an idle client costs about what nginx and
+// HAProxy spend on one (docs/performance.md, "Idle connections"). Transport's caller goroutine writes a request head
 // straight into a pooled keep-alive connection's buffer (Transport.Do
 // takes a Request, so no *http.Request or url.URL is built) and reads
 // the response once its head is buffered whole. Connection deadlines are

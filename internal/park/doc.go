@@ -9,6 +9,12 @@
 // becomes readable or its idle deadline passes. This is how nginx and
 // HAProxy hold idle connections: an entry in an event set.
 //
+// When a burst of parking ends (1,024 sockets or more parked, then none
+// for a tick), the Lot returns freed memory to the system
+// (debug.FreeOSMemory, at most every 30 s): Go's runtime would keep the
+// burst's goroutine stacks as idle heap for a long time on a server whose
+// clients sit idle.
+//
 // The Lot only waits; what to park and when is the caller's: see
 // internal/h1. On systems without epoll New fails and nothing is parked.
 package park

@@ -5,6 +5,7 @@ package park
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -21,7 +22,17 @@ type Lot struct {
 	mu       sync.Mutex
 	spots    map[int32]*Spot
 	closed   bool
+	// parks counts Park calls since the memory was last released, and
+	// lastParks the count at the previous tick (see release).
+	parks, lastParks int
+	released         time.Time
 }
+
+// Memory release after a burst of parking (see release).
+const (
+	releaseAfter = 1024             // parks since the last release
+	releaseEvery = 30 * time.Second // at most this often
+)
 
 // Spot is one parked socket.
 type Spot struct {
@@ -69,6 +80,7 @@ func (l *Lot) Park(rc syscall.RawConn, deadline time.Time, wake func(timedOut bo
 		return nil
 	}
 	l.spots[sp.fd] = sp
+	l.parks++
 	return sp
 }
 
@@ -122,6 +134,24 @@ func (l *Lot) Close() {
 	}
 }
 
+// releaseDueLocked reports whether a burst of parking has just ended
+// (releaseAfter sockets or more parked since the last release, none
+// since the previous tick) and the memory was not released in the last
+// releaseEvery (l.mu held). The goroutines those sockets left freed
+// their stacks, a few KiB each, but Go's runtime hands freed memory back
+// to the system only slowly (not at all while no collection runs, as on
+// a server whose clients sit idle), so without a release the process
+// keeps the burst's peak.
+func (l *Lot) releaseDueLocked(now time.Time) bool {
+	quiet := l.parks == l.lastParks
+	l.lastParks = l.parks
+	if !quiet || l.parks < releaseAfter || now.Sub(l.released) < releaseEvery {
+		return false
+	}
+	l.parks, l.lastParks, l.released = 0, 0, now
+	return true
+}
+
 // run waits for parked sockets until the lot closes, then closes the
 // epoll set (here, so that no wait can outlive the descriptor and find
 // its number reused).
@@ -149,14 +179,19 @@ func (l *Lot) run() {
 				ready = append(ready, sp)
 			}
 		}
+		release := false
 		if due {
 			for _, sp := range l.spots {
 				if !sp.deadline.IsZero() && !now.Before(sp.deadline) && l.takeLocked(sp) {
 					expired = append(expired, sp)
 				}
 			}
+			release = l.releaseDueLocked(now)
 		}
 		l.mu.Unlock()
+		if release {
+			go debug.FreeOSMemory()
+		}
 		for _, sp := range ready {
 			sp.wake(false)
 		}

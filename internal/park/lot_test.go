@@ -112,3 +112,30 @@ func TestLotWakes(t *testing.T) {
 		t.Fatal("a closed lot parked a socket")
 	}
 }
+
+// Memory is released once a burst of at least releaseAfter parks has
+// ended (a tick with no park), at most every releaseEvery.
+func TestReleaseAfterABurst(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := &Lot{}
+	steps := []struct {
+		parks int
+		at    time.Duration
+		want  bool
+	}{
+		{parks: 1000, at: 0, want: false},               // parking goes on
+		{parks: 0, at: time.Second, want: false},        // quiet, but under releaseAfter
+		{parks: 100, at: 2 * time.Second, want: false},  // over it now, not quiet
+		{parks: 0, at: 3 * time.Second, want: true},     // the burst ended
+		{parks: 2000, at: 4 * time.Second, want: false}, // a new burst
+		{parks: 0, at: 5 * time.Second, want: false},    // ended, but released 2 s ago
+		{parks: 0, at: 33 * time.Second, want: true},    // 30 s later
+		{parks: 0, at: 34 * time.Second, want: false},   // nothing parked since
+	}
+	for i, st := range steps {
+		l.parks += st.parks
+		if got := l.releaseDueLocked(t0.Add(st.at)); got != st.want {
+			t.Fatalf("step %d (+%d parks at %v): release %v, want %v", i, st.parks, st.at, got, st.want)
+		}
+	}
+}
