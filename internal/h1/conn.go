@@ -284,7 +284,8 @@ func (c *h1conn) waitIdle(first bool) waitResult {
 }
 
 // handOffH2C passes a cleartext connection that opened with the HTTP/2
-// preface to the h2c server, with the bytes already read. The HTTP/2
+// preface to ServeH2 (on this goroutine) or the h2c server, with the
+// bytes already read. The HTTP/2
 // server's header timeout (WatchH2) runs from when this one started: the
 // read deadline set before the first request, less ReadHeaderTimeout.
 func (c *h1conn) handOffH2C() {
@@ -294,9 +295,13 @@ func (c *h1conn) handOffH2C() {
 	}
 	c.src.remain = noLimit
 	c.setReadDeadline(time.Time{})
-	c.s.forget(c)
 	rc := newReplayConn(c.rwc, c.br, opened)
 	c.giveBuffers()
+	if c.s.ServeH2 != nil {
+		c.s.ServeH2(c.ctx, rc)
+		return
+	}
+	c.s.forget(c)
 	c.s.handOff(rc)
 }
 
@@ -368,8 +373,15 @@ func (c *h1conn) startTLS(tc *tls.Conn) (serve, handedOff bool) {
 	tc.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
 	if st.NegotiatedProtocol == "h2" {
-		c.s.forget(c)
-		c.s.handOff(tc)
+		c.giveBuffers()
+		if c.s.ServeH2 != nil {
+			c.idle.Store(false)
+			c.fresh.Store(false)
+			c.s.ServeH2(c.ctx, tc)
+		} else {
+			c.s.forget(c)
+			c.s.handOff(tc)
+		}
 		return false, true
 	}
 	c.tls = &st

@@ -32,8 +32,18 @@ type Server struct {
 	Handler http.Handler
 	// H2C serves the connections that are HTTP/2: cleartext ones that
 	// open with the HTTP/2 client preface, and TLS ones that negotiated
-	// h2. Nil closes them.
+	// h2, unless ServeH2 is set. Nil (and no ServeH2) closes them.
 	H2C *http.Server
+	// ServeH2, when set, serves the HTTP/2 connections in H2C's place,
+	// on the connection's own goroutine and without net/http's
+	// per-connection state (about 10 KB): c is the connection (a
+	// cleartext one replays the bytes already read, the client preface
+	// among them), ctx its context (from ConnContext), and ServeH2
+	// returns once it has closed c. ShutdownH2, if set, is called when
+	// Shutdown begins (to send GOAWAY); Shutdown then waits for these
+	// connections as for HTTP/1.1 ones, and Close closes them.
+	ServeH2    func(ctx context.Context, c net.Conn)
+	ShutdownH2 func()
 	// TLSConfig, when set, makes the server speak TLS: each connection
 	// completes its handshake (within ReadHeaderTimeout) on its own
 	// goroutine, and one that negotiated h2 by ALPN goes to H2C. The
@@ -178,6 +188,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // in the latter case. Hijacked connections are not waited for.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeListeners()
+	if s.ShutdownH2 != nil {
+		s.ShutdownH2()
+	}
 	h2err := make(chan error, 1)
 	go func() { h2err <- s.shutdownH2C(ctx) }()
 	t := time.NewTicker(10 * time.Millisecond)

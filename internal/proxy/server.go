@@ -236,13 +236,31 @@ func NewH1Server(h http.Handler) *h1.Server {
 }
 
 // NewH1ServerHTTP2 is NewH1Server with HTTP/2 served by the loop h2s.
+// Spillway's loop (H2Spillway) serves the HTTP/2 connections straight
+// from the HTTP/1.1 loop's goroutine (h1.Server.ServeH2), x/net's behind
+// a net/http server (h1.Server.H2C), which keeps its per-connection
+// state (about 10 KB) for the life of each one.
 func NewH1ServerHTTP2(h http.Handler, h2s HTTP2Server) *h1.Server {
 	s := h1.NewServer(h)
 	if ph, ok := h.(*handler); ok {
 		s.Logger = ph.log
 	}
-	s.H2C = NewServerHTTP2(h, nil, h2s)
 	s.ConnContext = connContext
+	hs := NewServerHTTP2(h, nil, h2s)
+	if h2s != H2Spillway {
+		s.H2C = hs
+		return s
+	}
+	// hs is the connections' configuration (limits, timeouts, the
+	// http.ServerContextKey value) and its Handler the one net/http's
+	// hand-off would call.
+	srv := &h2.Server{MaxReadFrameSize: clientMaxFrameSize, Logger: s.Logger}
+	s.ShutdownH2 = srv.Shutdown
+	s.ServeH2 = func(ctx context.Context, c net.Conn) {
+		w := h1.WatchH2(c, h2HeaderTimeout(hs), false)
+		defer w.Close()
+		srv.ServeConn(w, h2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: hs.Handler})
+	}
 	return s
 }
 
