@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -41,23 +40,10 @@ func TestIdleConnectionGivesBuffersBack(t *testing.T) {
 	}
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Close() })
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialKeepAlive(t, ln.Addr().String())
 	expect := func(want string) {
 		t.Helper()
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		if string(b) != want {
-			t.Fatalf("got %q, want %q", b, want)
-		}
+		expectBody(t, br, want)
 	}
 	// The only connection's set is in the pool: it was given back.
 	waitPooled := func() {

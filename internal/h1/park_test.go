@@ -38,6 +38,20 @@ func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, path string) {
 	expectBody(t, br, path)
 }
 
+// dialKeepAlive opens a client connection to addr, closed when the test
+// ends, with a 30 s deadline.
+func dialKeepAlive(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+// expectBody reads a response from br and checks its body.
 func expectBody(t *testing.T, br *bufio.Reader, want string) {
 	t.Helper()
 	resp, err := http.ReadResponse(br, nil)
@@ -82,14 +96,8 @@ func TestIdleConnectionsPark(t *testing.T) {
 	conns := make([]net.Conn, n)
 	brs := make([]*bufio.Reader, n)
 	for i := range conns {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		conns[i], brs[i] = c, bufio.NewReader(c)
-		roundTrip(t, c, brs[i], fmt.Sprintf("/first/%d", i))
+		conns[i], brs[i] = dialKeepAlive(t, addr)
+		roundTrip(t, conns[i], brs[i], fmt.Sprintf("/first/%d", i))
 	}
 	waitUntil(t, "not every connection parked", func() bool { return s.parked() == n })
 	// The lot's goroutine is the only one added; each connection's ended.
@@ -113,18 +121,10 @@ func TestIdleConnectionsPark(t *testing.T) {
 // client closes it is woken and forgotten.
 func TestParkedConnectionsEnd(t *testing.T) {
 	s, addr := parkServer(t, 400*time.Millisecond)
-	idle, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
-	idle.SetDeadline(time.Now().Add(30 * time.Second))
-	roundTrip(t, idle, bufio.NewReader(idle), "/idle")
-	gone, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roundTrip(t, gone, bufio.NewReader(gone), "/gone")
+	idle, idleBR := dialKeepAlive(t, addr)
+	roundTrip(t, idle, idleBR, "/idle")
+	gone, goneBR := dialKeepAlive(t, addr)
+	roundTrip(t, gone, goneBR, "/gone")
 	waitUntil(t, "the connections did not park", func() bool { return s.parked() == 2 })
 	gone.Close()
 	waitUntil(t, "the closed connection is still tracked", func() bool { return s.tracked() <= 1 })
@@ -141,13 +141,8 @@ func TestParkedConnectionsEnd(t *testing.T) {
 // Shutdown closes parked connections (they are idle) and returns.
 func TestShutdownClosesParkedConnections(t *testing.T) {
 	s, addr := parkServer(t, time.Minute)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	roundTrip(t, c, bufio.NewReader(c), "/a")
+	c, br := dialKeepAlive(t, addr)
+	roundTrip(t, c, br, "/a")
 	waitUntil(t, "the connection did not park", func() bool { return s.parked() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

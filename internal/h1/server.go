@@ -46,8 +46,8 @@ type Server struct {
 	ShutdownH2 func()
 	// TLSConfig, when set, makes the server speak TLS: each connection
 	// completes its handshake (within ReadHeaderTimeout) on its own
-	// goroutine, and one that negotiated h2 by ALPN goes to H2C. The
-	// config should offer h2 and http/1.1.
+	// goroutine, and one that negotiated h2 by ALPN goes to ServeH2 or
+	// H2C. The config should offer h2 and http/1.1.
 	TLSConfig *tls.Config
 	// ReadHeaderTimeout bounds the time from a request's first byte to
 	// the end of its headers, and for a new connection the time from
@@ -114,8 +114,9 @@ const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 // NewServer returns a Server for h with the default limits
 // (MaxHeaderBytes, DefaultReadHeaderTimeout, DefaultIdleTimeout,
-// DefaultWatchAfter, DefaultParkAfter), logging to slog.Default(), without H2C (HTTP/2
-// connections are closed) and without ConnContext.
+// DefaultWatchAfter, DefaultParkAfter), logging to slog.Default(),
+// without H2C or ServeH2 (HTTP/2 connections are closed) and without
+// ConnContext.
 func NewServer(h http.Handler) *Server {
 	return &Server{
 		Handler:           h,
