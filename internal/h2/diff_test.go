@@ -118,12 +118,19 @@ func runScript(t testing.TB, script []byte, serve func(net.Conn, http.Handler)) 
 	dec := hpack.NewDecoder(4096, nil)
 	synced := readUntilPing(fr, dec, &out, 0)
 	close(h.synced) // the handlers may answer now
-	if synced {
+	switch {
+	case synced:
 		// Every frame is applied; give the handler goroutines time to
 		// start (x/net starts them asynchronously), then wait (2 s at
 		// most) for an answer on each stream served.
 		time.Sleep(100 * time.Millisecond)
 		drain(fr, cc, dec, &out, h)
+	case out.goAway != "":
+		// A connection error: nothing after it counts (F2 is left out),
+		// and the server would linger reading for a second before it
+		// closed. The handlers of the streams it took before the error
+		// get the same time to start as above.
+		time.Sleep(100 * time.Millisecond)
 	}
 	h.mu.Lock()
 	out.called = calledStreams(h)
@@ -178,7 +185,8 @@ func calledStreams(h *diffHandler) []uint32 {
 }
 
 // readUntilPing reads frames into out until the ACK of PING n (true),
-// or the connection's end or deadline (false).
+// or a connection error's GOAWAY, the connection's end or the deadline
+// (false).
 func readUntilPing(fr *http2.Framer, dec *hpack.Decoder, out *diffOutcome, n int) bool {
 	for {
 		f, err := fr.ReadFrame()
@@ -189,6 +197,9 @@ func readUntilPing(fr *http2.Framer, dec *hpack.Decoder, out *diffOutcome, n int
 			return true
 		}
 		record(f, dec, out)
+		if out.goAway != "" {
+			return false
+		}
 	}
 }
 
