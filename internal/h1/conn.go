@@ -280,7 +280,7 @@ func (c *h1conn) waitIdle(first bool) waitResult {
 	// after it (nginx gets the same effect by handling every ready event
 	// before it polls again).
 	runtime.Gosched()
-	return c.awaitRequest(first)
+	return c.awaitRequest()
 }
 
 // handOffH2C passes a cleartext connection that opened with the HTTP/2

@@ -67,13 +67,14 @@ func (b *connBuffers) chunk() *[]byte {
 
 // awaitRequest waits for the first byte of the next request (false: the
 // client closed, the idle or header deadline passed, or the server
-// closed the connection). A cleartext connection past its first request
-// waits on its socket with its set given back, and reads what arrives
-// into a pooled chunk that c.src hands to the reader first; without a
-// socket to wait on, it waits in c.br. One that waits ParkAfter is
-// parked (park.go).
-func (c *h1conn) awaitRequest(first bool) waitResult {
-	if first || c.raw == nil || c.src.hasByte || len(c.src.pend) > 0 {
+// closed the connection). A cleartext connection, its first request
+// included, waits on its socket with its set given back, and reads what
+// arrives into a pooled chunk that c.src hands to the reader first, so
+// that a silent client holds no buffers; without a socket to wait on
+// (TLS), it waits in c.br. One that waits ParkAfter is parked
+// (park.go), under the header deadline before its first request.
+func (c *h1conn) awaitRequest() waitResult {
+	if c.raw == nil || c.src.hasByte || len(c.src.pend) > 0 {
 		// Bytes taken off the socket earlier (by a client watch, or a
 		// chunk the reader had no room for) come first, and need no wait.
 		return peeked(c.br)

@@ -8,18 +8,23 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 )
 
 // parkServer serves the request path on a Server that parks connections
-// idle for 50 ms, with idle timeout idle.
-func parkServer(t *testing.T, idle time.Duration) (*Server, string) {
+// idle for 50 ms, with idle timeout idle and the header timeout given
+// (0: the default).
+func parkServer(t *testing.T, idle, header time.Duration) (*Server, string) {
 	t.Helper()
 	s := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.URL.Path)
 	}))
 	s.ParkAfter, s.IdleTimeout = 50*time.Millisecond, idle
+	if header > 0 {
+		s.ReadHeaderTimeout = header
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -74,11 +79,13 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// parked returns how many connections are parked (through parkingLot,
+// whose sync.Once orders this read after the lot's making).
 func (s *Server) parked() int {
-	if s.lot == nil {
-		return 0
+	if lot := s.parkingLot(); lot != nil {
+		return lot.Parked()
 	}
-	return s.lot.Parked()
+	return 0
 }
 
 func (s *Server) tracked() int {
@@ -90,7 +97,7 @@ func (s *Server) tracked() int {
 // Keep-alive connections idle for ParkAfter hold no goroutine, and carry
 // their next requests (one, then two pipelined) as before.
 func TestIdleConnectionsPark(t *testing.T) {
-	s, addr := parkServer(t, time.Minute)
+	s, addr := parkServer(t, time.Minute, 0)
 	const n = 20
 	before := runtime.NumGoroutine()
 	conns := make([]net.Conn, n)
@@ -120,7 +127,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 // A parked connection is closed at its idle deadline, and one whose
 // client closes it is woken and forgotten.
 func TestParkedConnectionsEnd(t *testing.T) {
-	s, addr := parkServer(t, 400*time.Millisecond)
+	s, addr := parkServer(t, 400*time.Millisecond, 0)
 	idle, idleBR := dialKeepAlive(t, addr)
 	roundTrip(t, idle, idleBR, "/idle")
 	gone, goneBR := dialKeepAlive(t, addr)
@@ -140,7 +147,7 @@ func TestParkedConnectionsEnd(t *testing.T) {
 
 // Shutdown closes parked connections (they are idle) and returns.
 func TestShutdownClosesParkedConnections(t *testing.T) {
-	s, addr := parkServer(t, time.Minute)
+	s, addr := parkServer(t, time.Minute, 0)
 	c, br := dialKeepAlive(t, addr)
 	roundTrip(t, c, br, "/a")
 	waitUntil(t, "the connection did not park", func() bool { return s.parked() == 1 })
@@ -151,5 +158,22 @@ func TestShutdownClosesParkedConnections(t *testing.T) {
 	}
 	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("read after Shutdown: %d, %v; want EOF", n, err)
+	}
+}
+
+// A new connection that sends nothing holds no buffers and, after
+// ParkAfter, no goroutine, and is closed at the header timeout.
+func TestSilentConnectionParks(t *testing.T) {
+	// pooled looks into the pool, which a collection empties.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	s, addr := parkServer(t, time.Minute, 2*time.Second)
+	c, _ := dialKeepAlive(t, addr)
+	waitUntil(t, "the silent connection did not park", func() bool { return s.parked() == 1 })
+	if !raceEnabled {
+		// A set put back by another P may take a few tries to see.
+		waitUntil(t, "the silent connection holds its buffers", s.pooled)
+	}
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read on the silent connection: %d, %v; want EOF from the header timeout", n, err)
 	}
 }
