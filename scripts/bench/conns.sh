@@ -4,13 +4,16 @@
 # HAProxy and Spillway, one after the other in one run.
 #
 # Usage:
-#   bench/conns.sh [--conns N] [--only LIST] [--no-h2] [--hold S]
+#   bench/conns.sh [--conns N] [--only LIST] [--no-h2] [--silent] [--hold S]
 #
 #   --conns N   idle connections per measurement (default 10000; each
 #               server needs N file descriptors, so N is capped by the
 #               hard RLIMIT_NOFILE, see below)
 #   --only LIST comma list of targets (nginx,haproxy,spillway)
 #   --no-h2     skip the HTTP/2 (h2c, prior knowledge) measurement
+#   --silent    also measure connections that send nothing at all (a
+#               client before its first request; each server closes them
+#               at its header timeout, 30 s or more, after the window)
 #   --hold S    seconds the connections sit idle before RSS and CPU are
 #               read (default 10)
 #
@@ -31,6 +34,7 @@ WORK=${BENCH_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/spillway-bench}
 N=10000
 ONLY=nginx,haproxy,spillway
 DO_H2=1
+DO_SILENT=0
 HOLD=10
 die() { echo "conns.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -38,8 +42,9 @@ while [ $# -gt 0 ]; do
 	--conns) N=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--no-h2) DO_H2=0; shift ;;
+	--silent) DO_SILENT=1; shift ;;
 	--hold) HOLD=$2; shift 2 ;;
-	-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
 done
@@ -97,7 +102,7 @@ measure() { # NAME KIND ADDR
 	local t=$1 kind=$2 addr=$3 out="$RUN_DIR/$1-$2.txt" r0 r1 c0 c1 icp i
 	sleep 2
 	r0=$(rss_kb "$TPID")
-	"$WORK/bin/idleconns" -addr "$addr" -n "$N" -hold 1h $([ "$kind" = h2 ] && echo -h2) >"$out" 2>&1 &
+	"$WORK/bin/idleconns" -addr "$addr" -n "$N" -hold 1h $([ "$kind" = h2 ] && echo -h2) $([ "$kind" = silent ] && echo -silent) >"$out" 2>&1 &
 	icp=$!
 	for ((i = 0; i < 1200; i++)); do grep -q '^open' "$out" 2>/dev/null && break; sleep 0.1; done
 	sleep 2
@@ -119,6 +124,7 @@ for t in "${TARGETS[@]}"; do
 	start_target "$t"
 	measure "$t" h1 "$H1"
 	[ $DO_H2 = 1 ] && measure "$t" h2 "$H2"
+	[ $DO_SILENT = 1 ] && measure "$t" silent "$H1"
 	stop "$TPID"
 done
 echo "(B/conn = (RSS with N idle connections - RSS before) / N; idle CPU% = the proxy's CPU over --hold seconds with them open; raw output in $RUN_DIR)"

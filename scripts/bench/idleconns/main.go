@@ -7,7 +7,9 @@
 // 127.0.0.N (-sources) so that many more than one address's ephemeral
 // ports can be open. It prints one line when all are open ("open N
 // failed M elapsed D"), then holds them until -hold passes or it is sent
-// SIGTERM/SIGINT.
+// SIGTERM/SIGINT. With -silent a connection sends nothing at all: a client
+// that connected and has not sent its first request yet (which the
+// server keeps until its header timeout).
 package main
 
 import (
@@ -37,14 +39,29 @@ func main() {
 	sources := flag.Int("sources", 8, "source addresses 127.0.0.1 .. 127.0.0.N to spread the connections over")
 	par := flag.Int("parallel", 64, "connections opened at a time")
 	hold := flag.Duration("hold", time.Minute, "how long to hold the connections open")
+	silent := flag.Bool("silent", false, "send nothing on the connections (no request; -h2 is ignored)")
 	flag.Parse()
-	if err := run(*addr, *n, *h2, *sources, *par, *hold); err != nil {
+	mode := modeH1
+	switch {
+	case *silent:
+		mode = modeSilent
+	case *h2:
+		mode = modeH2
+	}
+	if err := run(*addr, *n, mode, *sources, *par, *hold); err != nil {
 		fmt.Fprintln(os.Stderr, "idleconns:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr string, n int, h2 bool, sources, par int, hold time.Duration) error {
+// What a connection does once open.
+const (
+	modeH1     = iota // one HTTP/1.1 GET, then keep-alive
+	modeH2            // one GET over HTTP/2 with prior knowledge
+	modeSilent        // nothing
+)
+
+func run(addr string, n int, mode int, sources, par int, hold time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("-addr %q: %w", addr, err)
@@ -74,7 +91,7 @@ func run(addr string, n int, h2 bool, sources, par int, hold time.Duration) erro
 					return
 				}
 				src := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+int(i)%sources))}
-				c, err := open(addr, src, h2)
+				c, err := open(addr, src, mode)
 				if err != nil {
 					failed.Add(1)
 					lastErr.Store(err.Error())
@@ -103,17 +120,22 @@ func run(addr string, n int, h2 bool, sources, par int, hold time.Duration) erro
 	return nil
 }
 
-// open dials addr from src and completes one request on the connection.
-func open(addr string, src *net.TCPAddr, h2 bool) (io.Closer, error) {
+// open dials addr from src and completes one request on the connection
+// (none in modeSilent).
+func open(addr string, src *net.TCPAddr, mode int) (io.Closer, error) {
 	d := net.Dialer{LocalAddr: src, Timeout: 10 * time.Second}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if h2 {
+	switch mode {
+	case modeSilent:
+		return c, nil
+	case modeH2:
+		c.SetDeadline(time.Now().Add(10 * time.Second))
 		return openH2(c, addr)
 	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
 		c.Close()
 		return nil, err
