@@ -4,12 +4,13 @@
 # HAProxy and Spillway, one after the other in one run.
 #
 # Usage:
-#   bench/conns.sh [--conns N] [--only LIST] [--no-h2] [--silent] [--hold S]
+#   bench/conns.sh [--conns N] [--only LIST] [--no-h1] [--no-h2] [--silent] [--hold S]
 #
 #   --conns N   idle connections per measurement (default 10000; each
 #               server needs N file descriptors, so N is capped by the
 #               hard RLIMIT_NOFILE, see below)
 #   --only LIST comma list of targets (nginx,haproxy,spillway)
+#   --no-h1     skip the HTTP/1.1 keep-alive measurement
 #   --no-h2     skip the HTTP/2 (h2c, prior knowledge) measurement
 #   --silent    also measure connections that send nothing at all (a
 #               client before its first request; each server closes them
@@ -33,6 +34,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 WORK=${BENCH_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/spillway-bench}
 N=10000
 ONLY=nginx,haproxy,spillway
+DO_H1=1
 DO_H2=1
 DO_SILENT=0
 HOLD=10
@@ -41,10 +43,11 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--conns) N=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
+	--no-h1) DO_H1=0; shift ;;
 	--no-h2) DO_H2=0; shift ;;
 	--silent) DO_SILENT=1; shift ;;
 	--hold) HOLD=$2; shift 2 ;;
-	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) die "unknown argument: $1 (see --help)" ;;
 	esac
 done
@@ -122,7 +125,7 @@ echo "|---|---|---|---|---|---|---|---|"
 IFS=, read -ra TARGETS <<<"$ONLY"
 for t in "${TARGETS[@]}"; do
 	start_target "$t"
-	measure "$t" h1 "$H1"
+	[ $DO_H1 = 1 ] && measure "$t" h1 "$H1"
 	[ $DO_H2 = 1 ] && measure "$t" h2 "$H2"
 	[ $DO_SILENT = 1 ] && measure "$t" silent "$H1"
 	stop "$TPID"
