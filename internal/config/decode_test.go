@@ -175,7 +175,7 @@ func TestDecodeErrors(t *testing.T) {
 			`test.yaml:1:1: unknown field "backendService" (fix: did you mean "backendServices"?)`},
 		{"unknown field without suggestion",
 			"spillway: {colour: blue}\n",
-			`test.yaml:1:12: spillway: unknown field "colour" (fix: remove it; fields here are: undrainHoldSec, demandWindowSec, undrainRampSec, secondLayerProxies, fidelityProfile, http1Server, http2Server, normalizePath, mergeSlashes, pathWithEscapedSlashesAction, accessLog, requestMetrics, geoDatabase, dnsIdentity, dnsResponseRateLimit, dnsMaxDenialSignaturesPerSecond, dnsQueryLog, dnstap, acme, tracing, serverless, cdn, signedUrlKeys, buckets, resolver, bgp)`},
+			`test.yaml:1:12: spillway: unknown field "colour" (fix: remove it; fields here are: undrainHoldSec, demandWindowSec, undrainRampSec, secondLayerProxies, fidelityProfile, http1Server, http2Server, parkIdleConnections, normalizePath, mergeSlashes, pathWithEscapedSlashesAction, accessLog, requestMetrics, geoDatabase, dnsIdentity, dnsResponseRateLimit, dnsMaxDenialSignaturesPerSecond, dnsQueryLog, dnstap, acme, tracing, serverless, cdn, signedUrlKeys, buckets, resolver, bgp)`},
 		{"unsupported Google Cloud field",
 			"backendServices:\n- name: b\n  corsPolicy: {}\n",
 			`test.yaml:3:3: backendServices[b]: field "corsPolicy" is a Google Cloud field that Spillway does not support yet (fix: remove it)`},

@@ -84,6 +84,14 @@ type Tuning struct {
 	// (golang.org/x/net/http2's server). Empty means the default,
 	// SPILLWAY. Read when a frontend's listener starts.
 	HTTP2Server string `json:"http2Server,omitempty"`
+	// ParkIdleConnections lets the SPILLWAY HTTP/1.1 loop park a
+	// cleartext connection that has waited a second for a request (its
+	// next one, or its first): the connection's goroutine ends and its
+	// socket waits in an epoll set shared by the frontend until it is
+	// readable (Linux; docs/performance.md, "Idle connections"). Default
+	// true; false keeps a goroutine per connection. Read when a
+	// frontend's listener starts.
+	ParkIdleConnections *bool `json:"parkIdleConnections,omitempty"`
 	// NormalizePath normalises request paths before URL-map matching and
 	// forwarding: dot segments removed (RFC 3986 §5.2.4), percent-encoded
 	// unreserved characters decoded, other escapes' hex upper-cased.

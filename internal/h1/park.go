@@ -43,17 +43,25 @@ func (s *Server) parkingLot() *park.Lot {
 			s.Logger.Debug("http1: idle connections are not parked", "err", err)
 			return
 		}
-		s.lot = lot
+		s.lot.Store(lot)
 	})
-	return s.lot
+	return s.lot.Load()
+}
+
+// Parked returns how many of the server's connections are parked now.
+func (s *Server) Parked() int {
+	if lot := s.lot.Load(); lot != nil {
+		return lot.Parked()
+	}
+	return 0
 }
 
 // closeLot closes the lot, waking what is parked in it to end, and
 // keeps a new one from starting.
 func (s *Server) closeLot() {
 	s.lotOnce.Do(func() {})
-	if s.lot != nil {
-		s.lot.Close()
+	if lot := s.lot.Load(); lot != nil {
+		lot.Close()
 	}
 }
 

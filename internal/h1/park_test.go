@@ -79,14 +79,6 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// parked returns how many connections are parked (through parkingLot,
-// whose sync.Once orders this read after the lot's making).
-func (s *Server) parked() int {
-	if lot := s.parkingLot(); lot != nil {
-		return lot.Parked()
-	}
-	return 0
-}
 
 func (s *Server) tracked() int {
 	s.mu.Lock()
@@ -106,7 +98,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 		conns[i], brs[i] = dialKeepAlive(t, addr)
 		roundTrip(t, conns[i], brs[i], fmt.Sprintf("/first/%d", i))
 	}
-	waitUntil(t, "not every connection parked", func() bool { return s.parked() == n })
+	waitUntil(t, "not every connection parked", func() bool { return s.Parked() == n })
 	// The lot's goroutine is the only one added; each connection's ended.
 	if g := runtime.NumGoroutine(); g > before+3 {
 		t.Errorf("%d goroutines with %d connections parked, %d before they opened", g, n, before)
@@ -114,7 +106,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 	for i, c := range conns {
 		roundTrip(t, c, brs[i], fmt.Sprintf("/second/%d", i))
 	}
-	waitUntil(t, "not every connection parked again", func() bool { return s.parked() == n })
+	waitUntil(t, "not every connection parked again", func() bool { return s.Parked() == n })
 	c, br := conns[0], brs[0]
 	io.WriteString(c, "GET /p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nHost: x\r\n\r\n")
 	expectBody(t, br, "/p1")
@@ -132,7 +124,7 @@ func TestParkedConnectionsEnd(t *testing.T) {
 	roundTrip(t, idle, idleBR, "/idle")
 	gone, goneBR := dialKeepAlive(t, addr)
 	roundTrip(t, gone, goneBR, "/gone")
-	waitUntil(t, "the connections did not park", func() bool { return s.parked() == 2 })
+	waitUntil(t, "the connections did not park", func() bool { return s.Parked() == 2 })
 	gone.Close()
 	waitUntil(t, "the closed connection is still tracked", func() bool { return s.tracked() <= 1 })
 	// The idle one: the server closes it (EOF) once its 400 ms are up.
@@ -140,7 +132,7 @@ func TestParkedConnectionsEnd(t *testing.T) {
 		t.Fatalf("read on the idle connection: %d, %v; want EOF from the idle timeout", n, err)
 	}
 	waitUntil(t, "the timed-out connection is still tracked", func() bool { return s.tracked() == 0 })
-	if p := s.parked(); p != 0 {
+	if p := s.Parked(); p != 0 {
 		t.Errorf("%d still parked", p)
 	}
 }
@@ -150,7 +142,7 @@ func TestShutdownClosesParkedConnections(t *testing.T) {
 	s, addr := parkServer(t, time.Minute, 0)
 	c, br := dialKeepAlive(t, addr)
 	roundTrip(t, c, br, "/a")
-	waitUntil(t, "the connection did not park", func() bool { return s.parked() == 1 })
+	waitUntil(t, "the connection did not park", func() bool { return s.Parked() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -168,7 +160,7 @@ func TestSilentConnectionParks(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	s, addr := parkServer(t, time.Minute, 2*time.Second)
 	c, _ := dialKeepAlive(t, addr)
-	waitUntil(t, "the silent connection did not park", func() bool { return s.parked() == 1 })
+	waitUntil(t, "the silent connection did not park", func() bool { return s.Parked() == 1 })
 	if !raceEnabled {
 		// A set put back by another P may take a few tries to see.
 		waitUntil(t, "the silent connection holds its buffers", s.pooled)

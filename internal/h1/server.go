@@ -82,7 +82,7 @@ type Server struct {
 	// lot holds the parked connections (see ParkAfter): made with the
 	// first connection that can park, nil when none can.
 	lotOnce sync.Once
-	lot     *park.Lot
+	lot     atomic.Pointer[park.Lot]
 	nudges  []*h1conn // parkIdle's scratch (the lot's goroutine only)
 	// bufs holds the buffers of connections between requests (see
 	// h1conn.awaitRequest).

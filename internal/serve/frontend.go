@@ -282,19 +282,21 @@ func sameListener(a, b *plan.Frontend) bool {
 
 // loops are the server loops of the frontends.
 type loops struct {
-	h1 bool              // h1.Server (spillway.http1Server SPILLWAY, the default), not net/http
-	h2 proxy.HTTP2Server // spillway.http2Server (SPILLWAY, the default, or NET_HTTP)
+	h1   bool              // h1.Server (spillway.http1Server SPILLWAY, the default), not net/http
+	h2   proxy.HTTP2Server // spillway.http2Server (SPILLWAY, the default, or NET_HTTP)
+	park bool              // spillway.parkIdleConnections (default true)
 }
 
 // serverLoops returns the server loops p's frontends use.
 func serverLoops(p *plan.Plan) loops {
 	t := p.Config.Spillway
-	l := loops{h1: true, h2: proxy.H2Spillway}
+	l := loops{h1: true, h2: proxy.H2Spillway, park: true}
 	if t != nil {
 		l.h1 = t.HTTP1Server != "NET_HTTP"
 		if t.HTTP2Server == "NET_HTTP" {
 			l.h2 = proxy.H2NetHTTP
 		}
+		l.park = t.ParkIdleConnections == nil || *t.ParkIdleConnections
 	}
 	return l
 }
@@ -348,6 +350,9 @@ func (fs *frontends) server(f *frontend, h http.Handler, lp loops, tlsCfg *tls.C
 		srv := proxy.NewH1ServerHTTP2(h, lp.h2)
 		srv.Logger = fs.log
 		srv.TLSConfig = tlsCfg
+		if !lp.park {
+			srv.ParkAfter = 0
+		}
 		f.srv = srv
 		return func() error { return srv.Serve(ln) }
 	case tlsCfg != nil:

@@ -17,6 +17,7 @@ type runMetrics struct {
 	active    *prometheus.Desc
 	accepted  *prometheus.Desc
 	inflight  *prometheus.Desc
+	parked    *prometheus.Desc
 }
 
 func newRunMetrics(s *Server) *runMetrics {
@@ -28,6 +29,7 @@ func newRunMetrics(s *Server) *runMetrics {
 		active:    prometheus.NewDesc("spillway_connections_active", "Client connections of the HTTP(S) frontends open now.", nil, nil),
 		accepted:  prometheus.NewDesc("spillway_connections_accepted_total", "Client connections the HTTP(S) frontends have accepted.", nil, nil),
 		inflight:  prometheus.NewDesc("spillway_requests_in_flight", "Requests a frontend is serving now (received, response not finished).", []string{"frontend"}, nil),
+		parked:    prometheus.NewDesc("spillway_connections_parked", "Client connections of a frontend's HTTP/1.1 loop parked now: idle, waiting for a request without a goroutine (spillway.parkIdleConnections).", []string{"frontend"}, nil),
 	}
 }
 
@@ -57,6 +59,7 @@ func (m *runMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.active
 	ch <- m.accepted
 	ch <- m.inflight
+	ch <- m.parked
 }
 
 // Collect implements prometheus.Collector.
@@ -67,5 +70,8 @@ func (m *runMetrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.accepted, prometheus.CounterValue, float64(conns.Accepted()))
 	m.s.front.each(func(name string, f *frontend) {
 		ch <- prometheus.MustNewConstMetric(m.inflight, prometheus.GaugeValue, float64(f.inflight.Load()), name)
+		if p, ok := f.srv.(interface{ Parked() int }); ok {
+			ch <- prometheus.MustNewConstMetric(m.parked, prometheus.GaugeValue, float64(p.Parked()), name)
+		}
 	})
 }
