@@ -79,7 +79,6 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-
 func (s *Server) tracked() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
