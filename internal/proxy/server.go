@@ -200,9 +200,7 @@ func configureSpillwayH2(srv *http.Server, logger *slog.Logger) {
 		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
 			ctx = bc.BaseContext()
 		}
-		w := h1.WatchH2(c, h2HeaderTimeout(hs), sawPreface)
-		defer w.Close()
-		h2s.ServeConn(w, h2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: h, SawPreface: sawPreface})
+		serveSpillwayH2(ctx, h2s, hs, c, h, sawPreface)
 	}
 	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 		http2.NextProtoTLS: func(hs *http.Server, c *tls.Conn, h http.Handler) {
@@ -214,6 +212,14 @@ func configureSpillwayH2(srv *http.Server, logger *slog.Logger) {
 			}
 		},
 	}
+}
+
+// serveSpillwayH2 serves the HTTP/2 connection c on h2s behind the
+// header-timeout watch, with hs's limits and timeouts.
+func serveSpillwayH2(ctx context.Context, h2s *h2.Server, hs *http.Server, c net.Conn, h http.Handler, sawPreface bool) {
+	w := h1.WatchH2(c, h2HeaderTimeout(hs), sawPreface)
+	defer w.Close()
+	h2s.ServeConn(w, h2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: h, SawPreface: sawPreface})
 }
 
 // h2HeaderTimeout is hs's header timeout, as net/http reads it.
@@ -257,9 +263,7 @@ func NewH1ServerHTTP2(h http.Handler, h2s HTTP2Server) *h1.Server {
 	srv := &h2.Server{MaxReadFrameSize: clientMaxFrameSize, Logger: s.Logger}
 	s.ShutdownH2 = srv.Shutdown
 	s.ServeH2 = func(ctx context.Context, c net.Conn) {
-		w := h1.WatchH2(c, h2HeaderTimeout(hs), false)
-		defer w.Close()
-		srv.ServeConn(w, h2.ServeConnOpts{Context: ctx, BaseConfig: hs, Handler: hs.Handler})
+		serveSpillwayH2(ctx, srv, hs, c, hs.Handler, false)
 	}
 	return s
 }
